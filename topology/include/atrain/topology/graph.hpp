@@ -1,0 +1,72 @@
+#pragma once
+/// Directed graphs over nodes 0..n-1 and the builders of the spec's topologies.
+/// An edge j -> i in G_R means i pulls models from j; an edge i -> j in G_C
+/// means i pushes tracker mass to j (ALGORITHMS.md §1).
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace atrain {
+
+/// Thrown for impossible topologies; what() says which and why.
+class topology_error : public std::invalid_argument {
+public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct edge {
+  std::uint32_t from = 0;
+  std::uint32_t to = 0;
+  friend bool operator==(const edge& a, const edge& b) { return a.from == b.from && a.to == b.to; }
+};
+
+class digraph {
+public:
+  digraph() = default;
+  explicit digraph(std::size_t n);
+
+  [[nodiscard]] std::size_t size() const noexcept { return out_.size(); }
+  [[nodiscard]] std::size_t num_edges() const noexcept;
+  /// Adds from -> to; ignores self loops and duplicates. Throws topology_error
+  /// when an endpoint is out of range.
+  void add_edge(std::uint32_t from, std::uint32_t to);
+  [[nodiscard]] bool has_edge(std::uint32_t from, std::uint32_t to) const noexcept;
+  /// Sorted ascending.
+  [[nodiscard]] const std::vector<std::uint32_t>& out(std::uint32_t i) const { return out_.at(i); }
+  [[nodiscard]] const std::vector<std::uint32_t>& in(std::uint32_t i) const { return in_.at(i); }
+  /// All edges, sorted by (from, to).
+  [[nodiscard]] std::vector<edge> edges() const;
+  /// Same graph with every edge reversed.
+  [[nodiscard]] digraph reversed() const;
+  /// True when every edge has its reverse.
+  [[nodiscard]] bool is_symmetric() const noexcept;
+  /// Nodes reachable from `source` along edge directions (including source).
+  [[nodiscard]] std::vector<bool> reachable_from(std::uint32_t source) const;
+  [[nodiscard]] bool strongly_connected() const;
+
+private:
+  std::vector<std::vector<std::uint32_t>> out_;
+  std::vector<std::vector<std::uint32_t>> in_;
+};
+
+// ---- builders (all throw topology_error on impossible parameters)
+[[nodiscard]] digraph make_ring(std::size_t n);            // i <-> i+1
+[[nodiscard]] digraph make_directed_ring(std::size_t n);   // i -> i+1
+/// i -> i + 2^k and i -> i - 2^k (mod n) for 2^k < n.
+[[nodiscard]] digraph make_exponential(std::size_t n);
+/// b-ary tree rooted at `root` (nodes numbered breadth-first from the root,
+/// relabelled so that `root` is the root): edges parent -> child.
+[[nodiscard]] digraph make_tree(std::size_t n, std::size_t arity, std::uint32_t root);
+[[nodiscard]] digraph make_star(std::size_t n, std::uint32_t centre);   // both directions
+[[nodiscard]] digraph make_torus(std::size_t rows, std::size_t cols);   // both directions
+[[nodiscard]] digraph make_complete(std::size_t n);
+/// Undirected (symmetric) simple graph, every node of degree `degree`, drawn
+/// from `seed`, connected; n * degree must be even and degree < n.
+[[nodiscard]] digraph make_random_regular(std::size_t n, std::size_t degree, std::uint64_t seed);
+[[nodiscard]] digraph make_from_edges(std::size_t n, const std::vector<edge>& edges);
+
+} // namespace atrain
