@@ -46,19 +46,45 @@ struct batch_view {
 /// LIBSVM text, plain or gzip (detected by magic bytes). dim = 0 infers the
 /// dimension from the largest index. Empty rows (label only) are allowed.
 /// Indices are 1-based and strictly increasing. max_rows = 0 reads all.
+///
+/// Labels are integers, written "3", "+1", "-1" or "2.0" (integral values only):
+///  - binary: if any label is -1, every label must be -1, 0, 1 or +1; -1 and 0
+///    map to 0, +1 and 1 map to 1. classes = 2.
+///  - otherwise labels are class ids >= 0 taken as is; classes = max + 1 over
+///    the rows read, and at least 2 (a file of 0/1 labels is binary too).
+///  Mixing -1 with a label > 1, or any other negative label, is an error.
+/// Values are parsed as float and must be finite; values too small for a float
+/// (e.g. 1e-50) become 0. Tokens are separated by spaces or tabs; a trailing
+/// '\r', trailing blanks and a final newline are accepted; blank lines are
+/// skipped (they still count for line numbers). Any malformed token, including
+/// one cut off by a truncated last line, is an error: "PATH:LINE: reason".
+/// (A cut that happens to leave a well-formed token, e.g. "5:0.25" -> "5:0.2",
+/// cannot be told apart from valid data; truncated gzip input is detected.)
+/// An empty file, or one with only blank lines, is an error.
 [[nodiscard]] dataset load_libsvm(const std::string& path, std::size_t dim = 0,
                                   std::size_t max_rows = 0);
 
-/// IDX (MNIST layout) images + labels, plain or gzip. Pixels scaled to [0, 1].
+/// IDX (MNIST layout) images + labels, plain or gzip. Pixels scaled to [0, 1]
+/// (v / 255). Images: magic 2051 (u8, 3 dims: count, rows, cols), dim = rows *
+/// cols; labels: magic 2049 (u8, 1 dim). The two counts must agree and neither
+/// file may be truncated or carry trailing bytes. classes = max label + 1 over
+/// the whole labels file (10 for MNIST), even when max_rows cuts the rows.
+/// Errors: "PATH: offset N: reason" (offsets into the decompressed bytes).
 [[nodiscard]] dataset load_idx(const std::string& images_path, const std::string& labels_path,
                                std::size_t max_rows = 0);
 
 /// CIFAR-10 binary batch files (each record: 1 label byte + 3072 pixel bytes),
-/// concatenated in the given order. Pixels scaled to [0, 1].
+/// concatenated in the given order. Pixels scaled to [0, 1] (v / 255) and kept
+/// in the file's channel-major order (1024 R, 1024 G, 1024 B). dim = 3072,
+/// classes = 10. Plain or gzip. Each file must be a non-empty whole number of
+/// 3073-byte records and every label <= 9, else "PATH: offset N: reason".
 [[nodiscard]] dataset load_cifar10(const std::vector<std::string>& paths, std::size_t max_rows = 0);
 
-/// Reads a whole file, gunzipping when it starts with the gzip magic.
-/// Throws dataset_error naming the file on I/O or gzip failure.
+/// Reads a whole file, gunzipping when it starts with the gzip magic (1f 8b).
+/// Concatenated gzip members are all read; trailing zero padding is ignored.
+/// Throws dataset_error naming the file on I/O or gzip failure:
+/// "PATH: cannot open: <strerror>", "PATH: read error: <strerror>",
+/// "PATH: gzip: <reason>" (truncated stream, corrupt data, trailing garbage).
 [[nodiscard]] std::string read_maybe_gzip(const std::string& path);
 
 /// Hex sha256 of a byte string (to verify decompressed dataset contents).
@@ -67,17 +93,29 @@ struct batch_view {
 /// Sample indices per node: every sample goes to exactly one node.
 using shards = std::vector<std::vector<std::uint32_t>>;
 
-/// Random equal-size split (sizes differ by at most one).
+/// Random equal-size split (sizes differ by at most one; nodes > samples leaves
+/// some shards empty). Each shard is sorted ascending. Deterministic from seed.
+/// Throws std::invalid_argument if nodes == 0.
 [[nodiscard]] shards shard_iid(std::size_t samples, std::size_t nodes, std::uint64_t seed);
 
 /// Label skew: for each class, node proportions ~ Dirichlet(alpha); small alpha
-/// = each node holds mostly one class. Every node gets at least one sample.
+/// = each node holds mostly one class. Every node gets at least one sample
+/// (an empty node takes one random sample from the currently largest shard).
+/// Each shard is sorted ascending. Deterministic from seed. Throws
+/// std::invalid_argument if nodes == 0, labels.size() < nodes, alpha is not
+/// finite and > 0, or a label is outside [0, classes).
 [[nodiscard]] shards shard_label_skew(const std::vector<std::int32_t>& labels, std::size_t classes,
                                       std::size_t nodes, double alpha, std::uint64_t seed);
 
 /// Seeded minibatch sampler over one node's shard. Draws batches without
 /// replacement within an epoch (reshuffled each epoch) and gathers the rows
-/// into a contiguous buffer owned by the sampler.
+/// into a contiguous buffer owned by the sampler. The draw sequence is the
+/// concatenation of per-epoch permutations of indices; a batch that reaches
+/// the end of an epoch continues into the next one, so every batch has exactly
+/// batch_size() rows (a batch larger than the shard spans several epochs).
+/// indices() is the shard in the current epoch's order. The dataset must
+/// outlive the sampler. Throws std::invalid_argument on batch == 0, an empty
+/// shard, or an index >= data.size().
 class minibatch_sampler {
 public:
   minibatch_sampler(const dataset& data, std::vector<std::uint32_t> indices, std::size_t batch,

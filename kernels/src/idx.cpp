@@ -1,0 +1,93 @@
+// IDX (MNIST layout) loader: u8 images (magic 2051) + u8 labels (magic 2049).
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "atrain/kernels/dataset.hpp"
+#include "dataset_internal.hpp"
+
+namespace atrain {
+namespace {
+
+std::string hex32(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+/// Checks magic and header length; returns the item count (bytes 4..7).
+std::uint32_t check_header(const std::string& path, const std::string& bytes, std::uint32_t magic,
+                           std::size_t header, const char* what) {
+  if (bytes.size() < 4) {
+    detail::fail_offset(path, bytes.size(), "truncated header: file has " + std::to_string(bytes.size()) +
+                                                " bytes, need " + std::to_string(header));
+  }
+  const std::uint32_t got = detail::load_be32(bytes.data());
+  if (got != magic) {
+    detail::fail_offset(path, 0, "bad magic " + hex32(got) + " (" + std::to_string(got) + "), expected " +
+                                     hex32(magic) + " (" + std::to_string(magic) + ") for IDX " + what);
+  }
+  if (bytes.size() < header) {
+    detail::fail_offset(path, bytes.size(), "truncated header: file has " + std::to_string(bytes.size()) +
+                                                " bytes, need " + std::to_string(header));
+  }
+  const std::uint32_t count = detail::load_be32(bytes.data() + 4);
+  if (count == 0) detail::fail_offset(path, 4, std::string("no ") + what + " (count is 0)");
+  return count;
+}
+
+/// The payload must be exactly `expected` bytes after the header.
+void check_length(const std::string& path, const std::string& bytes, std::uint64_t expected,
+                  const char* what) {
+  if (bytes.size() < expected) {
+    detail::fail_offset(path, bytes.size(),
+                        std::string("truncated ") + what + ": expected " + std::to_string(expected) +
+                            " bytes, file has " + std::to_string(bytes.size()));
+  }
+  if (bytes.size() > expected) {
+    detail::fail_offset(path, expected,
+                        std::to_string(bytes.size() - expected) + " trailing bytes after the " + what);
+  }
+}
+
+} // namespace
+
+dataset load_idx(const std::string& images_path, const std::string& labels_path, std::size_t max_rows) {
+  const std::string img = read_maybe_gzip(images_path);
+  const std::string lab = read_maybe_gzip(labels_path);
+
+  constexpr std::size_t img_header = 16;
+  constexpr std::size_t lab_header = 8;
+  const std::uint32_t n_img = check_header(images_path, img, 2051, img_header, "images (u8, 3 dims)");
+  const std::uint32_t n_lab = check_header(labels_path, lab, 2049, lab_header, "labels (u8, 1 dim)");
+  const std::uint32_t rows = detail::load_be32(img.data() + 8);
+  const std::uint32_t cols = detail::load_be32(img.data() + 12);
+  if (rows == 0 || cols == 0) {
+    detail::fail_offset(images_path, rows == 0 ? 8 : 12,
+                        "zero image size " + std::to_string(rows) + " x " + std::to_string(cols));
+  }
+  const std::uint64_t pixels = std::uint64_t{rows} * cols;
+  check_length(images_path, img, img_header + pixels * n_img, "pixel data");
+  check_length(labels_path, lab, lab_header + std::uint64_t{n_lab}, "label data");
+  if (n_img != n_lab) {
+    detail::fail_offset(images_path, 4,
+                        "image count " + std::to_string(n_img) + " != label count " + std::to_string(n_lab) +
+                            " in " + labels_path);
+  }
+
+  const auto* lp = reinterpret_cast<const unsigned char*>(lab.data() + lab_header);
+  const unsigned char max_label = *std::max_element(lp, lp + n_lab);
+
+  const std::size_t n = max_rows == 0 ? n_img : std::min<std::size_t>(n_img, max_rows);
+  dataset d;
+  d.dim = static_cast<std::size_t>(pixels);
+  d.classes = std::size_t{max_label} + 1;
+  d.labels.assign(lp, lp + n);
+  d.features.resize(n * d.dim);
+  static const detail::pixel_table scale;
+  const char* src = img.data() + img_header;
+  std::transform(src, src + n * d.dim, d.features.begin(), scale);
+  return d;
+}
+
+} // namespace atrain
