@@ -170,6 +170,15 @@ dataset load_libsvm(const std::string& path, std::size_t dim, std::size_t max_ro
   if (text.empty()) detail::fail_line(path, 1, "empty file (no samples)");
 
   parser ps(path, dim);
+  // Exact upper bounds up front: regrowing these vectors costs more (copies
+  // and page faults) than two counting passes over the text.
+  const std::size_t line_bound = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+  const std::size_t row_bound = max_rows == 0 ? line_bound : std::min(line_bound, max_rows);
+  const std::size_t nnz_bound = static_cast<std::size_t>(std::count(text.begin(), text.end(), ':'));
+  ps.labels.reserve(row_bound);
+  ps.row_start.reserve(row_bound + 1);
+  ps.cols.reserve(nnz_bound);
+  ps.vals.reserve(nnz_bound);
   const char* p = text.data();
   const char* const end = p + text.size();
   while (p < end && (max_rows == 0 || ps.labels.size() < max_rows)) {
