@@ -1,0 +1,54 @@
+#pragma once
+/// The local computation of one node: its model copy (own oneDNN primitives),
+/// its shard's minibatch sampler, and the cost model that says how long a
+/// gradient takes on the run's clock.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "atrain/actors/context.hpp"
+#include "atrain/kernels.hpp"
+
+namespace atrain {
+
+class compute_unit {
+public:
+  compute_unit(const run_plan& plan, std::uint32_t node);
+
+  /// g = minibatch gradient at x. Returns how long to wait (run-clock
+  /// seconds) before the gradient counts as done: virtual clock, tau_i x
+  /// slowdown x jitter; real clock, the compute already took real time, so
+  /// only the injected slowdown (factor - 1) x measured time remains.
+  double gradient(caf::local_actor* self, const float* x, std::vector<float>& g);
+
+  [[nodiscard]] std::uint64_t gradients() const noexcept { return gradients_; }
+  [[nodiscard]] double last_loss() const noexcept { return last_loss_; }
+  [[nodiscard]] std::size_t dim() const noexcept { return dim_; }
+
+private:
+  std::unique_ptr<model> model_;
+  minibatch_sampler sampler_;
+  rng gen_;
+  std::size_t dim_;
+  double tau_;
+  double slowdown_;
+  double jitter_;
+  bool virtual_clock_;
+  std::uint64_t gradients_ = 0;
+  double last_loss_ = 0;
+};
+
+/// Running staleness statistics (mean and max) of one node.
+struct staleness_stats {
+  double sum = 0;
+  double max = 0;
+  std::uint64_t count = 0;
+  void add(double s) {
+    sum += s;
+    if (s > max)
+      max = s;
+    ++count;
+  }
+};
+
+} // namespace atrain

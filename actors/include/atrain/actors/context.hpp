@@ -1,0 +1,63 @@
+#pragma once
+/// What the actors of one run share in a process: the prepared plan (read
+/// only), the event trace, the run's start time, and the test probe.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "atrain/actors/run_plan.hpp"
+#include "atrain/actors/trace.hpp"
+#include "atrain/messages/wire.hpp"
+
+namespace atrain {
+
+class rfast_tracker;
+
+/// Test hook: with the virtual clock (one thread) a test may read every
+/// registered tracker between two scheduler steps.
+struct run_probe {
+  std::vector<const rfast_tracker*> trackers;  // index = node; null when gone
+};
+
+struct run_context {
+  std::shared_ptr<const run_plan> plan;
+  trace events;
+  caf::actor_clock::time_point t0{};
+  std::shared_ptr<run_probe> probe;  // may be null
+
+  [[nodiscard]] std::int64_t ns(caf::local_actor* self) const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(self->clock().now() - t0).count();
+  }
+  [[nodiscard]] double seconds(caf::local_actor* self) const { return ns(self) * 1e-9; }
+};
+
+using context_ptr = std::shared_ptr<run_context>;
+
+/// The two actors of a logical node (DESIGN.md "The node"). `buffer` is
+/// invalid for algorithms without durable node state.
+struct node_actors {
+  caf::actor worker;
+  caf::actor buffer;
+};
+
+/// Converts seconds of the run clock to a CAF duration.
+[[nodiscard]] inline caf::timespan to_timespan(double seconds) {
+  return caf::timespan{static_cast<std::int64_t>(seconds * 1e9)};
+}
+
+/// Sends `msg...` to `dest` after `delay` seconds; a plain send when the delay
+/// is zero (a zero delayed_send still detours through the real clock thread).
+template <class Self, class... Ts>
+void send_after(Self* self, const caf::actor& dest, double delay, Ts&&... xs) {
+  if (delay <= 0)
+    self->send(dest, std::forward<Ts>(xs)...);
+  else
+    self->delayed_send(dest, to_timespan(delay), std::forward<Ts>(xs)...);
+}
+
+} // namespace atrain

@@ -1,0 +1,44 @@
+#pragma once
+/// How packets leave a node: straight to the receiving actor when the link is
+/// perfect, otherwise through the link actor of that directed edge, which
+/// applies the spec's link model (latency, bandwidth, loss, duplication,
+/// reordering) from its own seeded generator.
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "atrain/actors/context.hpp"
+#include "atrain/messages/wire.hpp"
+
+namespace atrain {
+
+/// True when the link model does anything (otherwise links are bypassed).
+[[nodiscard]] bool link_is_active(const proto::LinkModel& m);
+
+/// Spawns one link actor per directed edge (from -> to) in `edges`, each
+/// delivering to receivers[to]. Returns the route table from -> to -> handle.
+class network {
+public:
+  network(caf::event_based_actor* sup, const context_ptr& ctx,
+          const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges,
+          const std::vector<caf::actor>& receivers, std::vector<caf::actor>& links_out);
+
+  /// The handle node `from` sends to in order to reach node `to`.
+  [[nodiscard]] caf::actor route(std::uint32_t from, std::uint32_t to) const;
+
+private:
+  std::map<std::pair<std::uint32_t, std::uint32_t>, caf::actor> routes_;
+};
+
+/// A node's outgoing side: counts messages and bytes, records the trace.
+struct outbox {
+  std::vector<std::pair<std::uint32_t, caf::actor>> routes;  // (receiver node, handle)
+  std::uint64_t messages = 0;
+  std::uint64_t bytes = 0;
+
+  /// Sends `p` (p.to is set per receiver) to every route.
+  void broadcast(caf::event_based_actor* self, run_context& ctx, packet p);
+};
+
+} // namespace atrain

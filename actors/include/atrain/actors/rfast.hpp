@@ -1,0 +1,91 @@
+#pragma once
+/// R-FAST (ALGORITHMS.md §1): the tracker arithmetic of one node, kept in its
+/// gradient buffer, and the spawn function for a whole R-FAST network.
+#include <cstdint>
+#include <vector>
+
+#include "atrain/actors/context.hpp"
+#include "atrain/messages/wire.hpp"
+
+namespace atrain {
+
+/// Packet streams of R-FAST.
+enum rfast_stream : std::uint32_t { rfast_model = 1, rfast_mass = 2 };
+
+/// The durable state of node i: z, g_prev, rho, rho~ per in-neighbour (float64),
+/// the optional push-sum weight phi with sigma and sigma~.
+class rfast_tracker {
+public:
+  struct in_neighbour {
+    std::uint32_t node = 0;
+    double c = 0;                 // c_ij
+    std::uint64_t seq = 0;        // seq of the newest rho^_j (0 = none yet)
+    double_blob rho_hat;          // newest received rho_j
+    double sigma_hat = 0;
+    std::vector<double> rho_tilde;  // consumed part of rho_j
+    double sigma_tilde = 0;
+  };
+
+  rfast_tracker(std::uint32_t node, std::size_t dim, double c_self,
+                std::vector<in_neighbour> in_c, bool phi_variant, double phi_min);
+
+  /// Initialise with the first gradient: z = g_prev = g0.
+  void init(const float* g0);
+  /// Step 4: z += g - g_prev; g_prev = g.
+  void correct(const float* g);
+  /// Step 5: rho += z; z = c_ii z (sigma += phi; phi = c_ii phi). Returns the
+  /// snapshot of rho to send (also kept as the latest sent).
+  double_blob push();
+  /// Descent direction of step 1: z / max(phi, phi_min), or z (plain).
+  [[nodiscard]] std::vector<float> direction() const;
+  /// Step 3: z += c_ij (rho^_j - rho~_ij); rho~_ij = rho^_j (phi likewise).
+  void absorb();
+  /// Keeps rho^_j when seq is newer than what we hold. Returns false for a
+  /// stale or duplicate packet (ignored).
+  bool receive(std::uint32_t from, std::uint64_t seq, const double_blob& rho, double sigma);
+
+  [[nodiscard]] std::uint32_t node() const noexcept { return node_; }
+  [[nodiscard]] const std::vector<double>& z() const noexcept { return z_; }
+  [[nodiscard]] const std::vector<double>& g_prev() const noexcept { return g_prev_; }
+  [[nodiscard]] const double_blob& rho_sent() const noexcept { return rho_sent_; }
+  [[nodiscard]] double phi() const noexcept { return phi_; }
+  [[nodiscard]] double sigma_sent() const noexcept { return sigma_sent_; }
+  [[nodiscard]] const std::vector<in_neighbour>& in_c() const noexcept { return in_c_; }
+  [[nodiscard]] bool phi_variant() const noexcept { return phi_variant_; }
+  [[nodiscard]] std::uint64_t pushes() const noexcept { return pushes_; }
+  [[nodiscard]] mass_account account() const;
+
+private:
+  std::uint32_t node_;
+  std::size_t dim_;
+  double c_self_;
+  bool phi_variant_;
+  double phi_min_;
+  std::vector<double> z_;
+  std::vector<double> g_prev_;
+  std::vector<double> rho_;
+  double_blob rho_sent_;
+  double phi_ = 1;
+  double sigma_ = 0;
+  double sigma_sent_ = 0;
+  std::uint64_t pushes_ = 0;
+  std::vector<in_neighbour> in_c_;
+};
+
+/// Mass conservation (ALGORITHMS.md §1) over all nodes' accounts:
+/// | sum z + sum_{j->i in G_C} c_ij (rho_j(latest sent) - rho~_ij) - sum g_prev |
+/// relative to max(1, |sum g_prev|) (infinity norm over coordinates).
+/// `phi_residual` gets |sum phi + pending sigma - n| for the phi variant.
+[[nodiscard]] double mass_residual(const std::vector<mass_account>& accounts,
+                                   double* phi_residual = nullptr);
+
+/// Same, straight from trackers (test probe).
+[[nodiscard]] double mass_residual(const std::vector<const rfast_tracker*>& trackers,
+                                   double* phi_residual = nullptr);
+
+/// Spawns the R-FAST network (buffers, links, workers) as children of `sup`.
+[[nodiscard]] std::vector<node_actors> spawn_rfast(caf::event_based_actor* sup,
+                                                   const context_ptr& ctx,
+                                                   std::vector<caf::actor>& links);
+
+} // namespace atrain

@@ -1,0 +1,44 @@
+#pragma once
+/// Everything a run needs, prepared and checked before any actor starts:
+/// datasets loaded and verified, shards drawn, topology built (common root
+/// checked), per-node costs, the initial model. A bad spec never gets as far
+/// as spawning actors.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "atrain.pb.h"
+#include "atrain/kernels.hpp"
+#include "atrain/messages/spec.hpp"
+#include "atrain/topology.hpp"
+
+namespace atrain {
+
+struct run_plan {
+  proto::ExperimentSpec spec;
+  std::string spec_file;
+  std::shared_ptr<const dataset> train;
+  std::shared_ptr<const dataset> test;  // may equal train when no test set is given
+  shards shard;                          // one index list per node
+  std::optional<atrain::topology> topo;  // absent for single-node algorithms
+  std::vector<double> tau;               // seconds per gradient, per node (virtual clock)
+  std::vector<double> slowdown;          // >= 1 per node (both clocks)
+  std::unique_ptr<model> prototype;      // cloned per actor
+  std::vector<float> x0;                 // initial parameters (identical on every node)
+  std::vector<std::uint32_t> train_eval_rows;  // rows of `train` used for train_loss
+  std::vector<std::string> warnings;
+
+  [[nodiscard]] std::size_t nodes() const noexcept { return shard.size(); }
+  [[nodiscard]] std::size_t dim() const noexcept { return x0.size(); }
+  [[nodiscard]] bool virtual_clock() const noexcept { return spec.clock() == proto::VIRTUAL; }
+  [[nodiscard]] std::string algorithm_name() const;
+};
+
+/// Loads data, builds the topology and the model. Throws spec_error naming the
+/// spec file, the field and the reason (dataset errors and impossible
+/// topologies included).
+[[nodiscard]] std::shared_ptr<const run_plan> prepare_run(const loaded_spec& spec);
+
+} // namespace atrain

@@ -1,0 +1,30 @@
+#pragma once
+/// The event trace of a run: an order-sensitive hash over every event
+/// (run-clock ns, logical node id, kind, two values). With the virtual clock
+/// the same spec and seed give the same hash; that is the replay check.
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace atrain {
+
+enum class event_kind : std::uint32_t {
+  wake = 1, send = 2, receive = 3, drop = 4, duplicate = 5, evaluate = 6, stop = 7, reject = 8,
+  replace = 9,
+};
+
+class trace {
+public:
+  void record(std::int64_t t_ns, std::uint32_t node, event_kind kind, std::uint64_t a = 0,
+              std::uint64_t b = 0);
+  [[nodiscard]] std::uint64_t hash() const;
+  [[nodiscard]] std::uint64_t events() const;
+  [[nodiscard]] std::string hex() const;
+
+private:
+  mutable std::mutex mtx_;  /// uncontended with the virtual clock (one thread)
+  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
+  std::uint64_t events_ = 0;
+};
+
+} // namespace atrain

@@ -1,0 +1,78 @@
+#pragma once
+/// atrain's public C++ API: run an experiment to completion, or embed a run
+/// in your own actor system and watch its metrics as messages.
+///
+///   auto spec = atrain::load_spec("config/quickstart.textproto");
+///   auto plan = atrain::prepare_run(spec);          // throws spec_error on bad input
+///   auto report = atrain::run_experiment(plan);     // expected<RunReport>
+///
+/// Embedding (REAL clock) inside a service's own actor_system:
+///   atrain::register_message_types(cfg);            // before the system exists
+///   auto run = atrain::spawn_run(sys, plan, my_listener);
+///   // my_listener gets (metric_atom, metric_sample) per evaluation and
+///   // (done_atom, report_bytes) at the end; anon_send(run, stop_atom::value)
+///   // stops the run early (it still reports).
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <caf/all.hpp>
+
+#include "atrain/actors/context.hpp"
+#include "atrain/actors/run_plan.hpp"
+#include "atrain/messages/spec.hpp"
+#include "atrain/messages/wire.hpp"
+
+namespace atrain {
+
+struct run_options {
+  /// Live progress line on stderr; default: the spec's `progress`, else
+  /// whether stderr is a terminal.
+  std::optional<bool> progress;
+  /// Test hook (virtual clock only): trackers readable between steps.
+  std::shared_ptr<run_probe> probe;
+  /// Worker threads for the REAL clock (0 = number of cores).
+  std::size_t threads = 0;
+};
+
+/// Runs the plan on the clock its spec names and blocks the caller until the
+/// run ends. An error (an actor failed, the run could not start) comes back
+/// as a caf::error; a report with `error` set is also possible when a run
+/// ended badly but still produced figures.
+[[nodiscard]] caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> plan,
+                                                             const run_options& opts = {});
+
+/// Spawns a REAL-clock run inside `sys` (whose config went through
+/// register_message_types). Returns the run's supervisor.
+[[nodiscard]] caf::expected<caf::actor> spawn_run(caf::actor_system& sys,
+                                                  std::shared_ptr<const run_plan> plan,
+                                                  caf::actor listener, bool progress = false);
+
+/// A virtual-clock run that a test (or a tool) drives step by step.
+class virtual_run {
+public:
+  explicit virtual_run(std::shared_ptr<const run_plan> plan, run_options opts = {});
+  ~virtual_run();
+  virtual_run(const virtual_run&) = delete;
+  virtual_run& operator=(const virtual_run&) = delete;
+
+  /// Runs one ready job, or when none is ready advances virtual time to the
+  /// next timer. Returns false once nothing is left to do.
+  bool step();
+  /// Steps until the run is over; returns the report.
+  [[nodiscard]] caf::expected<proto::RunReport> run();
+  [[nodiscard]] run_context& context() noexcept { return *ctx_; }
+  [[nodiscard]] double now_seconds() const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+  context_ptr ctx_;
+};
+
+/// Writes DIR/report.json, DIR/metrics.csv and DIR/report.pb (binary RunReport).
+/// Creates DIR. Returns an error naming the file that could not be written.
+[[nodiscard]] caf::expected<void> write_outputs(const proto::RunReport& report,
+                                                const std::string& dir);
+
+} // namespace atrain

@@ -1,0 +1,61 @@
+/// Centralized SGD: on each wake, x -= gamma_k g(x); gamma_k = gamma / (1 + decay k).
+#include "atrain/actors/centralized.hpp"
+
+#include "atrain/actors/compute.hpp"
+#include "atrain/kernels/vector_ops.hpp"
+
+namespace atrain {
+
+namespace {
+
+struct sgd_state {
+  std::optional<compute_unit> cu;
+  std::vector<float> x;
+  std::vector<float> g;
+  std::uint64_t steps = 0;
+  static inline const char* name = "atrain_sgd_worker";
+};
+
+void compute_next(caf::stateful_actor<sgd_state>* self) {
+  auto& st = self->state;
+  const double wait = st.cu->gradient(self, st.x.data(), st.g);
+  send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value);
+}
+
+caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx) {
+  const auto& plan = *ctx->plan;
+  const auto& algo = plan.spec.algorithm().centralized();
+  self->state.cu.emplace(plan, 0);
+  self->state.x = plan.x0;
+  const double gamma0 = algo.step_size();
+  const double decay = algo.decay();
+  return {
+    [=](start_atom) { compute_next(self); },
+    [=](wake_atom) {
+      auto& st = self->state;
+      ctx->events.record(ctx->ns(self), 0, event_kind::wake, st.steps);
+      const double gamma = gamma0 / (1.0 + decay * static_cast<double>(st.steps++));
+      vec::axpy(static_cast<float>(-gamma), st.g.data(), st.x.data(), st.x.size());
+      compute_next(self);
+    },
+    [=](model_atom) {
+      auto& st = self->state;
+      model_snapshot s;
+      s.node = 0;
+      s.gradients = st.cu->gradients();
+      s.params = float_blob{st.x};
+      return s;
+    },
+  };
+}
+
+} // namespace
+
+std::vector<node_actors> spawn_centralized(caf::event_based_actor* sup, const context_ptr& ctx) {
+  node_actors node;
+  node.worker = sup->spawn(sgd_worker, ctx);
+  sup->send(node.worker, start_atom::value);
+  return {node};
+}
+
+} // namespace atrain

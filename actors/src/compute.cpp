@@ -1,0 +1,31 @@
+#include "atrain/actors/compute.hpp"
+
+namespace atrain {
+
+compute_unit::compute_unit(const run_plan& plan, std::uint32_t node)
+  : model_(plan.prototype->clone()),
+    sampler_(*plan.train, plan.shard.at(node), plan.spec.model().batch_size(),
+             derive_seed(plan.spec.seed(), 0x53414d50ULL + node)),
+    gen_(derive_seed(plan.spec.seed(), 0x4a495454ULL + node)),
+    dim_(plan.dim()),
+    tau_(plan.tau.at(node)),
+    slowdown_(plan.slowdown.at(node)),
+    jitter_(plan.spec.cost().jitter()),
+    virtual_clock_(plan.virtual_clock()) {
+}
+
+double compute_unit::gradient(caf::local_actor* self, const float* x, std::vector<float>& g) {
+  g.resize(dim_);
+  const auto before = self->clock().now();
+  last_loss_ = model_->loss_and_gradient(sampler_.next(), x, g.data());
+  ++gradients_;
+  // Draw the jitter on both clocks so the generator stream is the same.
+  const double factor = jitter_ > 0 ? gen_.uniform(1.0 - jitter_, 1.0 + jitter_) : 1.0;
+  if (virtual_clock_)
+    return tau_ * slowdown_ * factor;
+  const double took =
+    std::chrono::duration<double>(self->clock().now() - before).count();
+  return (slowdown_ - 1.0) * took;
+}
+
+} // namespace atrain

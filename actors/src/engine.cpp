@@ -1,0 +1,177 @@
+/// The engine facade: both clocks, one code path (DESIGN.md "Two clocks").
+#include "atrain/engine.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <caf/scheduler/test_coordinator.hpp>
+
+#include "atrain/actors/supervisor.hpp"
+
+namespace atrain {
+
+namespace {
+
+bool want_progress(const run_plan& plan, const run_options& opts) {
+  if (opts.progress)
+    return *opts.progress;
+  if (plan.spec.has_progress())
+    return plan.spec.progress();
+  return isatty(STDERR_FILENO) != 0;
+}
+
+caf::expected<proto::RunReport> take_report(run_sink& sink) {
+  std::lock_guard<std::mutex> guard{sink.mtx};
+  if (!sink.report)
+    return caf::make_error(caf::sec::runtime_error, "the run ended without a report");
+  return *sink.report;
+}
+
+struct system_config : caf::actor_system_config {
+  explicit system_config(bool virtual_clock, std::size_t threads) {
+    register_message_types(*this);
+    if (virtual_clock)
+      set("scheduler.policy", caf::atom("testing"));
+    else
+      set("scheduler.max-threads",
+          threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency()));
+    set("logger.console-verbosity", caf::atom("quiet"));
+  }
+};
+
+} // namespace
+
+// ---- virtual clock
+
+struct virtual_run::impl {
+  system_config cfg;
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+  std::shared_ptr<run_sink> sink = std::make_shared<run_sink>();
+  caf::actor sup;
+
+  explicit impl() : cfg(true, 1), sys(cfg),
+    sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
+};
+
+virtual_run::virtual_run(std::shared_ptr<const run_plan> plan, run_options opts)
+  : impl_(std::make_unique<impl>()), ctx_(std::make_shared<run_context>()) {
+  ctx_->plan = std::move(plan);
+  ctx_->probe = opts.probe;
+  if (ctx_->probe)
+    ctx_->probe->trackers.assign(ctx_->plan->nodes(), nullptr);
+  impl_->sup = spawn_supervisor(impl_->sys, ctx_, caf::actor{}, impl_->sink,
+                                want_progress(*ctx_->plan, opts));
+}
+
+virtual_run::~virtual_run() {
+  // Every actor must be gone before ~actor_system, or it waits forever
+  // (notes/caf-virtual-time.md, gotcha 2).
+  if (impl_->sup)
+    caf::anon_send_exit(impl_->sup, caf::exit_reason::kill);
+  impl_->sup = nullptr;
+  while (step()) {
+  }
+}
+
+bool virtual_run::step() {
+  auto& sched = impl_->sched;
+  if (sched.try_run_once())
+    return true;
+  auto& clk = sched.clock();
+  if (!clk.has_pending_timeout())
+    return false;
+  const auto next = clk.schedule().begin()->first;
+  if (next > clk.current_time)
+    clk.current_time = next;
+  clk.trigger_expired_timeouts();
+  return true;
+}
+
+caf::expected<proto::RunReport> virtual_run::run() {
+  impl_->sup = nullptr;  // the supervisor ends itself; we only drive
+  while (step()) {
+  }
+  return take_report(*impl_->sink);
+}
+
+double virtual_run::now_seconds() const {
+  return std::chrono::duration<double>(impl_->sched.clock().now() - ctx_->t0).count();
+}
+
+// ---- both clocks
+
+caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> plan,
+                                               const run_options& opts) {
+  if (plan->virtual_clock()) {
+    virtual_run run{std::move(plan), opts};
+    return run.run();
+  }
+  auto sink = std::make_shared<run_sink>();
+  {
+    system_config cfg{false, opts.threads};
+    caf::actor_system sys{cfg};
+    auto ctx = std::make_shared<run_context>();
+    ctx->plan = plan;
+    ctx->probe = opts.probe;
+    if (ctx->probe)
+      ctx->probe->trackers.assign(plan->nodes(), nullptr);
+    auto sup = spawn_supervisor(sys, ctx, caf::actor{}, sink, want_progress(*plan, opts));
+    sup = nullptr;
+    sys.await_all_actors_done();
+  }
+  return take_report(*sink);
+}
+
+caf::expected<caf::actor> spawn_run(caf::actor_system& sys, std::shared_ptr<const run_plan> plan,
+                                    caf::actor listener, bool progress) {
+  if (plan->virtual_clock())
+    return caf::make_error(caf::sec::invalid_argument,
+                           "spawn_run embeds REAL-clock runs; use run_experiment or "
+                           "virtual_run for clock: VIRTUAL");
+  auto ctx = std::make_shared<run_context>();
+  ctx->plan = std::move(plan);
+  return spawn_supervisor(sys, ctx, std::move(listener), nullptr, progress);
+}
+
+caf::expected<void> write_outputs(const proto::RunReport& report, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    return caf::make_error(caf::sec::runtime_error, dir + ": cannot create: " + ec.message());
+  auto write = [&](const std::string& name, const std::string& bytes) -> caf::expected<void> {
+    const auto path = (fs::path{dir} / name).string();
+    std::ofstream out{path, std::ios::binary};
+    out << bytes;
+    out.close();
+    if (!out)
+      return caf::make_error(caf::sec::runtime_error, path + ": cannot write");
+    return caf::unit;
+  };
+  std::string csv =
+    "time,gradients,train_loss,test_accuracy,consensus_error,messages,bytes,dropped\n";
+  for (const auto& m : report.metrics()) {
+    char line[512];
+    std::snprintf(line, sizeof line, "%.9g,%llu,%.9g,%.9g,%.9g,%llu,%llu,%llu\n",
+                  m.time_seconds(), static_cast<unsigned long long>(m.gradients()),
+                  m.train_loss(), m.test_accuracy(), m.consensus_error(),
+                  static_cast<unsigned long long>(m.messages()),
+                  static_cast<unsigned long long>(m.bytes()),
+                  static_cast<unsigned long long>(m.dropped()));
+    csv += line;
+  }
+  std::string pb;
+  report.SerializeToString(&pb);
+  if (auto r = write("report.json", report_to_json(report)); !r)
+    return r;
+  if (auto r = write("metrics.csv", csv); !r)
+    return r;
+  return write("report.pb", pb);
+}
+
+} // namespace atrain

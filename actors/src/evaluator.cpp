@@ -1,0 +1,284 @@
+#include "atrain/actors/evaluator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+#include "atrain/actors/rfast.hpp"
+#include "atrain/kernels/vector_ops.hpp"
+
+namespace atrain {
+
+namespace {
+
+/// What one evaluation collects from the nodes and links.
+struct gathering {
+  std::vector<model_snapshot> models;
+  std::uint64_t buffer_messages = 0;
+  std::uint64_t buffer_bytes = 0;
+  std::uint64_t rejected = 0;
+  std::vector<link_stats> links;
+  std::vector<mass_account> masses;
+  std::size_t pending = 0;
+  std::vector<std::string> errors;
+  std::function<void(const gathering&)> done;  // runs when pending reaches 0
+};
+using gathering_ptr = std::shared_ptr<gathering>;
+
+struct eval_state {
+  context_ptr ctx;
+  std::vector<node_actors> nodes;
+  std::vector<caf::actor> links;
+  caf::actor supervisor;
+  bool progress = false;
+  std::unique_ptr<model> m;
+  dataset train_subset;
+  proto::RunReport report;
+  bool stop_sent = false;
+  bool finished = false;
+};
+
+/// Rows `rows` of `d` as a dataset of their own (contiguous for the model).
+dataset subset(const dataset& d, const std::vector<std::uint32_t>& rows) {
+  dataset out;
+  out.dim = d.dim;
+  out.classes = d.classes;
+  out.features.resize(rows.size() * d.dim);
+  out.labels.resize(rows.size());
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    std::copy_n(d.row(rows[k]), d.dim, out.features.data() + k * d.dim);
+    out.labels[k] = d.labels[rows[k]];
+  }
+  return out;
+}
+
+template <class Done>
+void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
+  auto& st = self->state;
+  auto g = std::make_shared<gathering>();
+  g->models.resize(st.nodes.size());
+  g->done = [self, done](const gathering& all) mutable { done(self, all); };
+  auto finish_one = [g] {
+    if (--g->pending == 0)
+      g->done(*g);
+  };
+  auto fail = [g, finish_one](const std::string& what, const caf::error& err) {
+    g->errors.push_back(what + ": " + caf::to_string(err));
+    finish_one();
+  };
+  for (std::size_t i = 0; i < st.nodes.size(); ++i) {
+    ++g->pending;
+    self->request(st.nodes[i].worker, caf::infinite, model_atom::value)
+      .then([g, i, finish_one](model_snapshot& s) {
+              g->models[i] = std::move(s);
+              finish_one();
+            },
+            [fail, i](caf::error& e) { fail("node " + std::to_string(i) + " worker", e); });
+    if (!st.nodes[i].buffer)
+      continue;
+    ++g->pending;
+    self->request(st.nodes[i].buffer, caf::infinite, stats_atom::value)
+      .then([g, finish_one](std::uint64_t msgs, std::uint64_t bytes, std::uint64_t rejected) {
+              g->buffer_messages += msgs;
+              g->buffer_bytes += bytes;
+              g->rejected += rejected;
+              finish_one();
+            },
+            [fail, i](caf::error& e) { fail("node " + std::to_string(i) + " buffer", e); });
+    if (!with_mass)
+      continue;
+    ++g->pending;
+    self->request(st.nodes[i].buffer, caf::infinite, mass_atom::value)
+      .then([g, finish_one](mass_account& a) {
+              g->masses.push_back(std::move(a));
+              finish_one();
+            },
+            [fail, i](caf::error& e) { fail("node " + std::to_string(i) + " buffer", e); });
+  }
+  for (const auto& link : st.links) {
+    ++g->pending;
+    self->request(link, caf::infinite, stats_atom::value)
+      .then([g, finish_one](link_stats& s) {
+              g->links.push_back(s);
+              finish_one();
+            },
+            [fail](caf::error& e) { fail("link", e); });
+  }
+}
+
+/// Evaluates the gathered models into one metric row (and the report's totals).
+metric_sample evaluate(caf::stateful_actor<eval_state>* self, const gathering& g) {
+  auto& st = self->state;
+  const auto& plan = *st.ctx->plan;
+  const std::size_t dim = plan.dim();
+  metric_sample row;
+  row.time_seconds = st.ctx->seconds(self);
+  std::vector<double> mean(dim, 0.0);
+  for (const auto& s : g.models) {
+    row.gradients += s.gradients;
+    row.messages += s.messages_sent;
+    row.bytes += s.bytes_sent;
+    vec::axpy(1.0 / static_cast<double>(g.models.size()), s.params.ptr(), mean.data(), dim);
+  }
+  row.messages += g.buffer_messages;
+  row.bytes += g.buffer_bytes;
+  for (const auto& l : g.links)
+    row.dropped += l.dropped;
+  std::vector<float> evaluated(dim);
+  vec::copy(mean.data(), evaluated.data(), dim);
+  double consensus = 0;
+  for (const auto& s : g.models)
+    consensus += vec::squared_distance(s.params.ptr(), evaluated.data(), dim);
+  row.consensus_error = consensus / static_cast<double>(g.models.size());
+  if (plan.topo && plan.topo->tree) {
+    const auto root = plan.topo->roots.front();
+    std::copy_n(g.models.at(root).params.ptr(), dim, evaluated.data());
+  }
+  row.train_loss = st.m->loss(whole(st.train_subset), evaluated.data());
+  row.test_accuracy = st.m->accuracy(whole(*plan.test), evaluated.data());
+  return row;
+}
+
+void print_progress(const run_plan& plan, const metric_sample& row, bool last) {
+  std::fprintf(stderr,
+               "\r[%s] t=%8.3fs grads=%10llu loss=%.5f acc=%.4f msgs=%llu dropped=%llu   %s",
+               plan.algorithm_name().c_str(), row.time_seconds,
+               static_cast<unsigned long long>(row.gradients), row.train_loss,
+               row.test_accuracy, static_cast<unsigned long long>(row.messages),
+               static_cast<unsigned long long>(row.dropped), last ? "\n" : "");
+  std::fflush(stderr);
+}
+
+void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row, bool last) {
+  auto& st = self->state;
+  const auto& spec = st.ctx->plan->spec;
+  auto* m = st.report.add_metrics();
+  m->set_time_seconds(row.time_seconds);
+  m->set_gradients(row.gradients);
+  m->set_train_loss(row.train_loss);
+  m->set_test_accuracy(row.test_accuracy);
+  m->set_consensus_error(row.consensus_error);
+  m->set_messages(row.messages);
+  m->set_bytes(row.bytes);
+  m->set_dropped(row.dropped);
+  st.ctx->events.record(st.ctx->ns(self), 0, event_kind::evaluate, row.gradients,
+                        static_cast<std::uint64_t>(row.test_accuracy * 1e9));
+  const double target = spec.stop().target_accuracy();
+  if (target > 0 && row.test_accuracy >= target && !st.report.has_time_to_target())
+    st.report.set_time_to_target(row.time_seconds);
+  if (st.progress)
+    print_progress(*st.ctx->plan, row, last);
+  self->send(st.supervisor, metric_atom::value, row);
+  if (last || st.stop_sent)
+    return;
+  std::string reason;
+  if (spec.stop().stop_at_target() && st.report.has_time_to_target())
+    reason = "target accuracy reached";
+  else if (spec.stop().gradients() > 0 && row.gradients >= spec.stop().gradients())
+    reason = "gradient budget spent";
+  if (!reason.empty()) {
+    st.stop_sent = true;
+    self->send(st.supervisor, stop_atom::value, reason);
+  }
+}
+
+void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
+                 const metric_sample& row) {
+  auto& st = self->state;
+  const auto& plan = *st.ctx->plan;
+  auto& r = st.report;
+  r.mutable_final()->set_train_loss(row.train_loss);
+  r.mutable_final()->set_test_accuracy(row.test_accuracy);
+  r.set_gradients_total(row.gradients);
+  r.set_messages_sent(row.messages);
+  r.set_bytes_sent(row.bytes);
+  r.set_packets_dropped(row.dropped);
+  r.set_consensus_error(row.consensus_error);
+  r.set_duration_seconds(row.time_seconds);
+  double s_sum = 0, s_max = 0;
+  std::uint64_t s_count = 0;
+  for (const auto& s : g.models) {
+    auto* n = r.add_per_node();
+    n->set_node(s.node);
+    n->set_gradients(s.gradients);
+    n->set_messages_sent(s.messages_sent);
+    n->set_bytes_sent(s.bytes_sent);
+    n->set_staleness_mean(s.staleness_count ? s.staleness_sum / s.staleness_count : 0.0);
+    n->set_staleness_max(s.staleness_max);
+    s_sum += s.staleness_sum;
+    s_count += s.staleness_count;
+    s_max = std::max(s_max, s.staleness_max);
+  }
+  r.set_staleness_mean(s_count ? s_sum / static_cast<double>(s_count) : 0.0);
+  r.set_staleness_max(s_max);
+  if (!g.masses.empty())
+    r.set_mass_residual(mass_residual(g.masses));
+  if (plan.topo && plan.topo->tree)
+    r.set_evaluated_model("common root (node " + std::to_string(plan.topo->roots.front()) + ")");
+  else
+    r.set_evaluated_model(g.models.size() > 1 ? "node average" : "single node");
+  for (const auto& e : g.errors)
+    r.add_warnings("evaluation: " + e);
+  r.set_trace_hash(st.ctx->events.hex());
+  r.set_trace_events(st.ctx->events.events());
+}
+
+caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr ctx,
+                              std::vector<node_actors> nodes, std::vector<caf::actor> links,
+                              caf::actor supervisor, bool progress) {
+  auto& st = self->state;
+  const auto& plan = *ctx->plan;
+  st.ctx = ctx;
+  st.nodes = std::move(nodes);
+  st.links = std::move(links);
+  st.supervisor = std::move(supervisor);
+  st.progress = progress;
+  st.m = plan.prototype->clone();
+  st.train_subset = subset(*plan.train, plan.train_eval_rows);
+  const double period = plan.spec.eval().period_seconds();
+  return {
+    [=](eval_atom) {
+      if (self->state.finished)
+        return;
+      gather(self, false, [](caf::stateful_actor<eval_state>* self, const gathering& g) {
+        if (self->state.finished)
+          return;
+        for (const auto& e : g.errors)
+          self->send(self->state.supervisor, stop_atom::value, "evaluation failed: " + e);
+        if (!g.errors.empty())
+          return;
+        record_row(self, evaluate(self, g), false);
+      });
+      self->delayed_send(self, to_timespan(period), eval_atom::value);
+    },
+    [=](final_atom) {
+      auto rp = self->make_response_promise<report_bytes>();
+      self->state.finished = true;
+      const bool mass = self->state.ctx->plan->spec.algorithm().has_rfast();
+      gather(self, mass, [rp](caf::stateful_actor<eval_state>* self, const gathering& g) mutable {
+        metric_sample row;
+        if (g.errors.empty()) {
+          row = evaluate(self, g);
+          record_row(self, row, true);
+        }
+        fill_report(self, g, row);
+        report_bytes out;
+        self->state.report.SerializeToString(&out.bytes);
+        rp.deliver(std::move(out));
+      });
+      return rp;
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_evaluator(caf::event_based_actor* supervisor, const context_ptr& ctx,
+                           std::vector<node_actors> nodes, std::vector<caf::actor> links,
+                           bool progress) {
+  return supervisor->spawn(evaluator_actor, ctx, std::move(nodes), std::move(links),
+                           caf::actor_cast<caf::actor>(supervisor), progress);
+}
+
+} // namespace atrain

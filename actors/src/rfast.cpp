@@ -1,0 +1,378 @@
+/// R-FAST: robust fully-asynchronous stochastic gradient tracking
+/// (ALGORITHMS.md §1), as a worker actor and a gradient-buffer actor per node.
+///
+/// The cycle of node i when its gradient g completes (only the gradient
+/// takes time; everything below happens at that instant):
+///   4. tracking correction  z += g - g_prev; g_prev = g          (buffer)
+///   5. push                 rho += z; z = c_ii z; send rho on G_C (buffer)
+///   1. local descent        v = x - gamma d; send v on G_R        (worker)
+///   2. pull consensus       x = r_ii v + sum_j r_ij v^_j          (worker)
+///   3. robust sum           z += c_ij (rho^_j - rho~_ij)          (buffer)
+/// then the next gradient starts at x.
+#include "atrain/actors/rfast.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "atrain/actors/compute.hpp"
+#include "atrain/actors/network.hpp"
+#include "atrain/kernels/vector_ops.hpp"
+
+namespace atrain {
+
+// ---------------------------------------------------------------- tracker
+
+rfast_tracker::rfast_tracker(std::uint32_t node, std::size_t dim, double c_self,
+                             std::vector<in_neighbour> in_c, bool phi_variant, double phi_min)
+  : node_(node), dim_(dim), c_self_(c_self), phi_variant_(phi_variant), phi_min_(phi_min),
+    z_(dim, 0.0), g_prev_(dim, 0.0), rho_(dim, 0.0), rho_sent_(std::vector<double>(dim, 0.0)),
+    in_c_(std::move(in_c)) {
+  for (auto& nb : in_c_) {
+    nb.rho_tilde.assign(dim, 0.0);
+    nb.rho_hat = rho_sent_;  // nothing received yet: rho^ = rho~ = 0
+  }
+}
+
+void rfast_tracker::init(const float* g0) {
+  vec::copy(g0, g_prev_.data(), dim_);
+  z_ = g_prev_;
+}
+
+void rfast_tracker::correct(const float* g) {
+  for (std::size_t k = 0; k < dim_; ++k) {
+    const double gk = g[k];
+    z_[k] += gk - g_prev_[k];
+    g_prev_[k] = gk;
+  }
+}
+
+double_blob rfast_tracker::push() {
+  vec::axpy(1.0, z_.data(), rho_.data(), dim_);
+  vec::scale(c_self_, z_.data(), dim_);
+  sigma_ += phi_;
+  phi_ *= c_self_;
+  ++pushes_;
+  rho_sent_ = double_blob{rho_};
+  sigma_sent_ = sigma_;
+  return rho_sent_;
+}
+
+std::vector<float> rfast_tracker::direction() const {
+  std::vector<float> d(dim_);
+  const double scale = phi_variant_ ? 1.0 / std::max(phi_, phi_min_) : 1.0;
+  for (std::size_t k = 0; k < dim_; ++k)
+    d[k] = static_cast<float>(z_[k] * scale);
+  return d;
+}
+
+void rfast_tracker::absorb() {
+  for (auto& nb : in_c_) {
+    const double* hat = nb.rho_hat.ptr();
+    for (std::size_t k = 0; k < dim_; ++k) {
+      z_[k] += nb.c * (hat[k] - nb.rho_tilde[k]);
+      nb.rho_tilde[k] = hat[k];
+    }
+    phi_ += nb.c * (nb.sigma_hat - nb.sigma_tilde);
+    nb.sigma_tilde = nb.sigma_hat;
+  }
+}
+
+bool rfast_tracker::receive(std::uint32_t from, std::uint64_t seq, const double_blob& rho,
+                            double sigma) {
+  for (auto& nb : in_c_) {
+    if (nb.node != from)
+      continue;
+    if (seq <= nb.seq)
+      return false;  // duplicate or reordered: the newer sum already covers it
+    nb.seq = seq;
+    nb.rho_hat = rho;
+    nb.sigma_hat = sigma;
+    return true;
+  }
+  return false;
+}
+
+mass_account rfast_tracker::account() const {
+  mass_account acc;
+  acc.node = node_;
+  acc.z = double_blob{z_};
+  acc.g_prev = double_blob{g_prev_};
+  acc.rho_sent = rho_sent_;
+  acc.phi = phi_;
+  acc.sigma_sent = sigma_sent_;
+  for (const auto& nb : in_c_) {
+    acc.in_c.push_back(nb.node);
+    acc.c_in.push_back(nb.c);
+    acc.rho_consumed.emplace_back(nb.rho_tilde);
+    acc.sigma_consumed.push_back(nb.sigma_tilde);
+  }
+  return acc;
+}
+
+double mass_residual(const std::vector<mass_account>& accounts, double* phi_residual) {
+  if (accounts.empty())
+    return 0;
+  const std::size_t dim = accounts.front().z.size();
+  std::vector<double> lhs(dim, 0.0), rhs(dim, 0.0);
+  std::vector<const mass_account*> by_node(accounts.size(), nullptr);
+  for (const auto& a : accounts)
+    if (a.node < by_node.size())
+      by_node[a.node] = &a;
+  double phi_total = 0;
+  for (const auto& a : accounts) {
+    vec::axpy(1.0, a.z.ptr(), lhs.data(), dim);
+    vec::axpy(1.0, a.g_prev.ptr(), rhs.data(), dim);
+    phi_total += a.phi;
+    for (std::size_t e = 0; e < a.in_c.size(); ++e) {
+      const auto* sender = a.in_c[e] < by_node.size() ? by_node[a.in_c[e]] : nullptr;
+      if (sender == nullptr)
+        continue;
+      const double c = a.c_in[e];
+      const double* sent = sender->rho_sent.ptr();
+      const double* used = a.rho_consumed[e].ptr();
+      for (std::size_t k = 0; k < dim; ++k)
+        lhs[k] += c * (sent[k] - used[k]);
+      phi_total += c * (sender->sigma_sent - a.sigma_consumed[e]);
+    }
+  }
+  double err = 0, scale = 1;
+  for (std::size_t k = 0; k < dim; ++k) {
+    err = std::max(err, std::abs(lhs[k] - rhs[k]));
+    scale = std::max(scale, std::abs(rhs[k]));
+  }
+  if (phi_residual != nullptr)
+    *phi_residual = std::abs(phi_total - static_cast<double>(accounts.size()));
+  return err / scale;
+}
+
+double mass_residual(const std::vector<const rfast_tracker*>& trackers, double* phi_residual) {
+  std::vector<mass_account> accounts;
+  for (const auto* t : trackers)
+    if (t != nullptr)
+      accounts.push_back(t->account());
+  return mass_residual(accounts, phi_residual);
+}
+
+// ---------------------------------------------------------------- actors
+
+namespace {
+
+[[nodiscard]] bool finite(const float* x, std::size_t n) { return vec::all_finite(x, n); }
+
+struct buffer_state {
+  std::optional<rfast_tracker> tracker;
+  outbox out_c;
+  std::vector<std::uint32_t> in_r;
+  std::vector<float_blob> v_hat;       // newest model per G_R in-neighbour
+  std::vector<std::uint64_t> v_seq;
+  std::vector<std::uint64_t> v_age;    // own wakes since v^_j was refreshed
+  std::uint64_t rejected = 0;
+  static inline const char* name = "atrain_rfast_buffer";
+};
+
+struct worker_state {
+  std::optional<compute_unit> cu;
+  std::vector<float> x;
+  std::vector<float> g;
+  caf::actor buffer;
+  outbox out_r;
+  double r_self = 1;
+  std::vector<double> r_in;  // aligned with the buffer's in_r
+  double gamma = 0;
+  double decay = 0;
+  std::uint64_t seq = 0;
+  staleness_stats staleness;
+  static inline const char* name = "atrain_rfast_worker";
+};
+
+caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_t id,
+                           context_ptr ctx) {
+  const auto& plan = *ctx->plan;
+  const auto& topo = *plan.topo;
+  const auto& algo = plan.spec.algorithm().rfast();
+  auto& st = self->state;
+  std::vector<rfast_tracker::in_neighbour> in_c;
+  for (auto j : topo.g_c.in(id))
+    in_c.push_back({j, topo.c(id, j), 0, {}, 0, {}, 0});
+  st.tracker.emplace(id, plan.dim(), topo.c(id, id), std::move(in_c),
+                     algo.variant() == proto::RFast::PHI,
+                     algo.has_phi_min() ? algo.phi_min() : 0.05);
+  st.in_r = topo.g_r.in(id);
+  st.v_hat.assign(st.in_r.size(), float_blob{plan.x0});
+  st.v_seq.assign(st.in_r.size(), 0);
+  st.v_age.assign(st.in_r.size(), 0);
+  if (ctx->probe) {
+    ctx->probe->trackers.at(id) = &*st.tracker;
+    self->attach_functor([probe = ctx->probe, id] { probe->trackers.at(id) = nullptr; });
+  }
+  const std::size_t dim = plan.dim();
+  return {
+    [=](start_atom, const std::vector<caf::actor>& out) {
+      const auto& targets = ctx->plan->topo->g_c.out(id);
+      for (std::size_t k = 0; k < targets.size(); ++k)
+        self->state.out_c.routes.emplace_back(targets[k], out.at(k));
+    },
+    [=](init_atom, const float_blob& g0) { self->state.tracker->init(g0.ptr()); },
+    [=](deliver_atom, const packet& p) {
+      auto& st = self->state;
+      auto reject = [&] {
+        ++st.rejected;
+        ctx->events.record(ctx->ns(self), id, event_kind::reject, p.from, p.seq);
+      };
+      ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
+      if (p.kind == rfast_model) {
+        auto it = std::find(st.in_r.begin(), st.in_r.end(), p.from);
+        if (it == st.in_r.end() || p.f.size() != dim || !finite(p.f.ptr(), dim))
+          return reject();
+        auto k = static_cast<std::size_t>(it - st.in_r.begin());
+        if (p.seq > st.v_seq[k]) {
+          st.v_seq[k] = p.seq;
+          st.v_hat[k] = p.f;
+          st.v_age[k] = 0;
+        }
+      } else if (p.kind == rfast_mass) {
+        if (p.d.size() != dim || p.scalars.size() != 1)
+          return reject();
+        bool known = false;
+        for (const auto& nb : st.tracker->in_c())
+          known = known || nb.node == p.from;
+        if (!known)
+          return reject();
+        st.tracker->receive(p.from, p.seq, p.d, p.scalars[0]);
+      } else {
+        reject();
+      }
+    },
+    [=](track_atom, const float_blob& g) {
+      auto& st = self->state;
+      auto& tr = *st.tracker;
+      tr.correct(g.ptr());                                   // 4
+      packet p;                                              // 5
+      p.from = id;
+      p.kind = rfast_mass;
+      p.d = tr.push();
+      p.seq = tr.pushes();
+      p.scalars = {tr.sigma_sent()};
+      st.out_c.broadcast(self, *ctx, std::move(p));
+      auto d = float_blob{tr.direction()};                   // (for 1)
+      tr.absorb();                                           // 3
+      std::vector<std::uint64_t> ages = st.v_age;
+      for (auto& a : st.v_age)
+        ++a;
+      return caf::make_message(std::move(d), st.v_hat, std::move(ages));
+    },
+    [=](mass_atom) { return self->state.tracker->account(); },
+    [=](stats_atom) {
+      return std::make_tuple(self->state.out_c.messages, self->state.out_c.bytes,
+                             self->state.rejected);
+    },
+  };
+}
+
+void schedule_next(caf::stateful_actor<worker_state>* self) {
+  auto& st = self->state;
+  const double wait = st.cu->gradient(self, st.x.data(), st.g);
+  send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value,
+             float_blob{st.g});
+}
+
+caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_t id,
+                           caf::actor buffer, context_ptr ctx) {
+  const auto& plan = *ctx->plan;
+  const auto& topo = *plan.topo;
+  const auto& algo = plan.spec.algorithm().rfast();
+  auto& st = self->state;
+  st.cu.emplace(plan, id);
+  st.x = plan.x0;
+  st.buffer = std::move(buffer);
+  st.r_self = topo.r(id, id);
+  for (auto j : topo.g_r.in(id))
+    st.r_in.push_back(topo.r(id, j));
+  st.gamma = algo.step_size();
+  st.decay = algo.decay();
+  const std::size_t dim = plan.dim();
+  return {
+    [=](start_atom, const std::vector<caf::actor>& out) {
+      auto& st = self->state;
+      const auto& targets = ctx->plan->topo->g_r.out(id);
+      for (std::size_t k = 0; k < targets.size(); ++k)
+        st.out_r.routes.emplace_back(targets[k], out.at(k));
+      (void)st.cu->gradient(self, st.x.data(), st.g);  // g_i(x^0) initialises the tracker
+      self->send(st.buffer, init_atom::value, float_blob{st.g});
+      schedule_next(self);
+    },
+    [=](wake_atom, const float_blob& g) {
+      ctx->events.record(ctx->ns(self), id, event_kind::wake, self->state.seq);
+      self->request(self->state.buffer, caf::infinite, track_atom::value, g)
+        .then([=](const float_blob& d, const std::vector<float_blob>& v_hat,
+                  const std::vector<std::uint64_t>& ages) {
+          auto& st = self->state;
+          const double gamma = st.gamma / (1.0 + st.decay * static_cast<double>(st.seq));
+          std::vector<float> v = st.x;                       // 1. local descent
+          vec::axpy(static_cast<float>(-gamma), d.ptr(), v.data(), dim);
+          packet p;
+          p.from = id;
+          p.kind = rfast_model;
+          p.seq = ++st.seq;
+          p.f = float_blob{v};
+          st.out_r.broadcast(self, *ctx, p);                 //    send v at once
+          std::vector<const float*> parts{v.data()};         // 2. pull consensus
+          std::vector<double> weights{st.r_self};
+          for (std::size_t k = 0; k < v_hat.size(); ++k) {
+            parts.push_back(v_hat[k].ptr());
+            weights.push_back(st.r_in[k]);
+            st.staleness.add(static_cast<double>(ages[k]));
+          }
+          vec::weighted_sum(parts, weights, st.x.data(), dim);
+          schedule_next(self);                               // next gradient at x
+        });
+    },
+    [=](model_atom) {
+      auto& st = self->state;
+      model_snapshot s;
+      s.node = id;
+      s.gradients = st.cu->gradients();
+      s.messages_sent = st.out_r.messages;
+      s.bytes_sent = st.out_r.bytes;
+      s.staleness_sum = st.staleness.sum;
+      s.staleness_max = st.staleness.max;
+      s.staleness_count = st.staleness.count;
+      s.params = float_blob{st.x};
+      return s;
+    },
+  };
+}
+
+} // namespace
+
+std::vector<node_actors> spawn_rfast(caf::event_based_actor* sup, const context_ptr& ctx,
+                                     std::vector<caf::actor>& links) {
+  const auto& plan = *ctx->plan;
+  const auto& topo = *plan.topo;
+  const auto n = static_cast<std::uint32_t>(plan.nodes());
+  std::vector<node_actors> nodes(n);
+  std::vector<caf::actor> buffers(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    buffers[i] = sup->spawn(rfast_buffer, i, ctx);
+    nodes[i].buffer = buffers[i];
+    nodes[i].worker = sup->spawn(rfast_worker, i, buffers[i], ctx);
+  }
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
+  for (const auto& e : topo.g_r.edges())
+    edges.emplace_back(e.from, e.to);
+  for (const auto& e : topo.g_c.edges())
+    edges.emplace_back(e.from, e.to);
+  network net{sup, ctx, edges, buffers, links};
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::vector<caf::actor> out_c, out_r;
+    for (auto j : topo.g_c.out(i))
+      out_c.push_back(net.route(i, j));
+    for (auto j : topo.g_r.out(i))
+      out_r.push_back(net.route(i, j));
+    sup->send(nodes[i].buffer, start_atom::value, std::move(out_c));
+    sup->send(nodes[i].worker, start_atom::value, std::move(out_r));
+  }
+  return nodes;
+}
+
+} // namespace atrain

@@ -1,0 +1,179 @@
+/// prepare_run: from a validated spec to everything the actors need.
+#include "atrain/actors/run_plan.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace atrain {
+
+std::string run_plan::algorithm_name() const {
+  switch (spec.algorithm().kind_case()) {
+    case proto::AlgorithmSpec::kRfast:
+      return "rfast";
+    case proto::AlgorithmSpec::kCentralized:
+      return "centralized";
+    default:
+      return "unknown";
+  }
+}
+
+namespace {
+
+[[noreturn]] void refuse(const loaded_spec& ls, const std::string& field, const std::string& why) {
+  throw spec_error(ls.where(field) + ": " + why);
+}
+
+void check_sha256(const loaded_spec& ls, const std::string& field, const std::string& path,
+                  const std::string& expected) {
+  if (expected.empty())
+    return;
+  std::string got;
+  try {
+    got = sha256_hex(read_maybe_gzip(path));
+  } catch (const dataset_error& e) {
+    refuse(ls, field, e.what());
+  }
+  if (got != expected)
+    refuse(ls, field, path + ": sha256 of the decompressed contents is " + got + ", expected " +
+                        expected);
+}
+
+std::shared_ptr<const dataset> load(const loaded_spec& ls, bool test, std::size_t dim) {
+  const auto& d = ls.spec.dataset();
+  const std::string field = test ? "dataset.test_path" : "dataset.train_path";
+  const auto path = resolve_path(ls, test ? d.test_path() : d.train_path());
+  const auto labels = resolve_path(ls, test ? d.test_labels_path() : d.train_labels_path());
+  const std::size_t max_rows = test ? d.max_test_samples() : d.max_train_samples();
+  check_sha256(ls, test ? "dataset.test_sha256" : "dataset.train_sha256", path,
+               test ? d.test_sha256() : d.train_sha256());
+  try {
+    switch (d.format()) {
+      case proto::DatasetSpec::LIBSVM:
+        return std::make_shared<const dataset>(load_libsvm(path, dim, max_rows));
+      case proto::DatasetSpec::IDX:
+        return std::make_shared<const dataset>(load_idx(path, labels, max_rows));
+      case proto::DatasetSpec::CIFAR10:
+        return std::make_shared<const dataset>(load_cifar10({path}, max_rows));
+      default:
+        refuse(ls, "dataset.format", "unsupported format");
+    }
+  } catch (const dataset_error& e) {
+    refuse(ls, field, e.what());
+  }
+}
+
+topology build_topology(const loaded_spec& ls, std::size_t n) {
+  const auto& t = ls.spec.topology();
+  const std::uint64_t seed = derive_seed(ls.spec.seed(), 0x544f504fULL);
+  try {
+    digraph g;
+    switch (t.builder()) {
+      case proto::TopologySpec::RING: g = make_ring(n); break;
+      case proto::TopologySpec::DIRECTED_RING: g = make_directed_ring(n); break;
+      case proto::TopologySpec::EXPONENTIAL: g = make_exponential(n); break;
+      case proto::TopologySpec::STAR: g = make_star(n, t.root()); break;
+      case proto::TopologySpec::TORUS: g = make_torus(t.rows(), t.cols()); break;
+      case proto::TopologySpec::COMPLETE: g = make_complete(n); break;
+      case proto::TopologySpec::RANDOM_REGULAR: g = make_random_regular(n, t.degree(), seed); break;
+      case proto::TopologySpec::TREE_PAIR: {
+        auto tree = make_tree(n, t.arity() == 0 ? 2 : t.arity(), t.root());
+        auto up = tree.reversed();
+        return make_topology(std::move(tree), std::move(up), true);
+      }
+      case proto::TopologySpec::EXPLICIT: {
+        auto edges = [](const auto& list) {
+          std::vector<edge> out;
+          for (const auto& e : list)
+            out.push_back({e.from(), e.to()});
+          return out;
+        };
+        return make_topology(make_from_edges(n, edges(t.r_edges())),
+                             make_from_edges(n, edges(t.c_edges())), false);
+      }
+      default:
+        refuse(ls, "topology.builder", "no builder chosen");
+    }
+    auto copy = g;
+    return make_topology(std::move(g), std::move(copy), false);
+  } catch (const topology_error& e) {
+    refuse(ls, "topology", e.what());
+  }
+}
+
+} // namespace
+
+std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
+  validate(ls);
+  auto plan = std::make_shared<run_plan>();
+  plan->spec = ls.spec;
+  plan->spec_file = ls.file;
+  const auto& spec = ls.spec;
+  plan->train = load(ls, false, spec.dataset().dimension());
+  plan->test = spec.dataset().test_path().empty() ? plan->train
+                                                  : load(ls, true, plan->train->dim);
+  if (plan->test->dim != plan->train->dim)
+    refuse(ls, "dataset.test_path",
+           "test features have dimension " + std::to_string(plan->test->dim) +
+             " but training features " + std::to_string(plan->train->dim));
+  if (plan->train->size() == 0)
+    refuse(ls, "dataset.train_path", "the training set is empty");
+
+  const bool single = spec.algorithm().has_centralized();
+  const std::size_t n = single ? 1 : spec.nodes();
+  if (single && spec.nodes() != 1)
+    plan->warnings.push_back("centralized runs on one node; nodes = " +
+                             std::to_string(spec.nodes()) + " ignored");
+  if (n > plan->train->size())
+    refuse(ls, "nodes", "more nodes (" + std::to_string(n) + ") than training samples (" +
+                          std::to_string(plan->train->size()) + ")");
+  const std::uint64_t shard_seed = derive_seed(spec.seed(), 0x53484152ULL);
+  if (spec.shard().policy() == proto::ShardSpec::LABEL_SKEW)
+    plan->shard = shard_label_skew(plan->train->labels, plan->train->classes, n,
+                                   spec.shard().dirichlet_alpha(), shard_seed);
+  else
+    plan->shard = shard_iid(plan->train->size(), n, shard_seed);
+
+  if (!single) {
+    plan->topo = build_topology(ls, n);
+    for (const auto& w : plan->topo->warnings)
+      plan->warnings.push_back("topology: " + w);
+  }
+
+  const auto& cost = spec.cost();
+  plan->tau.assign(n, cost.tau_seconds());
+  for (std::size_t i = 0; i < n && i < static_cast<std::size_t>(cost.tau_per_node_size()); ++i)
+    plan->tau[i] = cost.tau_per_node(static_cast<int>(i));
+  plan->slowdown.assign(n, 1.0);
+  for (const auto& s : cost.slowdown())
+    if (s.node() < n)
+      plan->slowdown[s.node()] = s.factor();
+
+  const auto& m = spec.model();
+  if (m.has_logistic_regression()) {
+    if (plan->train->classes > 2)
+      refuse(ls, "model.logistic_regression",
+             "binary logistic regression needs 2 classes, the dataset has " +
+               std::to_string(plan->train->classes));
+    plan->prototype = make_logistic_regression(plan->train->dim, m.logistic_regression().l2());
+  } else {
+    std::vector<std::size_t> hidden(m.mlp().hidden().begin(), m.mlp().hidden().end());
+    plan->prototype =
+      make_mlp(plan->train->dim, hidden, std::max<std::size_t>(2, plan->train->classes),
+               m.mlp().l2());
+  }
+  plan->x0.resize(plan->prototype->num_params());
+  plan->prototype->init_params(plan->x0.data(), derive_seed(spec.seed(), 0x494e4954ULL));
+
+  const std::size_t want = spec.eval().train_loss_samples();
+  plan->train_eval_rows.resize(plan->train->size());
+  std::iota(plan->train_eval_rows.begin(), plan->train_eval_rows.end(), 0U);
+  if (want > 0 && want < plan->train->size()) {
+    rng gen{derive_seed(spec.seed(), 0x4556414cULL)};
+    gen.shuffle(plan->train_eval_rows.begin(), plan->train_eval_rows.end());
+    plan->train_eval_rows.resize(want);
+    std::sort(plan->train_eval_rows.begin(), plan->train_eval_rows.end());
+  }
+  return plan;
+}
+
+} // namespace atrain

@@ -1,0 +1,160 @@
+#include "atrain/actors/supervisor.hpp"
+
+#include <set>
+
+#include "atrain/actors/centralized.hpp"
+#include "atrain/actors/evaluator.hpp"
+#include "atrain/actors/rfast.hpp"
+
+namespace atrain {
+
+namespace {
+
+struct sup_state {
+  context_ptr ctx;
+  caf::actor listener;
+  std::shared_ptr<run_sink> sink;
+  std::vector<caf::actor> children;
+  std::map<caf::actor_addr, std::string> names;  // for error messages
+  caf::actor evaluator;
+  bool stopping = false;
+  std::string stop_reason;
+  static inline const char* name = "atrain_supervisor";
+};
+using sup_ptr = caf::stateful_actor<sup_state>*;
+
+void adopt(sup_ptr self, const caf::actor& a, std::string name) {
+  self->monitor(a);
+  self->state.names[a.address()] = std::move(name);
+  self->state.children.push_back(a);
+}
+
+void finish(sup_ptr self, proto::RunReport report) {
+  auto& st = self->state;
+  for (const auto& c : st.children)
+    self->send_exit(c, caf::exit_reason::user_shutdown);
+  st.children.clear();
+  if (st.sink) {
+    std::lock_guard<std::mutex> guard{st.sink->mtx};
+    st.sink->report = report;
+  }
+  if (st.listener) {
+    report_bytes out;
+    report.SerializeToString(&out.bytes);
+    self->send(st.listener, done_atom::value, std::move(out));
+  }
+  self->quit();
+}
+
+proto::RunReport header(const run_context& ctx) {
+  proto::RunReport r;
+  const auto& spec = ctx.plan->spec;
+  r.set_name(spec.name());
+  r.set_algorithm(ctx.plan->algorithm_name());
+  r.set_clock(spec.clock() == proto::VIRTUAL ? "VIRTUAL" : "REAL");
+  r.set_nodes(static_cast<std::uint32_t>(ctx.plan->nodes()));
+  r.set_seed(spec.seed());
+  r.set_target_accuracy(spec.stop().target_accuracy());
+  for (const auto& w : ctx.plan->warnings)
+    r.add_warnings(w);
+  return r;
+}
+
+void begin_stop(sup_ptr self, std::string reason) {
+  auto& st = self->state;
+  if (st.stopping)
+    return;
+  st.stopping = true;
+  st.stop_reason = std::move(reason);
+  st.ctx->events.record(st.ctx->ns(self), 0, event_kind::stop);
+  self->request(st.evaluator, caf::infinite, final_atom::value)
+    .then(
+      [=](const report_bytes& bytes) {
+        proto::RunReport evaluated;
+        evaluated.ParseFromString(bytes.bytes);
+        auto r = header(*self->state.ctx);
+        r.MergeFrom(evaluated);
+        r.set_stop_reason(self->state.stop_reason);
+        finish(self, std::move(r));
+      },
+      [=](caf::error& e) {
+        auto r = header(*self->state.ctx);
+        r.set_stop_reason(self->state.stop_reason);
+        r.set_error("final evaluation failed: " + caf::to_string(e));
+        finish(self, std::move(r));
+      });
+}
+
+void fail(sup_ptr self, const std::string& what) {
+  auto& st = self->state;
+  if (st.stopping)
+    return;
+  st.stopping = true;
+  auto r = header(*st.ctx);
+  r.set_stop_reason("error");
+  r.set_error(what);
+  r.set_duration_seconds(st.ctx->seconds(self));
+  r.set_trace_hash(st.ctx->events.hex());
+  r.set_trace_events(st.ctx->events.events());
+  finish(self, std::move(r));
+}
+
+caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listener,
+                               std::shared_ptr<run_sink> sink, bool progress) {
+  auto& st = self->state;
+  st.ctx = ctx;
+  st.listener = std::move(listener);
+  st.sink = std::move(sink);
+  ctx->t0 = self->clock().now();
+  const auto& spec = ctx->plan->spec;
+  std::vector<caf::actor> links;
+  std::vector<node_actors> nodes;
+  if (spec.algorithm().has_rfast())
+    nodes = spawn_rfast(self, ctx, links);
+  else
+    nodes = spawn_centralized(self, ctx);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    adopt(self, nodes[i].worker, "node " + std::to_string(i) + " worker");
+    if (nodes[i].buffer)
+      adopt(self, nodes[i].buffer, "node " + std::to_string(i) + " gradient buffer");
+  }
+  for (const auto& l : links)
+    adopt(self, l, "link");
+  st.evaluator = spawn_evaluator(self, ctx, nodes, links, progress);
+  adopt(self, st.evaluator, "evaluator");
+  self->send(st.evaluator, eval_atom::value);
+  if (spec.stop().time_seconds() > 0)
+    self->delayed_send(self, to_timespan(spec.stop().time_seconds()), stop_atom::value,
+                       std::string{"time budget spent"});
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (st.stopping || !dm.reason)
+      return;
+    auto it = st.names.find(dm.source);
+    const std::string who = it != st.names.end() ? it->second : "an actor";
+    fail(self, who + " failed: " + caf::to_string(dm.reason));
+  });
+  return {
+    [=](metric_atom, const metric_sample& row) {
+      auto& st = self->state;
+      if (st.sink) {
+        std::lock_guard<std::mutex> guard{st.sink->mtx};
+        st.sink->metrics.push_back(row);
+      }
+      if (st.listener)
+        self->send(st.listener, metric_atom::value, row);
+    },
+    [=](stop_atom) { begin_stop(self, "stopped by request"); },
+    [=](stop_atom, std::string& reason) { begin_stop(self, std::move(reason)); },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_supervisor(caf::actor_system& sys, context_ptr ctx, caf::actor listener,
+                            std::shared_ptr<run_sink> sink, bool progress) {
+  return sys.spawn(supervisor_actor, std::move(ctx), std::move(listener), std::move(sink),
+                   progress);
+}
+
+} // namespace atrain

@@ -1,0 +1,176 @@
+#include "commands.hpp"
+
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+
+#include "atrain/engine.hpp"
+
+namespace atrain::cli {
+
+bool parse(const std::vector<std::string>& args, parsed& p) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    auto value = [&](const char* flag) -> const std::string* {
+      if (i + 1 >= args.size()) {
+        std::cerr << "atrain: " << flag << " needs a value\n";
+        return nullptr;
+      }
+      return &args[++i];
+    };
+    if (a == "--set") {
+      auto v = value("--set");
+      if (!v)
+        return false;
+      p.overrides.push_back(*v);
+    } else if (a.rfind("--set=", 0) == 0) {
+      p.overrides.push_back(a.substr(6));
+    } else if (a == "--out") {
+      auto v = value("--out");
+      if (!v)
+        return false;
+      p.out = *v;
+    } else if (a == "--dot") {
+      auto v = value("--dot");
+      if (!v)
+        return false;
+      p.dot = *v;
+    } else if (a == "--progress") {
+      p.progress = true;
+    } else if (a == "--no-progress") {
+      p.progress = false;
+    } else if (!a.empty() && a[0] == '-') {
+      std::cerr << "atrain: unknown option '" << a << "'\n";
+      return false;
+    } else if (p.spec.empty()) {
+      p.spec = a;
+    } else {
+      std::cerr << "atrain: unexpected argument '" << a << "'\n";
+      return false;
+    }
+  }
+  if (p.spec.empty()) {
+    std::cerr << "atrain: no SPEC given\n";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+/// Loads, validates and prepares; prints the spec error and returns null.
+std::shared_ptr<const run_plan> prepare(const parsed& p, loaded_spec* out = nullptr) {
+  try {
+    auto spec = load_spec(p.spec, p.overrides);
+    auto plan = prepare_run(spec);
+    if (out)
+      *out = std::move(spec);
+    return plan;
+  } catch (const spec_error& e) {
+    std::cerr << "atrain: invalid spec:\n" << e.what() << "\n";
+    return nullptr;
+  }
+}
+
+void print_summary(const proto::RunReport& r) {
+  std::cout << "algorithm       " << r.algorithm() << " (" << r.clock() << " clock, " << r.nodes()
+            << " nodes, seed " << r.seed() << ")\n"
+            << "stopped         " << r.stop_reason() << " at t=" << r.duration_seconds() << " s\n"
+            << "evaluated model " << r.evaluated_model() << "\n"
+            << "final           train_loss=" << std::setprecision(6) << r.final().train_loss()
+            << " test_accuracy=" << r.final().test_accuracy() << "\n";
+  if (r.target_accuracy() > 0) {
+    std::cout << "time to " << r.target_accuracy() << "  ";
+    if (r.has_time_to_target())
+      std::cout << r.time_to_target() << " s\n";
+    else
+      std::cout << "not reached\n";
+  }
+  std::cout << "gradients       " << r.gradients_total() << "\n"
+            << "messages        " << r.messages_sent() << " (" << r.bytes_sent() << " bytes, "
+            << r.packets_dropped() << " dropped)\n"
+            << "staleness       mean " << r.staleness_mean() << ", max " << r.staleness_max()
+            << "\n"
+            << "consensus error " << r.consensus_error() << "\n";
+  if (r.algorithm() == "rfast")
+    std::cout << "mass residual   " << r.mass_residual() << "\n";
+  std::cout << "trace hash      " << r.trace_hash() << " (" << r.trace_events() << " events)\n";
+  for (const auto& w : r.warnings())
+    std::cout << "warning: " << w << "\n";
+  if (!r.error().empty())
+    std::cout << "error: " << r.error() << "\n";
+}
+
+} // namespace
+
+int run(const parsed& p) {
+  loaded_spec spec;
+  auto plan = prepare(p, &spec);
+  if (!plan)
+    return 2;
+  run_options opts;
+  opts.progress = p.progress;
+  auto report = run_experiment(plan, opts);
+  if (!report) {
+    std::cerr << "atrain: run failed: " << caf::to_string(report.error()) << "\n";
+    return 1;
+  }
+  print_summary(*report);
+  const std::string out = !p.out.empty() ? p.out : resolve_path(spec, plan->spec.out_dir());
+  if (!out.empty()) {
+    if (auto ok = write_outputs(*report, out); !ok) {
+      std::cerr << "atrain: " << caf::to_string(ok.error()) << "\n";
+      return 1;
+    }
+    std::cout << "wrote           " << out << "/report.json, metrics.csv, report.pb\n";
+  }
+  return report->error().empty() ? 0 : 1;
+}
+
+int topology(const parsed& p) {
+  auto plan = prepare(p);
+  if (!plan)
+    return 2;
+  if (!plan->topo) {
+    std::cout << "nodes 1 (single-node algorithm: no topology)\n";
+    return 0;
+  }
+  const auto& t = *plan->topo;
+  std::cout << "nodes  " << t.g_r.size() << "\n"
+            << "G_R    " << t.g_r.num_edges() << " edges (pull models)\n"
+            << "G_C    " << t.g_c.num_edges() << " edges (push tracker mass)\n"
+            << "roots  ";
+  for (auto r : t.roots)
+    std::cout << r << ' ';
+  std::cout << "\ngap    R " << t.gap_r << ", C " << t.gap_c << "\n";
+  for (const auto& e : t.g_r.edges())
+    std::cout << "  R " << e.from << " -> " << e.to << "\n";
+  for (const auto& e : t.g_c.edges())
+    std::cout << "  C " << e.from << " -> " << e.to << "\n";
+  for (const auto& w : t.warnings)
+    std::cout << "warning: " << w << "\n";
+  if (!p.dot.empty()) {
+    std::ofstream out{p.dot};
+    out << to_dot(t);
+    if (!out) {
+      std::cerr << "atrain: " << p.dot << ": cannot write\n";
+      return 1;
+    }
+    std::cout << "wrote  " << p.dot << "\n";
+  }
+  return 0;
+}
+
+int check(const parsed& p) {
+  auto plan = prepare(p);
+  if (!plan)
+    return 2;
+  std::cout << p.spec << ": OK (" << plan->algorithm_name() << ", " << plan->nodes()
+            << " nodes, " << plan->train->size() << " training samples, " << plan->dim()
+            << " parameters)\n";
+  for (const auto& w : plan->warnings)
+    std::cout << "warning: " << w << "\n";
+  return 0;
+}
+
+} // namespace atrain::cli

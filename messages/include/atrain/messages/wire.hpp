@@ -1,0 +1,201 @@
+#pragma once
+/// The CAF message types every actor exchanges, in one process or across
+/// machines. Each is a plain struct with `inspect`; register_message_types()
+/// adds them all to an actor_system_config (required before they cross a
+/// process boundary; harmless locally).
+///
+/// Parameter vectors travel as immutable shared blobs: zero-copy between
+/// actors of one process, and serialized as one raw memcpy-able block across
+/// machines (CAF 0.17's per-float path runs at ~80 MB/s, the blob at ~1 GB/s;
+/// notes/caf-0.17-oneDNN.md §3-4). Host byte order: homogeneous x86 clusters.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <caf/all.hpp>
+
+namespace atrain {
+
+// ---- atoms (<= 10 characters each)
+using wake_atom = caf::atom_constant<caf::atom("wake")>;
+using deliver_atom = caf::atom_constant<caf::atom("deliver")>;
+using track_atom = caf::atom_constant<caf::atom("track")>;
+using init_atom = caf::atom_constant<caf::atom("init")>;
+using model_atom = caf::atom_constant<caf::atom("model")>;
+using mass_atom = caf::atom_constant<caf::atom("mass")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using eval_atom = caf::atom_constant<caf::atom("eval")>;
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
+using start_atom = caf::atom_constant<caf::atom("start")>;
+using metric_atom = caf::atom_constant<caf::atom("metric")>;
+using done_atom = caf::atom_constant<caf::atom("done")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using final_atom = caf::atom_constant<caf::atom("final")>;
+
+/// Immutable shared vector that serializes as one raw block.
+template <class T>
+struct blob {
+  static_assert(std::is_arithmetic<T>::value, "blob holds plain numbers");
+  std::shared_ptr<const std::vector<T>> data;
+
+  blob() = default;
+  explicit blob(std::vector<T> v) : data(std::make_shared<const std::vector<T>>(std::move(v))) {}
+
+  [[nodiscard]] std::size_t size() const noexcept { return data ? data->size() : 0; }
+  [[nodiscard]] bool empty() const noexcept { return size() == 0; }
+  [[nodiscard]] const T* ptr() const noexcept { return data ? data->data() : nullptr; }
+  [[nodiscard]] const std::vector<T>& vec() const {
+    static const std::vector<T> none;
+    return data ? *data : none;
+  }
+  [[nodiscard]] std::size_t bytes() const noexcept { return size() * sizeof(T); }
+};
+
+using float_blob = blob<float>;
+using double_blob = blob<double>;
+
+/// Largest blob accepted from the wire (elements): a hostile length prefix must
+/// not make us allocate the machine away.
+inline constexpr std::size_t max_blob_elements = std::size_t{1} << 30;
+
+template <class Inspector, class T>
+typename Inspector::result_type inspect(Inspector& f, blob<T>& x) {
+  if constexpr (std::is_base_of<caf::serializer, Inspector>::value) {
+    auto n = x.size();
+    if (auto err = f.begin_sequence(n))
+      return err;
+    if (n > 0)
+      if (auto err = f.apply_raw(n * sizeof(T), const_cast<T*>(x.ptr())))
+        return err;
+    return f.end_sequence();
+  } else if constexpr (std::is_base_of<caf::deserializer, Inspector>::value) {
+    std::size_t n = 0;
+    if (auto err = f.begin_sequence(n))
+      return err;
+    if (n > max_blob_elements)
+      return caf::make_error(caf::sec::invalid_argument, "blob too large");
+    std::vector<T> v(n);
+    if (n > 0)
+      if (auto err = f.apply_raw(n * sizeof(T), v.data()))
+        return err;
+    x = blob<T>{std::move(v)};
+    return f.end_sequence();
+  } else {
+    auto n = x.size();
+    return f(caf::meta::type_name("blob"), n);
+  }
+}
+
+/// Every message between nodes: one envelope, so links, counters and the
+/// trace treat all algorithms alike. `kind` is the algorithm's stream
+/// (e.g. R-FAST: model or mass); `seq` the sender's sequence number on it.
+struct packet {
+  std::uint32_t from = 0;
+  std::uint32_t to = 0;
+  std::uint32_t kind = 0;
+  std::uint64_t seq = 0;
+  float_blob f;                  // float payload (models, gradients)
+  double_blob d;                 // double payload (tracker running sums)
+  std::vector<double> scalars;   // small extras (push-sum weights ...)
+
+  [[nodiscard]] std::size_t bytes() const noexcept {
+    return 24 + f.bytes() + d.bytes() + scalars.size() * sizeof(double);
+  }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, packet& x) {
+  return f(caf::meta::type_name("atrain_packet"), x.from, x.to, x.kind, x.seq, x.f, x.d,
+           x.scalars);
+}
+
+/// What a worker tells the evaluator about itself.
+struct model_snapshot {
+  std::uint32_t node = 0;
+  std::uint64_t gradients = 0;
+  std::uint64_t messages_sent = 0;
+  std::uint64_t bytes_sent = 0;
+  double staleness_sum = 0;
+  double staleness_max = 0;
+  std::uint64_t staleness_count = 0;
+  float_blob params;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, model_snapshot& x) {
+  return f(caf::meta::type_name("atrain_model_snapshot"), x.node, x.gradients, x.messages_sent,
+           x.bytes_sent, x.staleness_sum, x.staleness_max, x.staleness_count, x.params);
+}
+
+/// One tracker-mass account of an R-FAST gradient buffer (for the invariant):
+/// z, g_prev, the latest rho sent, and rho~ consumed per in-neighbour.
+struct mass_account {
+  std::uint32_t node = 0;
+  double_blob z;
+  double_blob g_prev;
+  double_blob rho_sent;
+  std::vector<std::uint32_t> in_c;  // in-neighbours j in G_C
+  std::vector<double> c_in;          // c_ij, aligned with in_c
+  std::vector<double_blob> rho_consumed;  // rho~_ij, aligned with in_c
+  double phi = 1;
+  double sigma_sent = 0;
+  std::vector<double> sigma_consumed;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, mass_account& x) {
+  return f(caf::meta::type_name("atrain_mass_account"), x.node, x.z, x.g_prev, x.rho_sent,
+           x.in_c, x.c_in, x.rho_consumed, x.phi, x.sigma_sent, x.sigma_consumed);
+}
+
+/// Counters of one link actor.
+struct link_stats {
+  std::uint32_t from = 0;
+  std::uint32_t to = 0;
+  std::uint64_t forwarded = 0;
+  std::uint64_t dropped = 0;
+  std::uint64_t duplicated = 0;
+  std::uint64_t replaced = 0;  // overwritten while waiting (newest wins)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, link_stats& x) {
+  return f(caf::meta::type_name("atrain_link_stats"), x.from, x.to, x.forwarded, x.dropped,
+           x.duplicated, x.replaced);
+}
+
+/// One evaluation, as sent to observers of a run (embedding API).
+struct metric_sample {
+  double time_seconds = 0;
+  std::uint64_t gradients = 0;
+  double train_loss = 0;
+  double test_accuracy = 0;
+  double consensus_error = 0;
+  std::uint64_t messages = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t dropped = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, metric_sample& x) {
+  return f(caf::meta::type_name("atrain_metric_sample"), x.time_seconds, x.gradients,
+           x.train_loss, x.test_accuracy, x.consensus_error, x.messages, x.bytes, x.dropped);
+}
+
+/// A finished run's report, carried as serialized atrain.proto.RunReport bytes
+/// (a stable, versioned wire schema).
+struct report_bytes {
+  std::string bytes;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, report_bytes& x) {
+  return f(caf::meta::type_name("atrain_report_bytes"), x.bytes);
+}
+
+/// Adds every type above to the config. Call before constructing the system.
+void register_message_types(caf::actor_system_config& cfg);
+
+} // namespace atrain
