@@ -1,0 +1,102 @@
+// Experiment spec: loading (protobuf text format), command-line overrides, validation,
+// and text / JSON output of specs and run reports.
+//
+// Flow used by every caller (atrain run / check, tests, embedding code):
+//
+//   atrain::loaded_spec s = atrain::load_spec(path, overrides);  // parse + apply --set
+//   atrain::validate(s);                                         // semantic checks
+//
+// load_spec / parse_spec only parse and apply overrides; they do NOT validate, so a
+// caller must call validate() before starting any actor.
+//
+// Errors: every function here reports a bad spec by throwing atrain::spec_error whose
+// what() is the full, human-readable message, one problem per line:
+//   parse errors       "FILE:LINE:COL: reason"            (protobuf's own message text)
+//   validation errors  "FILE:LINE: field.path: reason"    (LINE of the field, or of its
+//                      nearest parent present in the file; "FILE: field.path: reason"
+//                      when neither is present; "--set field.path: reason" when the
+//                      value came from an override)
+//   override errors    "--set field.path: reason" / "--set field.path=value: reason"
+// Line and column numbers are 1-based.
+//
+// Exit-code convention: command-line callers print what() to stderr and exit with
+// status 2 when a spec_error escapes (bad spec or bad --set); status 1 is reserved for
+// run-time failures after the spec was accepted.
+#pragma once
+
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "atrain.pb.h"
+
+namespace atrain {
+
+class spec_error : public std::runtime_error {
+ public:
+  using runtime_error::runtime_error;
+};
+
+struct loaded_spec {
+  proto::ExperimentSpec spec;
+  std::string file;      // path as given (or the label passed to parse_spec)
+  std::string base_dir;  // directory of the spec file; relative dataset paths resolve here
+  // Field path -> 1-based line where the field appears in the file. Paths use proto field
+  // names joined by '.', repeated elements as "[i]": "algorithm.rfast.step_size",
+  // "topology.r_edges[2].from". A repeated field's own path maps to its first element.
+  std::map<std::string, int> lines;
+  // Field paths assigned by --set overrides, as normalised by apply_override
+  // ("model.mlp.hidden", "topology.r_edges[1].to").
+  std::set<std::string> overridden;
+
+  // "FILE:LINE: field_path" with the line of the field or of its nearest parent present
+  // in the file; "FILE: field_path" when none is present; "--set field_path" when the
+  // field, one of its parents or one of its children was assigned by an override.
+  [[nodiscard]] std::string where(const std::string& field_path) const;
+};
+
+// Reads and parses the spec file at `path`, then applies `overrides` in order
+// ("field.path=value" each, as for apply_override). base_dir = directory of `path`.
+// Throws spec_error (unreadable file, syntax error, unknown field, bad override...).
+[[nodiscard]] loaded_spec load_spec(const std::string& path,
+                                    const std::vector<std::string>& overrides = {});
+
+// Same as load_spec on text already in memory; file_label is used in messages.
+[[nodiscard]] loaded_spec parse_spec(const std::string& text, const std::string& file_label,
+                                     const std::string& base_dir,
+                                     const std::vector<std::string>& overrides = {});
+
+// Applies one override "field.path=value" to s.spec and records the path in s.overridden.
+//  - path: proto field names separated by '.', repeated elements addressed as name[i]
+//    (i < current size); a field inside a oneof selects that case
+//    ("algorithm.rfast.step_size=0.1" switches the algorithm to rfast);
+//  - scalar values: double/float (also nan, inf), signed / unsigned integers, bool
+//    (true/false/1/0/yes/no/on/off), string (optionally quoted), enum by name
+//    (case-insensitive);
+//  - repeated fields take the whole list, which replaces the current one:
+//    "model.mlp.hidden=[64,32]", "cost.tau_per_node=[]";
+//  - message fields take protobuf text format in braces:
+//    "link={loss: 0.1}", "topology.r_edges=[{from: 0 to: 1}, {from: 1 to: 0}]".
+// Throws spec_error: "--set a.b.stepsize: no field 'stepsize' in atrain.proto.B",
+// "--set nodes=-3: not an unsigned integer", "--set nodes: expected field.path=value".
+void apply_override(loaded_spec& s, const std::string& assignment);
+
+// Semantic checks (ranges, required choices, dataset files exist, topology parameters
+// consistent with `nodes`). Collects every problem and throws one spec_error listing them
+// all, one per line. Whether a topology has a common root is checked later by the engine.
+void validate(const loaded_spec& s);
+
+// `p` resolved against s.base_dir (absolute paths and "" are returned unchanged).
+[[nodiscard]] std::string resolve_path(const loaded_spec& s, const std::string& p);
+
+// Protobuf text format of a spec (parses back to the same message).
+[[nodiscard]] std::string to_text(const proto::ExperimentSpec& spec);
+
+// JSON of a run report with proto field names; zero-valued scalars are printed, unset
+// optional fields (time_to_target) are absent. 64-bit integers are JSON strings, as the
+// protobuf JSON mapping prescribes. Pretty-printed, ends with a newline.
+[[nodiscard]] std::string report_to_json(const proto::RunReport& report);
+
+}  // namespace atrain

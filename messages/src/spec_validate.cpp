@@ -1,0 +1,352 @@
+// Semantic validation of an experiment spec: every problem, one per line.
+#include "atrain/messages/spec.hpp"
+
+#include <google/protobuf/descriptor.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace atrain {
+namespace {
+
+namespace pb = google::protobuf;
+namespace fs = std::filesystem;
+using FD = pb::FieldDescriptor;
+
+constexpr std::uint32_t max_nodes = 100000;
+constexpr std::uint32_t max_dimension = 10000000;
+
+// Shortest decimal that reads back as x.
+std::string num(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buf[40];
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, x);
+    if (std::strtod(buf, nullptr) == x) break;
+  }
+  return buf;
+}
+
+bool valid_utf8(const std::string& s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    std::uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d >> 6) != 0x2) return false;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    static const std::uint32_t min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += len;
+  }
+  return true;
+}
+
+std::string idx(const std::string& path, int i) { return path + "[" + std::to_string(i) + "]"; }
+
+class checker {
+ public:
+  explicit checker(const loaded_spec& s) : s_(s) {}
+
+  void bad(const std::string& path, const std::string& reason) {
+    problems_.push_back(s_.where(path) + ": " + reason);
+  }
+
+  // Non-finite doubles are reported once by generic_checks(); range checks skip them.
+  void positive(const std::string& path, double x) {
+    if (std::isfinite(x) && !(x > 0)) bad(path, "must be > 0 (got " + num(x) + ")");
+  }
+  void non_negative(const std::string& path, double x) {
+    if (std::isfinite(x) && !(x >= 0)) bad(path, "must be >= 0 (got " + num(x) + ")");
+  }
+  void unit_closed(const std::string& path, double x) {
+    if (std::isfinite(x) && !(x >= 0 && x <= 1)) bad(path, "must be in [0, 1] (got " + num(x) + ")");
+  }
+
+  // Every double / float anywhere in the spec must be finite; every string valid UTF-8
+  // (proto3 cannot serialize anything else, e.g. into a checkpoint).
+  void generic_checks(const pb::Message& m, const std::string& prefix) {
+    const pb::Reflection* r = m.GetReflection();
+    std::vector<const FD*> fields;
+    r->ListFields(m, &fields);
+    for (const FD* f : fields) {
+      const std::string path = prefix.empty() ? f->name() : prefix + "." + f->name();
+      const int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
+      for (int i = 0; i < n; ++i) {
+        const std::string p = f->is_repeated() ? idx(path, i) : path;
+        double x = 0;
+        switch (f->cpp_type()) {
+          case FD::CPPTYPE_DOUBLE:
+            x = f->is_repeated() ? r->GetRepeatedDouble(m, f, i) : r->GetDouble(m, f);
+            break;
+          case FD::CPPTYPE_FLOAT:
+            x = f->is_repeated() ? r->GetRepeatedFloat(m, f, i) : r->GetFloat(m, f);
+            break;
+          case FD::CPPTYPE_STRING: {
+            std::string scratch;
+            const std::string& v = f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch)
+                                                    : r->GetStringReference(m, f, &scratch);
+            if (!valid_utf8(v)) bad(p, "must be valid UTF-8 text");
+            continue;
+          }
+          case FD::CPPTYPE_MESSAGE:
+            generic_checks(f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f), p);
+            continue;
+          default:
+            continue;
+        }
+        if (!std::isfinite(x)) bad(p, "must be a finite number (got " + num(x) + ")");
+      }
+    }
+  }
+
+  void file_exists(const std::string& path, const std::string& value) {
+    if (value.empty()) return;
+    const std::string resolved = resolve_path(s_, value);
+    std::error_code ec;
+    const auto st = fs::status(resolved, ec);
+    if (ec || !fs::exists(st)) {
+      bad(path, "file not found: " + resolved);
+    } else if (!fs::is_regular_file(st)) {
+      bad(path, "not a regular file: " + resolved);
+    }
+  }
+
+  void run();
+
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  void dataset();
+  void model();
+  void algorithm();
+  void topology(bool nodes_ok);
+  void cost(bool nodes_ok);
+  void link();
+  void stop_and_eval();
+
+  const loaded_spec& s_;
+  std::vector<std::string> problems_;
+};
+
+void checker::run() {
+  const auto& sp = s_.spec;
+  const bool nodes_ok = sp.nodes() >= 1 && sp.nodes() <= max_nodes;
+  if (sp.nodes() < 1) bad("nodes", "must be >= 1 (got 0)");
+  if (sp.nodes() > max_nodes)
+    bad("nodes", "must be <= " + std::to_string(max_nodes) + " (got " + std::to_string(sp.nodes()) + ")");
+  if (sp.clock() != proto::VIRTUAL && sp.clock() != proto::REAL) bad("clock", "must be VIRTUAL or REAL");
+
+  generic_checks(sp, "");
+  dataset();
+  model();
+  algorithm();
+  if (!sp.algorithm().has_centralized()) topology(nodes_ok);  // centralized: one node, no graph
+  cost(nodes_ok);
+  link();
+  stop_and_eval();
+}
+
+void checker::dataset() {
+  const auto& d = s_.spec.dataset();
+  using F = proto::DatasetSpec;
+  if (d.format() != F::LIBSVM && d.format() != F::IDX && d.format() != F::CIFAR10)
+    bad("dataset.format", "must be LIBSVM, IDX or CIFAR10");
+  if (d.train_path().empty()) bad("dataset.train_path", "must be set");
+  file_exists("dataset.train_path", d.train_path());
+  file_exists("dataset.test_path", d.test_path());
+  if (d.format() == F::IDX) {
+    if (d.train_labels_path().empty())
+      bad("dataset.train_labels_path", "must be set for IDX (the labels file)");
+    file_exists("dataset.train_labels_path", d.train_labels_path());
+    if (!d.test_path().empty() && d.test_labels_path().empty())
+      bad("dataset.test_labels_path", "must be set for IDX when test_path is set");
+    file_exists("dataset.test_labels_path", d.test_labels_path());
+  }
+  if (d.dimension() > max_dimension)
+    bad("dataset.dimension", "must be <= " + std::to_string(max_dimension) + " (got " +
+                                 std::to_string(d.dimension()) + ")");
+
+  const auto& sh = s_.spec.shard();
+  using P = proto::ShardSpec;
+  if (!P::Policy_IsValid(sh.policy())) {
+    bad("shard.policy", "must be IID or LABEL_SKEW (got " + std::to_string(sh.policy()) + ")");
+  } else if (sh.policy() == P::LABEL_SKEW) {
+    if (std::isfinite(sh.dirichlet_alpha()) && !(sh.dirichlet_alpha() > 0))
+      bad("shard.dirichlet_alpha", "must be > 0 for LABEL_SKEW (got " + num(sh.dirichlet_alpha()) + ")");
+  }
+}
+
+void checker::model() {
+  const auto& m = s_.spec.model();
+  switch (m.kind_case()) {
+    case proto::ModelSpec::kLogisticRegression:
+      non_negative("model.logistic_regression.l2", m.logistic_regression().l2());
+      break;
+    case proto::ModelSpec::kMlp:
+      for (int i = 0; i < m.mlp().hidden_size(); ++i) {
+        if (m.mlp().hidden(i) < 1) bad(idx("model.mlp.hidden", i), "layer width must be >= 1 (got 0)");
+      }
+      non_negative("model.mlp.l2", m.mlp().l2());
+      break;
+    case proto::ModelSpec::KIND_NOT_SET:
+      bad("model", "choose a model: logistic_regression or mlp");
+      break;
+  }
+  if (m.batch_size() < 1) bad("model.batch_size", "must be >= 1 (got 0)");
+}
+
+void checker::algorithm() {
+  const auto& a = s_.spec.algorithm();
+  switch (a.kind_case()) {
+    case proto::AlgorithmSpec::kRfast: {
+      const auto& r = a.rfast();
+      using V = proto::RFast;
+      if (r.variant() != V::PHI && r.variant() != V::PLAIN)
+        bad("algorithm.rfast.variant",
+            "must be PHI or PLAIN: the step-size scaling must be explicit (PHI descends along "
+            "z / max(phi, phi_min) with an SGD-scale step; PLAIN descends along z with a step "
+            "about (out_C + 1) times smaller)");
+      positive("algorithm.rfast.step_size", r.step_size());
+      if (r.has_phi_min() && std::isfinite(r.phi_min()) && !(r.phi_min() > 0 && r.phi_min() <= 1))
+        bad("algorithm.rfast.phi_min", "must be in (0, 1] (got " + num(r.phi_min()) + ")");
+      non_negative("algorithm.rfast.decay", r.decay());
+      break;
+    }
+    case proto::AlgorithmSpec::kCentralized:
+      positive("algorithm.centralized.step_size", a.centralized().step_size());
+      non_negative("algorithm.centralized.decay", a.centralized().decay());
+      break;
+    case proto::AlgorithmSpec::KIND_NOT_SET:
+      bad("algorithm", "choose an algorithm: rfast or centralized");
+      break;
+  }
+}
+
+void checker::topology(bool nodes_ok) {
+  const auto& t = s_.spec.topology();
+  const std::uint64_t n = s_.spec.nodes();
+  using T = proto::TopologySpec;
+  if (!T::Builder_IsValid(t.builder())) {
+    bad("topology.builder", "unknown builder " + std::to_string(t.builder()));
+    return;
+  }
+  if (t.builder() == T::BUILDER_UNSPECIFIED) {
+    if (n > 1) bad("topology.builder", "must be set when nodes > 1");
+    return;
+  }
+  const std::string ns = std::to_string(n);
+  switch (t.builder()) {
+    case T::TREE_PAIR:
+      if (t.arity() < 1) bad("topology.arity", "must be >= 1 for TREE_PAIR (got 0)");
+      [[fallthrough]];
+    case T::STAR:
+      if (nodes_ok && t.root() >= n)
+        bad("topology.root", "must be < nodes = " + ns + " (got " + std::to_string(t.root()) + ")");
+      break;
+    case T::TORUS:
+      if (nodes_ok && std::uint64_t{t.rows()} * t.cols() != n)
+        bad("topology.rows", "rows * cols = " + std::to_string(t.rows()) + " * " +
+                                 std::to_string(t.cols()) + " must equal nodes = " + ns);
+      break;
+    case T::RANDOM_REGULAR:
+      if (!nodes_ok) break;
+      if (t.degree() < 1 || t.degree() > n - 1) {
+        bad("topology.degree", "must be in [1, nodes - 1] = [1, " + std::to_string(n - 1) +
+                                   "] (got " + std::to_string(t.degree()) + ")");
+      } else if ((n * t.degree()) % 2 != 0) {
+        bad("topology.degree", "nodes * degree must be even (" + ns + " * " +
+                                   std::to_string(t.degree()) + " is odd)");
+      }
+      break;
+    case T::EXPLICIT: {
+      auto edges = [&](const char* name, const google::protobuf::RepeatedPtrField<proto::Edge>& es) {
+        const std::string base = std::string("topology.") + name;
+        if (nodes_ok && n > 1 && es.empty()) bad(base, "must list at least one edge for EXPLICIT");
+        for (int i = 0; i < es.size(); ++i) {
+          const std::string p = idx(base, i);
+          if (nodes_ok && es[i].from() >= n)
+            bad(p + ".from", "node " + std::to_string(es[i].from()) + " out of range (nodes = " + ns + ")");
+          if (nodes_ok && es[i].to() >= n)
+            bad(p + ".to", "node " + std::to_string(es[i].to()) + " out of range (nodes = " + ns + ")");
+          if (es[i].from() == es[i].to())
+            bad(p, "self loop " + std::to_string(es[i].from()) + " -> " + std::to_string(es[i].to()));
+        }
+      };
+      edges("r_edges", t.r_edges());
+      edges("c_edges", t.c_edges());
+      break;
+    }
+    default:
+      break;  // RING, DIRECTED_RING, EXPONENTIAL, COMPLETE: no parameters
+  }
+}
+
+void checker::cost(bool nodes_ok) {
+  const auto& c = s_.spec.cost();
+  if (c.tau_per_node_size() > 0) {
+    if (nodes_ok && static_cast<std::uint64_t>(c.tau_per_node_size()) != s_.spec.nodes())
+      bad("cost.tau_per_node", "must have exactly nodes = " + std::to_string(s_.spec.nodes()) +
+                                   " entries (got " + std::to_string(c.tau_per_node_size()) + ")");
+    for (int i = 0; i < c.tau_per_node_size(); ++i) positive(idx("cost.tau_per_node", i), c.tau_per_node(i));
+    if (c.tau_seconds() != 0) positive("cost.tau_seconds", c.tau_seconds());
+  } else {
+    if (std::isfinite(c.tau_seconds()) && !(c.tau_seconds() > 0))
+      bad("cost.tau_seconds", "must be > 0 (got " + num(c.tau_seconds()) +
+                                  "), or give tau_per_node with one entry per node");
+  }
+  if (std::isfinite(c.jitter()) && !(c.jitter() >= 0 && c.jitter() < 1))
+    bad("cost.jitter", "must be in [0, 1) (got " + num(c.jitter()) + ")");
+  for (int i = 0; i < c.slowdown_size(); ++i) {
+    const auto& sd = c.slowdown(i);
+    const std::string p = idx("cost.slowdown", i);
+    if (nodes_ok && sd.node() >= s_.spec.nodes())
+      bad(p + ".node", "node " + std::to_string(sd.node()) + " out of range (nodes = " +
+                           std::to_string(s_.spec.nodes()) + ")");
+    if (std::isfinite(sd.factor()) && !(sd.factor() >= 1))
+      bad(p + ".factor", "must be >= 1 (got " + num(sd.factor()) + ")");
+  }
+}
+
+void checker::link() {
+  const auto& l = s_.spec.link();
+  non_negative("link.latency_seconds", l.latency_seconds());
+  non_negative("link.bandwidth_bytes_per_second", l.bandwidth_bytes_per_second());
+  unit_closed("link.loss", l.loss());
+  unit_closed("link.duplicate", l.duplicate());
+  unit_closed("link.reorder", l.reorder());
+  non_negative("link.reorder_delay_seconds", l.reorder_delay_seconds());
+}
+
+void checker::stop_and_eval() {
+  const auto& st = s_.spec.stop();
+  non_negative("stop.time_seconds", st.time_seconds());
+  const bool has_time = std::isfinite(st.time_seconds()) && st.time_seconds() > 0;
+  if (!has_time && st.gradients() == 0 && std::isfinite(st.time_seconds()) && st.time_seconds() >= 0)
+    bad("stop", "needs a budget: time_seconds > 0 or gradients > 0");
+  unit_closed("stop.target_accuracy", st.target_accuracy());
+  if (st.stop_at_target() && st.target_accuracy() == 0)
+    bad("stop.stop_at_target", "requires stop.target_accuracy > 0");
+  positive("eval.period_seconds", s_.spec.eval().period_seconds());
+}
+
+}  // namespace
+
+void validate(const loaded_spec& s) {
+  checker c(s);
+  c.run();
+  if (c.problems().empty()) return;
+  std::string msg;
+  for (const auto& p : c.problems()) msg += (msg.empty() ? "" : "\n") + p;
+  throw spec_error(msg);
+}
+
+}  // namespace atrain

@@ -1,0 +1,679 @@
+// Experiment spec: parsing, line map, overrides, validation (table of bad specs), robustness.
+#include <boost/test/unit_test.hpp>
+
+#include "atrain/messages/spec.hpp"
+
+#include <google/protobuf/util/message_differencer.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using atrain::spec_error;
+
+namespace {
+
+// A private directory holding the spec's own tiny dataset files, so the tests do not
+// depend on data/ being present.
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    path = fs::temp_directory_path() / ("atrain-test-messages-" + std::to_string(::getpid()));
+    fs::create_directories(path);
+    std::ofstream(path / "tiny.libsvm") << "+1 1:0.5 3:1\n-1 2:1\n+1 1:1 2:0.25\n-1 3:0.5\n";
+    std::ofstream(path / "images.idx") << "not really idx";
+    std::ofstream(path / "labels.idx") << "not really idx";
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+temp_dir& tmp() {
+  static temp_dir d;
+  return d;
+}
+
+const std::string label = "spec.textproto";
+
+// A valid spec exercising most fields. Cases below edit it textually.
+const std::string base_spec = R"(# base spec for the messages tests
+name: "base"
+seed: 7
+clock: VIRTUAL
+nodes: 4
+dataset {
+  format: LIBSVM
+  train_path: "tiny.libsvm"
+  test_path: "tiny.libsvm"
+  dimension: 3
+}
+shard {
+  policy: IID
+}
+model {
+  logistic_regression {
+    l2: 0.0001
+  }
+  batch_size: 8
+}
+algorithm {
+  rfast {
+    variant: PHI
+    step_size: 0.05
+    phi_min: 0.05
+    decay: 0.001
+  }
+}
+topology {
+  builder: EXPLICIT
+  r_edges { from: 0 to: 1 }
+  r_edges { from: 1 to: 2 }
+  r_edges { from: 2 to: 3 }
+  c_edges { from: 3 to: 2 }
+  c_edges { from: 2 to: 1 }
+  c_edges { from: 1 to: 0 }
+}
+cost {
+  tau_seconds: 0.01
+  jitter: 0.1
+  slowdown { node: 2 factor: 3 }
+}
+link {
+  latency_seconds: 0.001
+  bandwidth_bytes_per_second: 1e9
+  loss: 0.01
+  duplicate: 0.01
+  reorder: 0.01
+  reorder_delay_seconds: 0.002
+}
+stop {
+  time_seconds: 10
+  target_accuracy: 0.8
+  stop_at_target: true
+}
+eval {
+  period_seconds: 0.5
+}
+out_dir: "out"
+)";
+
+atrain::loaded_spec parse(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  return atrain::parse_spec(text, label, tmp().path.string(), overrides);
+}
+
+// 1-based line of the first occurrence of `snippet` in `text` (0 when absent).
+int line_of(const std::string& text, const std::string& snippet) {
+  const auto pos = text.find(snippet);
+  if (pos == std::string::npos) return 0;
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
+}
+
+std::string edit(std::string text, const std::vector<std::pair<std::string, std::string>>& edits) {
+  for (const auto& [from, to] : edits) {
+    if (from.empty()) {  // {"", TEXT}: the whole spec is TEXT
+      text = to;
+      continue;
+    }
+    const auto pos = text.find(from);
+    BOOST_REQUIRE_MESSAGE(pos != std::string::npos, "edit target not in spec: " << from);
+    text.replace(pos, from.size(), to);
+  }
+  return text;
+}
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+// Runs load + validate; returns the spec_error message ("" if none was thrown).
+std::string failure(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  try {
+    const auto s = parse(text, overrides);
+    atrain::validate(s);
+  } catch (const spec_error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+enum class at { line, parse_line, absent, set };
+
+struct bad_case {
+  const char* name;
+  std::vector<std::pair<std::string, std::string>> edits;  // applied to base_spec in order
+  std::vector<std::string> overrides;
+  at where;
+  std::string line_snippet;  // at::line / at::parse_line: the error's line holds this text
+  std::string path;          // expected field path ("" for pure syntax errors)
+  std::string reason;        // expected substring of the reason
+};
+
+const std::string rfast_block =
+    "rfast {\n    variant: PHI\n    step_size: 0.05\n    phi_min: 0.05\n    decay: 0.001\n  }";
+const std::string c_edges_lines =
+    "  c_edges { from: 3 to: 2 }\n  c_edges { from: 2 to: 1 }\n  c_edges { from: 1 to: 0 }\n";
+
+std::vector<bad_case> bad_cases() {
+  using E = std::vector<std::pair<std::string, std::string>>;
+  using O = std::vector<std::string>;
+  return {
+      // ---- parse errors: "FILE:LINE:COL: protobuf's reason"
+      {"syntax: stray brace", E{{"nodes: 4", "nodes: 4 }"}}, O{}, at::parse_line, "nodes: 4 }", "",
+       "Expected identifier"},
+      {"syntax: unterminated block", E{{"  period_seconds: 0.5\n}\nout_dir: \"out\"\n", "  period_seconds: 0.5"}},
+       O{}, at::parse_line, "period_seconds: 0.5", "", "Expected identifier"},
+      {"syntax: unterminated string", E{{"name: \"base\"", "name: \"base"}}, O{}, at::parse_line,
+       "name: \"base", "", "String literals cannot cross line boundaries"},
+      {"unknown field", E{{"step_size: 0.05", "stepsize: 0.05"}}, O{}, at::parse_line, "stepsize",
+       "stepsize", "has no field named"},
+      {"unknown top-level field", E{{"seed: 7", "seeds: 7"}}, O{}, at::parse_line, "seeds: 7", "seeds",
+       "has no field named"},
+      {"wrong type: string for integer", E{{"nodes: 4", "nodes: \"four\""}}, O{}, at::parse_line,
+       "nodes: \"four\"", "", "Expected integer"},
+      {"wrong type: identifier for double", E{{"loss: 0.01", "loss: high"}}, O{}, at::parse_line,
+       "loss: high", "", "Expected double"},
+      {"wrong type: fraction for integer", E{{"batch_size: 8", "batch_size: 8.5"}}, O{}, at::parse_line,
+       "batch_size: 8.5", "", "Expected integer"},
+      {"wrong type: negative unsigned", E{{"nodes: 4", "nodes: -4"}}, O{}, at::parse_line, "nodes: -4", "",
+       "Expected integer"},
+      {"huge integer", E{{"nodes: 4", "nodes: 99999999999999999999"}}, O{}, at::parse_line,
+       "nodes: 9999", "", "out of range"},
+      {"unknown enum name", E{{"clock: VIRTUAL", "clock: FAST"}}, O{}, at::parse_line, "clock: FAST",
+       "clock", "Unknown enumeration value of \"FAST\""},
+      {"unknown nested enum name", E{{"builder: EXPLICIT", "builder: HYPERCUBE"}}, O{}, at::parse_line,
+       "HYPERCUBE", "builder", "Unknown enumeration value"},
+      {"duplicate singular field", E{{"seed: 7", "seed: 7\nseed: 8"}}, O{}, at::parse_line, "seed: 8",
+       "seed", "specified multiple times"},
+      {"oneof given twice", E{{"  logistic_regression {", "  mlp { hidden: 4 }\n  logistic_regression {"}},
+       O{}, at::parse_line, "  logistic_regression {", "logistic_regression", "oneof"},
+      {"binary garbage", E{{"", std::string("\x01\x00\xff\xfe\x80garbage{{{{\x00\x00", 16)}}, O{},
+       at::parse_line, std::string("\x01", 1), "", "Invalid control characters"},
+
+      // ---- validation: "FILE:LINE: field.path: reason"
+      {"zero nodes", E{{"nodes: 4", "nodes: 0"}}, O{}, at::line, "nodes: 0", "nodes", "must be >= 1"},
+      {"too many nodes", E{{"nodes: 4", "nodes: 200000"}}, O{}, at::line, "nodes: 200000", "nodes",
+       "must be <= 100000"},
+      {"clock absent", E{{"clock: VIRTUAL\n", ""}}, O{}, at::absent, "", "clock", "must be VIRTUAL or REAL"},
+      {"clock unspecified", E{{"clock: VIRTUAL", "clock: CLOCK_UNSPECIFIED"}}, O{}, at::line,
+       "clock: CLOCK_UNSPECIFIED", "clock", "must be VIRTUAL or REAL"},
+      {"clock unknown number", E{{"clock: VIRTUAL", "clock: 7"}}, O{}, at::line, "clock: 7", "clock",
+       "must be VIRTUAL or REAL"},
+      {"dataset format unset", E{{"  format: LIBSVM\n", ""}}, O{}, at::line, "dataset {", "dataset.format",
+       "must be LIBSVM, IDX or CIFAR10"},
+      {"train file missing", E{{"train_path: \"tiny.libsvm\"", "train_path: \"missing.libsvm\""}}, O{},
+       at::line, "train_path", "dataset.train_path", "file not found"},
+      {"train path unset", E{{"  train_path: \"tiny.libsvm\"\n", ""}}, O{}, at::line, "dataset {",
+       "dataset.train_path", "must be set"},
+      {"test file missing", E{{"test_path: \"tiny.libsvm\"", "test_path: \"nope/test.libsvm\""}}, O{},
+       at::line, "test_path", "dataset.test_path", "file not found"},
+      {"train path is a directory", E{{"train_path: \"tiny.libsvm\"", "train_path: \".\""}}, O{}, at::line,
+       "train_path", "dataset.train_path", "not a regular file"},
+      {"IDX without labels", E{{"format: LIBSVM", "format: IDX"}}, O{}, at::line, "dataset {",
+       "dataset.train_labels_path", "must be set for IDX"},
+      {"dimension too large", E{{"dimension: 3", "dimension: 20000000"}}, O{}, at::line, "dimension",
+       "dataset.dimension", "must be <= 10000000"},
+      {"label skew without alpha", E{{"policy: IID", "policy: LABEL_SKEW"}}, O{}, at::line, "shard {",
+       "shard.dirichlet_alpha", "must be > 0"},
+      {"label skew negative alpha", E{{"policy: IID", "policy: LABEL_SKEW dirichlet_alpha: -1"}}, O{},
+       at::line, "dirichlet_alpha", "shard.dirichlet_alpha", "must be > 0"},
+      {"model kind unset", E{{"  logistic_regression {\n    l2: 0.0001\n  }\n", ""}}, O{}, at::line,
+       "model {", "model", "choose a model"},
+      {"batch size zero", E{{"batch_size: 8", "batch_size: 0"}}, O{}, at::line, "batch_size: 0",
+       "model.batch_size", "must be >= 1"},
+      {"mlp hidden zero", E{{"logistic_regression {\n    l2: 0.0001\n  }", "mlp {\n    hidden: [16, 0]\n  }"}},
+       O{}, at::line, "hidden: [16, 0]", "model.mlp.hidden[1]", "must be >= 1"},
+      {"negative l2", E{{"l2: 0.0001", "l2: -0.5"}}, O{}, at::line, "l2: -0.5",
+       "model.logistic_regression.l2", "must be >= 0"},
+      {"algorithm unset", E{{rfast_block, ""}}, O{}, at::line, "algorithm {", "algorithm",
+       "choose an algorithm"},
+      {"rfast variant unset", E{{"    variant: PHI\n", ""}}, O{}, at::line, "rfast {",
+       "algorithm.rfast.variant", "step-size scaling must be explicit"},
+      {"negative step size", E{{"step_size: 0.05", "step_size: -0.05"}}, O{}, at::line, "step_size: -0.05",
+       "algorithm.rfast.step_size", "must be > 0 (got -0.05)"},
+      {"zero step size", E{{"step_size: 0.05", "step_size: 0"}}, O{}, at::line, "step_size: 0",
+       "algorithm.rfast.step_size", "must be > 0"},
+      {"nan step size", E{{"step_size: 0.05", "step_size: nan"}}, O{}, at::line, "step_size: nan",
+       "algorithm.rfast.step_size", "must be a finite number"},
+      {"phi_min above 1", E{{"phi_min: 0.05", "phi_min: 1.5"}}, O{}, at::line, "phi_min: 1.5",
+       "algorithm.rfast.phi_min", "must be in (0, 1]"},
+      {"phi_min zero", E{{"phi_min: 0.05", "phi_min: 0"}}, O{}, at::line, "phi_min: 0",
+       "algorithm.rfast.phi_min", "must be in (0, 1]"},
+      {"negative decay", E{{"decay: 0.001", "decay: -1"}}, O{}, at::line, "decay: -1",
+       "algorithm.rfast.decay", "must be >= 0"},
+      {"centralized zero step", E{{rfast_block, "centralized {\n    step_size: 0\n  }"}}, O{}, at::line,
+       "step_size: 0", "algorithm.centralized.step_size", "must be > 0"},
+      {"builder unset", E{{"  builder: EXPLICIT\n", ""}}, O{}, at::line, "topology {", "topology.builder",
+       "must be set when nodes > 1"},
+      {"tree arity zero", E{{"builder: EXPLICIT", "builder: TREE_PAIR\n  arity: 0"}}, O{}, at::line,
+       "arity: 0", "topology.arity", "must be >= 1"},
+      {"tree root out of range", E{{"builder: EXPLICIT", "builder: TREE_PAIR\n  arity: 2\n  root: 4"}}, O{},
+       at::line, "root: 4", "topology.root", "must be < nodes = 4"},
+      {"star root out of range", E{{"builder: EXPLICIT", "builder: STAR\n  root: 9"}}, O{}, at::line,
+       "root: 9", "topology.root", "must be < nodes"},
+      {"torus mismatch", E{{"builder: EXPLICIT", "builder: TORUS\n  rows: 2\n  cols: 3"}}, O{}, at::line,
+       "rows: 2", "topology.rows", "must equal nodes = 4"},
+      {"random regular degree too high", E{{"builder: EXPLICIT", "builder: RANDOM_REGULAR\n  degree: 4"}},
+       O{}, at::line, "degree: 4", "topology.degree", "must be in [1, nodes - 1]"},
+      {"random regular degree zero", E{{"builder: EXPLICIT", "builder: RANDOM_REGULAR"}}, O{}, at::line,
+       "topology {", "topology.degree", "must be in [1, nodes - 1]"},
+      {"explicit edge out of range", E{{"r_edges { from: 2 to: 3 }", "r_edges { from: 2 to: 7 }"}}, O{},
+       at::line, "from: 2 to: 7", "topology.r_edges[2].to", "node 7 out of range"},
+      {"explicit self loop", E{{"c_edges { from: 2 to: 1 }", "c_edges { from: 2 to: 2 }"}}, O{}, at::line,
+       "from: 2 to: 2", "topology.c_edges[1]", "self loop"},
+      {"explicit c_edges empty", E{{c_edges_lines, ""}}, O{}, at::line, "topology {", "topology.c_edges",
+       "at least one edge"},
+      {"tau zero", E{{"tau_seconds: 0.01", "tau_seconds: 0"}}, O{}, at::line, "tau_seconds: 0",
+       "cost.tau_seconds", "must be > 0"},
+      {"tau_per_node wrong length", E{{"tau_seconds: 0.01", "tau_per_node: [0.01, 0.02, 0.03]"}}, O{},
+       at::line, "tau_per_node", "cost.tau_per_node", "exactly nodes = 4 entries (got 3)"},
+      {"tau_per_node negative entry", E{{"tau_seconds: 0.01", "tau_per_node: [0.01, 0.02, -1, 0.01]"}}, O{},
+       at::line, "tau_per_node", "cost.tau_per_node[2]", "must be > 0"},
+      {"jitter one", E{{"jitter: 0.1", "jitter: 1"}}, O{}, at::line, "jitter: 1", "cost.jitter",
+       "must be in [0, 1)"},
+      {"slowdown node out of range", E{{"slowdown { node: 2", "slowdown { node: 4"}}, O{}, at::line,
+       "slowdown", "cost.slowdown[0].node", "out of range"},
+      {"slowdown factor below one", E{{"factor: 3", "factor: 0.5"}}, O{}, at::line, "factor: 0.5",
+       "cost.slowdown[0].factor", "must be >= 1"},
+      {"negative latency", E{{"latency_seconds: 0.001", "latency_seconds: -0.001"}}, O{}, at::line,
+       "latency_seconds", "link.latency_seconds", "must be >= 0"},
+      {"infinite latency", E{{"latency_seconds: 0.001", "latency_seconds: inf"}}, O{}, at::line,
+       "latency_seconds", "link.latency_seconds", "must be a finite number (got inf)"},
+      {"negative bandwidth", E{{"bandwidth_bytes_per_second: 1e9", "bandwidth_bytes_per_second: -1"}}, O{},
+       at::line, "bandwidth", "link.bandwidth_bytes_per_second", "must be >= 0"},
+      {"loss 1.5", E{{"loss: 0.01", "loss: 1.5"}}, O{}, at::line, "loss: 1.5", "link.loss",
+       "must be in [0, 1] (got 1.5)"},
+      {"duplicate above one", E{{"duplicate: 0.01", "duplicate: 1.01"}}, O{}, at::line, "duplicate: 1.01",
+       "link.duplicate", "must be in [0, 1]"},
+      {"negative reorder", E{{"reorder: 0.01", "reorder: -0.1"}}, O{}, at::line, "reorder: -0.1",
+       "link.reorder", "must be in [0, 1]"},
+      {"negative reorder delay", E{{"reorder_delay_seconds: 0.002", "reorder_delay_seconds: -1"}}, O{},
+       at::line, "reorder_delay_seconds", "link.reorder_delay_seconds", "must be >= 0"},
+      {"no stop budget", E{{"time_seconds: 10", "time_seconds: 0"}}, O{}, at::line, "stop {", "stop",
+       "time_seconds > 0 or gradients > 0"},
+      {"target accuracy above one", E{{"target_accuracy: 0.8", "target_accuracy: 1.5"}}, O{}, at::line,
+       "target_accuracy", "stop.target_accuracy", "must be in [0, 1]"},
+      {"stop at target without target", E{{"  target_accuracy: 0.8\n", ""}}, O{}, at::line,
+       "stop_at_target", "stop.stop_at_target", "requires stop.target_accuracy > 0"},
+      {"eval period zero", E{{"period_seconds: 0.5", "period_seconds: 0"}}, O{}, at::line,
+       "period_seconds: 0", "eval.period_seconds", "must be > 0"},
+      {"eval absent", E{{"eval {\n  period_seconds: 0.5\n}\n", ""}}, O{}, at::absent, "",
+       "eval.period_seconds", "must be > 0"},
+      {"invalid UTF-8 name", E{{"name: \"base\"", "name: \"b\\xffse\""}}, O{}, at::line, "name:", "name",
+       "valid UTF-8"},
+
+      // ---- overrides: "--set path[=value]: reason"
+      {"override unknown field", E{}, O{"algorithm.rfast.stepsize=0.1"}, at::set, "",
+       "algorithm.rfast.stepsize", "no field 'stepsize' in atrain.proto.RFast"},
+      {"override bad unsigned", E{}, O{"nodes=-3"}, at::set, "", "nodes=-3", "not an unsigned integer"},
+      {"override bad double", E{}, O{"algorithm.rfast.step_size=fast"}, at::set, "",
+       "algorithm.rfast.step_size=fast", "not a number"},
+      {"override without '='", E{}, O{"nodes"}, at::set, "", "nodes", "expected field.path=value"},
+      {"override unknown enum", E{}, O{"clock=FAST"}, at::set, "", "clock=FAST",
+       "no value 'FAST' in enum atrain.proto.Clock"},
+      {"override bad list element", E{}, O{"model.mlp.hidden=[4,x]"}, at::set, "", "model.mlp.hidden",
+       "not an unsigned integer"},
+      {"override list without brackets", E{}, O{"model.mlp.hidden=4"}, at::set, "", "model.mlp.hidden",
+       "write the whole list"},
+      {"override index out of range", E{}, O{"topology.r_edges[9].from=1"}, at::set, "",
+       "topology.r_edges[9].from", "index 9 out of range"},
+      {"override through a scalar", E{}, O{"nodes.count=1"}, at::set, "", "nodes.count",
+       "'nodes' is not a message"},
+      {"override malformed path", E{}, O{"link..loss=1"}, at::set, "", "link..loss", "empty field name"},
+      {"override bad message text", E{}, O{"link={loss: }"}, at::set, "", "link",
+       "not a valid atrain.proto.LinkModel"},
+      {"override makes loss invalid", E{}, O{"link.loss=1.5"}, at::set, "", "link.loss", "must be in [0, 1]"},
+      {"override negative step size", E{}, O{"algorithm.rfast.step_size=-1"}, at::set, "",
+       "algorithm.rfast.step_size", "must be > 0 (got -1)"},
+      {"override zero nodes", E{}, O{"nodes=0"}, at::set, "", "nodes", "must be >= 1"},
+      {"override nodes breaks explicit edges", E{}, O{"nodes=3"}, at::line, "from: 2 to: 3",
+       "topology.r_edges[2].to", "node 3 out of range (nodes = 3)"},
+      {"override odd regular graph", E{{"builder: EXPLICIT", "builder: RANDOM_REGULAR\n  degree: 3"}},
+       O{"nodes=5"}, at::line, "degree: 3", "topology.degree", "must be even"},
+      {"override edge into self loop", E{}, O{"topology.r_edges[0].to=0"}, at::set, "",
+       "topology.r_edges[0]", "self loop 0 -> 0"},
+      {"override selects centralized without step", E{}, O{"algorithm.centralized.decay=0"}, at::line,
+       "algorithm {", "algorithm.centralized.step_size", "must be > 0"},
+  };
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(spec)
+
+BOOST_AUTO_TEST_CASE(base_spec_is_valid) {
+  const auto s = parse(base_spec);
+  BOOST_CHECK_NO_THROW(atrain::validate(s));
+  BOOST_TEST(s.spec.nodes() == 4u);
+  BOOST_TEST(s.spec.algorithm().rfast().step_size() == 0.05);
+  BOOST_TEST(s.spec.topology().r_edges_size() == 3);
+  BOOST_TEST(s.file == label);
+  BOOST_TEST(s.base_dir == tmp().path.string());
+}
+
+BOOST_AUTO_TEST_CASE(bad_specs_are_refused_with_path_line_and_reason) {
+  const auto cases = bad_cases();
+  BOOST_TEST(cases.size() >= 30u);
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT("case: " << c.name) {
+      const std::string text = edit(base_spec, c.edits);
+      const std::string msg = failure(text, c.overrides);
+      BOOST_TEST_REQUIRE(!msg.empty());
+
+      std::string prefix;
+      switch (c.where) {
+        case at::line:
+        case at::parse_line: {
+          const int line = line_of(text, c.line_snippet);
+          BOOST_TEST_REQUIRE(line > 0);
+          prefix = label + ":" + std::to_string(line) + ":";
+          if (c.where == at::line) prefix += " " + c.path + ": ";
+          break;
+        }
+        case at::absent:
+          prefix = label + ": " + c.path + ": ";
+          break;
+        case at::set:
+          prefix = "--set " + c.path;
+          break;
+      }
+      bool found = false;
+      for (const auto& l : split_lines(msg)) {
+        if (l.rfind(prefix, 0) != 0) continue;
+        if (c.where == at::parse_line) {  // "FILE:LINE:COL: reason"
+          const auto rest = l.substr(prefix.size());
+          if (rest.empty() || !std::isdigit(static_cast<unsigned char>(rest[0]))) continue;
+        }
+        if (l.find(c.path) != std::string::npos && l.find(c.reason) != std::string::npos) found = true;
+      }
+      BOOST_TEST(found, "expected a line starting with '" << prefix << "' naming '" << c.path
+                                                           << "' and '" << c.reason << "', got:\n"
+                                                           << msg);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(every_problem_is_reported) {
+  const std::string text = edit(base_spec, {{"nodes: 4", "nodes: 0"},
+                                            {"step_size: 0.05", "step_size: -1"},
+                                            {"loss: 0.01", "loss: 1.5"},
+                                            {"period_seconds: 0.5", "period_seconds: -2"}});
+  const std::string msg = failure(text);
+  const auto lines = split_lines(msg);
+  BOOST_TEST(lines.size() == 4u, msg);
+  BOOST_TEST(msg.find("spec.textproto:5: nodes: ") != std::string::npos, msg);
+  BOOST_TEST(msg.find("algorithm.rfast.step_size: must be > 0") != std::string::npos, msg);
+  BOOST_TEST(msg.find("link.loss: must be in [0, 1]") != std::string::npos, msg);
+  BOOST_TEST(msg.find("eval.period_seconds: must be > 0") != std::string::npos, msg);
+}
+
+BOOST_AUTO_TEST_CASE(empty_spec_lists_the_required_choices) {
+  const std::string msg = failure("");
+  for (const char* expected :
+       {"spec.textproto: nodes: must be >= 1", "spec.textproto: clock: must be VIRTUAL or REAL",
+        "spec.textproto: dataset.format:", "spec.textproto: dataset.train_path: must be set",
+        "spec.textproto: model: ", "spec.textproto: algorithm: ", "spec.textproto: stop: ",
+        "spec.textproto: eval.period_seconds:", "spec.textproto: cost.tau_seconds:"}) {
+    BOOST_TEST(msg.find(expected) != std::string::npos, expected << " in\n" << msg);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(multiple_bad_overrides_are_all_reported) {
+  const std::string msg = failure(base_spec, {"nodes=x", "clock=SLOW", "link.loss=0.5"});
+  BOOST_TEST(msg.find("--set nodes=x: not an unsigned integer") != std::string::npos, msg);
+  BOOST_TEST(msg.find("--set clock=SLOW: no value 'SLOW'") != std::string::npos, msg);
+  BOOST_TEST(split_lines(msg).size() == 2u, msg);
+}
+
+BOOST_AUTO_TEST_CASE(centralized_ignores_topology) {
+  const std::string text =
+      edit(base_spec, {{rfast_block, "centralized {\n    step_size: 0.1\n  }"}, {"  builder: EXPLICIT\n", ""}});
+  BOOST_CHECK_NO_THROW(atrain::validate(parse(text)));
+}
+
+BOOST_AUTO_TEST_CASE(other_valid_variants) {
+  // Each edit set turns the base spec into another valid spec.
+  const std::vector<std::vector<std::pair<std::string, std::string>>> variants = {
+      {{"builder: EXPLICIT", "builder: TORUS\n  rows: 2\n  cols: 2"}},
+      {{"builder: EXPLICIT", "builder: TREE_PAIR\n  arity: 3\n  root: 3"}},
+      {{"builder: EXPLICIT", "builder: RANDOM_REGULAR\n  degree: 3"}},
+      {{"builder: EXPLICIT", "builder: RING"}},
+      {{"builder: EXPLICIT", "builder: STAR root: 0"}},
+      {{"tau_seconds: 0.01", "tau_per_node: [0.01, 0.02, 0.03, 0.04]"}},
+      {{"time_seconds: 10", "gradients: 1000"}},
+      {{"policy: IID", "policy: LABEL_SKEW\n  dirichlet_alpha: 0.5"}},
+      {{"format: LIBSVM", "format: IDX"},
+       {"train_path: \"tiny.libsvm\"", "train_path: \"images.idx\" train_labels_path: \"labels.idx\""},
+       {"test_path: \"tiny.libsvm\"", "test_path: \"images.idx\" test_labels_path: \"labels.idx\""}},
+      {{"logistic_regression {\n    l2: 0.0001\n  }", "mlp {\n    hidden: [16, 8]\n    l2: 0.001\n  }"}},
+      {{"    variant: PHI\n", "    variant: PLAIN\n"}, {"    phi_min: 0.05\n", ""}},
+      {{"nodes: 4", "nodes: 1"}, {c_edges_lines, ""}, {"  r_edges { from: 0 to: 1 }\n  r_edges { from: 1 to: 2 }\n  r_edges { from: 2 to: 3 }\n", ""},
+       {"slowdown { node: 2 factor: 3 }", ""}},
+      {{"link {", "link {\n  loss: 1\n"}, {"  loss: 0.01\n", ""}},
+  };
+  for (std::size_t i = 0; i < variants.size(); ++i) {
+    BOOST_TEST_CONTEXT("variant " << i) {
+      const std::string msg = failure(edit(base_spec, variants[i]));
+      BOOST_TEST(msg.empty(), msg);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(lines_map_has_expected_entries) {
+  const std::string text =
+      edit(base_spec, {{"logistic_regression {\n    l2: 0.0001\n  }", "mlp {\n    hidden: [16,\n      8]\n  }"}});
+  const auto s = parse(text);
+  auto expect = [&](const std::string& path, const std::string& snippet) {
+    BOOST_TEST_CONTEXT(path) {
+      BOOST_TEST_REQUIRE(s.lines.count(path) == 1u);
+      BOOST_TEST(s.lines.at(path) == line_of(text, snippet));
+    }
+  };
+  expect("name", "name: \"base\"");
+  expect("nodes", "nodes: 4");
+  expect("dataset", "dataset {");
+  expect("dataset.train_path", "train_path");
+  expect("algorithm", "algorithm {");
+  expect("algorithm.rfast", "rfast {");
+  expect("algorithm.rfast.step_size", "step_size: 0.05");
+  expect("algorithm.rfast.decay", "decay: 0.001");
+  expect("topology.r_edges", "r_edges { from: 0 to: 1 }");
+  expect("topology.r_edges[0]", "r_edges { from: 0 to: 1 }");
+  expect("topology.r_edges[2]", "r_edges { from: 2 to: 3 }");
+  expect("topology.r_edges[2].from", "r_edges { from: 2 to: 3 }");
+  expect("topology.c_edges[1].to", "c_edges { from: 2 to: 1 }");
+  expect("cost.slowdown[0].factor", "factor: 3");
+  expect("model.mlp.hidden[0]", "hidden: [16,");
+  expect("model.mlp.hidden[1]", "      8]");
+  expect("stop.stop_at_target", "stop_at_target: true");
+  BOOST_TEST(s.lines.count("seedx") == 0u);
+  BOOST_TEST(s.lines.count("dataset.train_labels_path") == 0u);
+
+  // where(): the field's line, the nearest parent's, or no line at all.
+  BOOST_TEST(s.where("algorithm.rfast.step_size") ==
+             label + ":" + std::to_string(line_of(text, "step_size: 0.05")) + ": algorithm.rfast.step_size");
+  BOOST_TEST(s.where("dataset.train_labels_path") ==
+             label + ":" + std::to_string(line_of(text, "dataset {")) + ": dataset.train_labels_path");
+  BOOST_TEST(s.where("shard.dirichlet_alpha") ==
+             label + ":" + std::to_string(line_of(text, "shard {")) + ": shard.dirichlet_alpha");
+  BOOST_TEST(s.where("progress") == label + ": progress");
+}
+
+BOOST_AUTO_TEST_CASE(overrides_are_applied) {
+  auto s = parse(base_spec, {"nodes=8", "clock=real", "seed=42", "name=\"renamed\"",
+                             "algorithm.rfast.step_size=1e-3", "model.mlp.hidden=[64, 32]",
+                             "topology.r_edges[1].to=3", "cost.tau_per_node=[]", "stop.stop_at_target=false",
+                             "link={loss: 0.25 latency_seconds: 0.5}", "progress=true",
+                             "dataset.max_train_samples=100"});
+  const auto& sp = s.spec;
+  BOOST_TEST(sp.nodes() == 8u);
+  BOOST_TEST(sp.clock() == atrain::proto::REAL);
+  BOOST_TEST(sp.seed() == 42u);
+  BOOST_TEST(sp.name() == "renamed");
+  BOOST_TEST(sp.algorithm().rfast().step_size() == 1e-3);
+  BOOST_TEST(sp.algorithm().rfast().variant() == atrain::proto::RFast::PHI);  // other fields kept
+  BOOST_TEST(sp.model().has_mlp());  // selecting the oneof case replaced logistic_regression
+  BOOST_TEST(sp.model().mlp().hidden_size() == 2);
+  BOOST_TEST(sp.model().mlp().hidden(1) == 32u);
+  BOOST_TEST(sp.model().batch_size() == 8u);
+  BOOST_TEST(sp.topology().r_edges(1).to() == 3u);
+  BOOST_TEST(sp.topology().r_edges(1).from() == 1u);
+  BOOST_TEST(!sp.stop().stop_at_target());
+  BOOST_TEST(sp.link().loss() == 0.25);
+  BOOST_TEST(sp.link().duplicate() == 0.0);  // a message override replaces the whole message
+  BOOST_TEST(sp.has_progress());
+  BOOST_TEST(sp.dataset().max_train_samples() == 100u);
+  BOOST_TEST(s.overridden.count("topology.r_edges[1].to") == 1u);
+  BOOST_TEST(s.overridden.count("model.mlp.hidden") == 1u);
+  BOOST_TEST(s.where("nodes") == "--set nodes");
+  BOOST_TEST(s.where("link.loss") == "--set link.loss");
+  BOOST_TEST(s.where("model.mlp.hidden[1]") == "--set model.mlp.hidden[1]");
+  BOOST_TEST(s.where("stop") == "--set stop");
+  BOOST_TEST(s.where("seed").rfind("--set", 0) == 0u);
+  BOOST_TEST(s.where("eval.period_seconds").rfind(label + ":", 0) == 0u);
+
+  // nodes=8 breaks nothing in the explicit graph (endpoints < 8), but c_edges still hold.
+  BOOST_CHECK_NO_THROW(atrain::validate(s));
+
+  // Selecting the other algorithm case through one of its fields.
+  atrain::apply_override(s, "algorithm.centralized.step_size=0.2");
+  BOOST_TEST(s.spec.algorithm().has_centralized());
+  BOOST_TEST(!s.spec.algorithm().has_rfast());
+  BOOST_TEST(s.spec.algorithm().centralized().step_size() == 0.2);
+  BOOST_CHECK_NO_THROW(atrain::validate(s));
+
+  // Whole repeated message lists.
+  atrain::apply_override(s, "topology.r_edges=[{from: 0 to: 1}, {from: 1 to: 0}]");
+  BOOST_TEST(s.spec.topology().r_edges_size() == 2);
+  atrain::apply_override(s, "topology.r_edges[1]={from: 5 to: 6}");
+  BOOST_TEST(s.spec.topology().r_edges(1).to() == 6u);
+
+  // A failed override leaves the spec untouched.
+  const std::string before = s.spec.SerializeAsString();
+  BOOST_CHECK_THROW(atrain::apply_override(s, "model.mlp.hidden=[1,2,x]"), spec_error);
+  BOOST_TEST(s.spec.SerializeAsString() == before);
+
+  // Special values parse and are then refused by validate().
+  atrain::apply_override(s, "link.loss=nan");
+  try {
+    atrain::validate(s);
+    BOOST_FAIL("nan loss accepted");
+  } catch (const spec_error& e) {
+    BOOST_TEST(std::string(e.what()).find("--set link.loss: must be a finite number (got nan)") !=
+               std::string::npos, e.what());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(load_spec_from_file_resolves_relative_paths) {
+  const fs::path sub = tmp().path / "specs";
+  fs::create_directories(sub);
+  const std::string text = edit(base_spec, {{"\"tiny.libsvm\"", "\"../tiny.libsvm\""},
+                                            {"\"tiny.libsvm\"", "\"../tiny.libsvm\""}});
+  std::ofstream(sub / "run.textproto") << text;
+  const std::string path = (sub / "run.textproto").string();
+  const auto s = atrain::load_spec(path, {"nodes=4"});
+  BOOST_TEST(s.file == path);
+  BOOST_TEST(s.base_dir == sub.string());
+  BOOST_TEST(atrain::resolve_path(s, "../tiny.libsvm") == (tmp().path / "tiny.libsvm").string());
+  BOOST_TEST(atrain::resolve_path(s, "/abs/x") == "/abs/x");
+  BOOST_TEST(atrain::resolve_path(s, "") == "");
+  BOOST_CHECK_NO_THROW(atrain::validate(s));
+
+  // Errors from a loaded file name that file.
+  std::ofstream(sub / "bad.textproto") << edit(text, {{"loss: 0.01", "loss: 1.5"}});
+  try {
+    atrain::validate(atrain::load_spec((sub / "bad.textproto").string()));
+    BOOST_FAIL("loss 1.5 accepted");
+  } catch (const spec_error& e) {
+    const std::string expected =
+        (sub / "bad.textproto").string() + ":" + std::to_string(line_of(text, "loss: 0.01")) + ": link.loss: ";
+    BOOST_TEST(std::string(e.what()).find(expected) != std::string::npos, e.what());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(unreadable_spec_files) {
+  try {
+    (void)atrain::load_spec((tmp().path / "does-not-exist.textproto").string());
+    BOOST_FAIL("missing spec file accepted");
+  } catch (const spec_error& e) {
+    BOOST_TEST(std::string(e.what()).find("does-not-exist.textproto: cannot open spec file") != std::string::npos,
+               e.what());
+  }
+  BOOST_CHECK_THROW((void)atrain::load_spec(tmp().path.string()), spec_error);  // a directory
+}
+
+BOOST_AUTO_TEST_CASE(to_text_round_trips) {
+  const auto s = parse(base_spec);
+  const std::string text = atrain::to_text(s.spec);
+  const auto again = parse(text);
+  BOOST_TEST(google::protobuf::util::MessageDifferencer::Equals(s.spec, again.spec), text);
+  BOOST_CHECK_NO_THROW(atrain::validate(again));
+}
+
+BOOST_AUTO_TEST_CASE(never_crashes_on_mangled_input) {
+  std::mt19937_64 rng(12345);
+  const std::string alphabet = "{}[]:;,.\"'#-+eE0123456789 \n\tnaifxyz_\\\x01\xff\x80";
+  int accepted = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::string text = base_spec;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < edits; ++k) {
+      const std::size_t pos = rng() % (text.size() + 1);
+      switch (rng() % 3) {
+        case 0:
+          if (pos < text.size()) text.erase(pos, 1 + rng() % 8);
+          break;
+        case 1:
+          text.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+          break;
+        default:
+          if (pos < text.size()) text[pos] = static_cast<char>(rng() % 256);
+          break;
+      }
+    }
+    try {
+      const auto s = parse(text);
+      atrain::validate(s);
+      ++accepted;
+    } catch (const spec_error&) {
+    }
+  }
+  // Pure random bytes.
+  for (int iter = 0; iter < 300; ++iter) {
+    std::string text(rng() % 512, '\0');
+    for (auto& ch : text) ch = static_cast<char>(rng() % 256);
+    try {
+      atrain::validate(parse(text));
+    } catch (const spec_error&) {
+    }
+  }
+  // Random overrides on real paths.
+  const std::vector<std::string> paths = {"nodes", "clock", "seed", "algorithm.rfast.step_size",
+                                          "model.mlp.hidden", "topology.r_edges[0].from", "topology",
+                                          "cost.tau_per_node", "link", "stop.gradients", "name", "progress"};
+  const std::vector<std::string> values = {"", "-1", "1e999", "nan", "-inf", "[", "[]", "[1,,2]", "{",
+                                           "{}", "\"", "18446744073709551616", "true", "REAL", "0x10"};
+  for (const auto& p : paths) {
+    for (const auto& v : values) {
+      try {
+        atrain::validate(parse(base_spec, {p + "=" + v}));
+      } catch (const spec_error&) {
+      }
+    }
+  }
+  BOOST_TEST(accepted >= 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
