@@ -1,5 +1,7 @@
 #include "atrain/actors/compute.hpp"
 
+#include <omp.h>
+
 namespace atrain {
 
 compute_unit::compute_unit(const run_plan& plan, std::uint32_t node)
@@ -14,7 +16,17 @@ compute_unit::compute_unit(const run_plan& plan, std::uint32_t node)
     virtual_clock_(plan.virtual_clock()) {
 }
 
+void single_threaded_kernels() {
+  // oneDNN runs on OpenMP here. OMP_NUM_THREADS is read when libgomp loads, so
+  // setting it from main() is too late; the thread-local ICV is not. Nodes
+  // run side by side on the scheduler's threads: an OpenMP team per node
+  // would oversubscribe the cores (and spin-wait) instead.
+  if (omp_get_max_threads() != 1)
+    omp_set_num_threads(1);
+}
+
 double compute_unit::gradient(caf::local_actor* self, const float* x, std::vector<float>& g) {
+  single_threaded_kernels();
   g.resize(dim_);
   const auto before = self->clock().now();
   last_loss_ = model_->loss_and_gradient(sampler_.next(), x, g.data());

@@ -36,9 +36,15 @@ struct system_config : caf::actor_system_config {
     register_message_types(*this);
     if (virtual_clock)
       set("scheduler.policy", caf::atom("testing"));
-    else
+    else {
+      // Work stealing resumes the actor that was just made ready first (LIFO),
+      // so a worker and its buffer ping-pong on one thread and starve the
+      // neighbours' packets (measured: staleness in the hundreds of wakes).
+      // The shared FIFO queue keeps every node's messages flowing.
+      set("scheduler.policy", caf::atom("sharing"));
       set("scheduler.max-threads",
           threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency()));
+    }
     set("logger.console-verbosity", caf::atom("quiet"));
   }
 };

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "atrain/actors/compute.hpp"
 #include "atrain/actors/rfast.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 
@@ -131,6 +132,7 @@ metric_sample evaluate(caf::stateful_actor<eval_state>* self, const gathering& g
   for (const auto& s : g.models)
     consensus += vec::squared_distance(s.params.ptr(), evaluated.data(), dim);
   row.consensus_error = consensus / static_cast<double>(g.models.size());
+  single_threaded_kernels();
   if (plan.topo && plan.topo->tree) {
     const auto root = plan.topo->roots.front();
     std::copy_n(g.models.at(root).params.ptr(), dim, evaluated.data());

@@ -14,7 +14,8 @@ struct sup_state {
   context_ptr ctx;
   caf::actor listener;
   std::shared_ptr<run_sink> sink;
-  std::vector<caf::actor> children;
+  /// Shared with the exit functor, which runs after the state may be gone.
+  std::shared_ptr<std::vector<caf::actor>> children = std::make_shared<std::vector<caf::actor>>();
   std::map<caf::actor_addr, std::string> names;  // for error messages
   caf::actor evaluator;
   bool stopping = false;
@@ -26,14 +27,14 @@ using sup_ptr = caf::stateful_actor<sup_state>*;
 void adopt(sup_ptr self, const caf::actor& a, std::string name) {
   self->monitor(a);
   self->state.names[a.address()] = std::move(name);
-  self->state.children.push_back(a);
+  self->state.children->push_back(a);
 }
 
 void finish(sup_ptr self, proto::RunReport report) {
   auto& st = self->state;
-  for (const auto& c : st.children)
+  for (const auto& c : *st.children)
     self->send_exit(c, caf::exit_reason::user_shutdown);
-  st.children.clear();
+  st.children->clear();
   if (st.sink) {
     std::lock_guard<std::mutex> guard{st.sink->mtx};
     st.sink->report = report;
@@ -106,6 +107,13 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
   st.listener = std::move(listener);
   st.sink = std::move(sink);
   ctx->t0 = self->clock().now();
+  // However the supervisor ends (killed by an embedding service, say), no
+  // node actor may outlive it: they would keep re-arming their timers.
+  self->attach_functor([children = st.children] {
+    for (const auto& c : *children)
+      caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
+    children->clear();
+  });
   const auto& spec = ctx->plan->spec;
   std::vector<caf::actor> links;
   std::vector<node_actors> nodes;
@@ -113,6 +121,9 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
     nodes = spawn_rfast(self, ctx, links);
   else
     nodes = spawn_centralized(self, ctx);
+  if (ctx->probe)
+    for (const auto& n : nodes)
+      ctx->probe->workers.push_back(n.worker.address());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     adopt(self, nodes[i].worker, "node " + std::to_string(i) + " worker");
     if (nodes[i].buffer)

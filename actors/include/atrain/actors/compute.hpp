@@ -38,6 +38,10 @@ private:
   double last_loss_ = 0;
 };
 
+/// Makes oneDNN calls on this thread single-threaded (call before computing
+/// inside an actor: actors move between scheduler threads).
+void single_threaded_kernels();
+
 /// Running staleness statistics (mean and max) of one node.
 struct staleness_stats {
   double sum = 0;

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# atrain set-up: installs what is missing, builds (Release), then runs or tests.
+#
+#   apps/setup.sh run  [SPEC] [atrain run flags...]   default experiment (config/quickstart.textproto)
+#   apps/setup.sh test [ctest flags...]               the whole test suite through CTest
+#   apps/setup.sh build                               install + build only
+#
+# Idempotent: packages already installed are not reinstalled, an existing
+# build directory is reused (incremental build). BUILD_DIR overrides ./build.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD_DIR:-$here/build}"
+jobs="$(nproc 2>/dev/null || echo 2)"
+packages=(libcaf-dev libdnnl-dev libeigen3-dev libprotobuf-dev protobuf-compiler
+          libboost-test-dev zlib1g-dev cmake g++ make)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "setup: installing ${missing[*]}" >&2
+  local sudo=()
+  [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+}
+
+build_all() {
+  if [ ! -f "$build/CMakeCache.txt" ]; then
+    cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  fi
+  cmake --build "$build" -j"$jobs" "$@"
+}
+
+verify_data() {
+  (cd "$here/data" && sha256sum --quiet -c SHA256SUMS) || {
+    echo "setup: data/ does not match data/SHA256SUMS" >&2
+    exit 1
+  }
+}
+
+cmd="${1:-run}"
+[ $# -gt 0 ] && shift
+install_missing
+verify_data
+case "$cmd" in
+  build)
+    build_all
+    ;;
+  run)
+    build_all --target atrain
+    spec="config/quickstart.textproto"
+    if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then spec="$1"; shift; fi
+    cd "$here"
+    exec "$build/atrain" run "$spec" --out "$build/runs/$(basename "$spec" .textproto)" "$@"
+    ;;
+  test)
+    build_all
+    cd "$build"
+    exec ctest --output-on-failure -j"$jobs" "$@"
+    ;;
+  *)
+    echo "usage: apps/setup.sh {run [SPEC] [flags]|test [ctest flags]|build}" >&2
+    exit 2
+    ;;
+esac

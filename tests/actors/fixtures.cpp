@@ -1,0 +1,62 @@
+#include "fixtures.hpp"
+
+#include <cmath>
+
+#include <Eigen/Dense>
+
+namespace atrain::test {
+
+std::shared_ptr<const run_plan> config(const std::string& name,
+                                       const std::vector<std::string>& overrides) {
+  auto spec = load_spec(std::string{ATRAIN_SOURCE_DIR} + "/config/" + name, overrides);
+  return prepare_run(spec);
+}
+
+std::shared_ptr<const run_plan> quickstart(const std::vector<std::string>& overrides) {
+  return config("quickstart.textproto", overrides);
+}
+
+double logistic_optimum(const run_plan& plan, double l2) {
+  const auto& d = *plan.train;
+  const auto n = static_cast<Eigen::Index>(d.size());
+  const auto dim = static_cast<Eigen::Index>(d.dim);
+  Eigen::MatrixXd x(n, dim + 1);
+  Eigen::VectorXd s(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    for (Eigen::Index k = 0; k < dim; ++k)
+      x(i, k) = d.row(static_cast<std::size_t>(i))[k];
+    x(i, dim) = 1.0;
+    s(i) = d.labels[static_cast<std::size_t>(i)] == 1 ? 1.0 : -1.0;
+  }
+  auto loss = [&](const Eigen::VectorXd& w) {
+    Eigen::VectorXd m = (x * w).cwiseProduct(s);
+    double total = 0;
+    for (Eigen::Index i = 0; i < n; ++i)
+      total += m(i) > 0 ? std::log1p(std::exp(-m(i))) : -m(i) + std::log1p(std::exp(m(i)));
+    return total / static_cast<double>(n) + 0.5 * l2 * w.squaredNorm();
+  };
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(dim + 1);
+  for (int it = 0; it < 50; ++it) {
+    Eigen::VectorXd m = (x * w).cwiseProduct(s);
+    Eigen::VectorXd p(n), h(n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const double sig = 1.0 / (1.0 + std::exp(m(i)));  // sigma(-m)
+      p(i) = -s(i) * sig;
+      h(i) = sig * (1.0 - sig);
+    }
+    Eigen::VectorXd grad = x.transpose() * p / static_cast<double>(n) + l2 * w;
+    Eigen::MatrixXd hess = x.transpose() * h.asDiagonal() * x / static_cast<double>(n);
+    hess.diagonal().array() += l2;
+    Eigen::VectorXd step = hess.ldlt().solve(grad);
+    double t = 1.0;
+    const double f0 = loss(w);
+    while (loss(w - t * step) > f0 && t > 1e-8)
+      t *= 0.5;
+    w -= t * step;
+    if (grad.norm() < 1e-10)
+      break;
+  }
+  return loss(w);
+}
+
+} // namespace atrain::test

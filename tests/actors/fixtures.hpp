@@ -1,0 +1,22 @@
+#pragma once
+/// Shared helpers of the actor tests: specs built from config/quickstart with
+/// overrides, and the centralized optimum of the logistic-regression task.
+#include <string>
+#include <vector>
+
+#include "atrain/engine.hpp"
+
+namespace atrain::test {
+
+/// config/quickstart.textproto with `overrides` applied, prepared.
+[[nodiscard]] std::shared_ptr<const run_plan> quickstart(const std::vector<std::string>& overrides);
+
+/// Same from any spec under config/.
+[[nodiscard]] std::shared_ptr<const run_plan> config(const std::string& name,
+                                                     const std::vector<std::string>& overrides);
+
+/// Minimum of mean softplus(-s (w.x + b)) + l2/2 |[w,b]|^2 over the plan's
+/// training set, by Newton's method in double (independent of the kernels).
+[[nodiscard]] double logistic_optimum(const run_plan& plan, double l2);
+
+} // namespace atrain::test

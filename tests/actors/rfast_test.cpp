@@ -1,0 +1,156 @@
+/// R-FAST invariants (ALGORITHMS.md §1) on the actor runtime.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+
+#include "atrain/actors/rfast.hpp"
+#include "fixtures.hpp"
+
+namespace t = atrain::test;
+
+namespace {
+
+/// A small, fast task: 2000 training rows, 6 nodes, 0.6 s of virtual time.
+std::vector<std::string> small(std::vector<std::string> extra) {
+  std::vector<std::string> o{"dataset.max_train_samples=2000", "dataset.max_test_samples=500",
+                             "nodes=6", "stop.time_seconds=0.6", "stop.stop_at_target=false",
+                             "eval.period_seconds=0.2", "progress=false"};
+  o.insert(o.end(), extra.begin(), extra.end());
+  return o;
+}
+
+/// Drives a virtual run one event at a time and checks the mass invariant
+/// after every event. Returns the report.
+atrain::proto::RunReport run_checking_mass(std::shared_ptr<const atrain::run_plan> plan,
+                                           std::size_t& checks, double& worst) {
+  auto probe = std::make_shared<atrain::run_probe>();
+  atrain::run_options opts;
+  opts.probe = probe;
+  atrain::virtual_run run{plan, opts};
+  const bool phi = plan->spec.algorithm().rfast().variant() == atrain::proto::RFast::PHI;
+  while (run.step()) {
+    bool all = true;
+    for (const auto* tr : probe->trackers)
+      all = all && tr != nullptr;
+    if (!all)
+      continue;  // before start or during shutdown
+    double phi_res = 0;
+    const double res = atrain::mass_residual(probe->trackers, &phi_res);
+    worst = std::max(worst, res);
+    ++checks;
+    if (res > 1e-10 || (phi && phi_res > 1e-10)) {
+      BOOST_ERROR("mass not conserved at t=" << run.now_seconds() << ": residual " << res
+                                             << ", phi residual " << phi_res);
+      break;
+    }
+  }
+  auto report = run.run();
+  BOOST_REQUIRE(report);
+  return *report;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(rfast)
+
+BOOST_AUTO_TEST_CASE(mass_is_conserved_after_every_event_under_loss_duplication_reordering) {
+  for (const char* variant : {"PHI", "PLAIN"}) {
+    for (double loss : {0.0, 0.1, 0.3, 0.5}) {
+      auto plan = t::quickstart(small({"link.loss=" + std::to_string(loss), "link.duplicate=0.2",
+                                       "link.reorder=0.3", "link.reorder_delay_seconds=0.02",
+                                       std::string{"algorithm.rfast.variant="} + variant,
+                                       std::string{"algorithm.rfast.step_size="} +
+                                         (variant[1] == 'H' ? "1" : "4")}));
+      std::size_t checks = 0;
+      double worst = 0;
+      auto report = run_checking_mass(plan, checks, worst);
+      BOOST_TEST_MESSAGE(variant << " loss " << loss << ": " << checks
+                                 << " checks, worst residual " << worst << ", dropped "
+                                 << report.packets_dropped());
+      BOOST_TEST(checks > 1000u);
+      BOOST_TEST(report.error().empty());
+      if (loss > 0)
+        BOOST_TEST(report.packets_dropped() > 0u);
+      else
+        BOOST_TEST(report.packets_dropped() == 0u);
+      BOOST_TEST(report.mass_residual() < 1e-10);
+      BOOST_TEST(std::isfinite(report.final().train_loss()));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(mass_check_detects_a_lost_unit_of_mass) {
+  // The invariant check itself must be able to fail: remove mass from one
+  // account and the residual must show it.
+  auto plan = t::quickstart(small({}));
+  auto probe = std::make_shared<atrain::run_probe>();
+  atrain::run_options opts;
+  opts.probe = probe;
+  atrain::virtual_run run{plan, opts};
+  for (int i = 0; i < 5000 && run.step(); ++i) {
+  }
+  std::vector<atrain::mass_account> accounts;
+  for (const auto* tr : probe->trackers) {
+    BOOST_REQUIRE(tr != nullptr);
+    accounts.push_back(tr->account());
+  }
+  BOOST_TEST(atrain::mass_residual(accounts) < 1e-10);
+  auto z = accounts[2].z.vec();
+  z[0] += 1.0;
+  accounts[2].z = atrain::double_blob{z};
+  BOOST_TEST(atrain::mass_residual(accounts) > 1e-3);
+}
+
+BOOST_AUTO_TEST_CASE(same_seed_same_trace_other_seed_differs) {
+  auto once = [](std::uint64_t seed) {
+    auto plan = t::quickstart(small({"seed=" + std::to_string(seed), "link.loss=0.1",
+                                     "link.reorder=0.2", "link.reorder_delay_seconds=0.01"}));
+    auto report = atrain::run_experiment(plan);
+    BOOST_REQUIRE(report);
+    return *report;
+  };
+  auto a = once(7), b = once(7), c = once(8);
+  BOOST_TEST(a.trace_hash() == b.trace_hash());
+  BOOST_TEST(a.trace_events() == b.trace_events());
+  a.clear_wall_seconds();
+  b.clear_wall_seconds();
+  BOOST_TEST(a.SerializeAsString() == b.SerializeAsString());
+  BOOST_TEST(a.trace_hash() != c.trace_hash());
+  BOOST_TEST(a.final().train_loss() != c.final().train_loss());
+}
+
+BOOST_AUTO_TEST_CASE(a_pair_without_common_root_is_refused_before_any_actor) {
+  // G_R: 0 -> 1 -> 2 (only 0 reaches all); G_C: 0 -> 1 -> 2 (all reach only 2).
+  std::vector<std::string> o = small({"topology.builder=EXPLICIT", "nodes=3",
+                                      "topology.r_edges=[{from: 0 to: 1}, {from: 1 to: 2}]",
+                                      "topology.c_edges=[{from: 0 to: 1}, {from: 1 to: 2}]"});
+  try {
+    auto plan = t::quickstart(o);
+    BOOST_ERROR("a topology without common root was accepted");
+  } catch (const atrain::spec_error& e) {
+    const std::string what = e.what();
+    BOOST_TEST_MESSAGE(what);
+    BOOST_TEST(what.find("common root") != std::string::npos);
+    BOOST_TEST(what.find("topology") != std::string::npos);
+    BOOST_TEST(what.find("--set topology") != std::string::npos);  // the edges came from --set
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_crashed_worker_ends_the_run_with_an_error_naming_it) {
+  auto plan = t::quickstart(small({}));
+  auto probe = std::make_shared<atrain::run_probe>();
+  atrain::run_options opts;
+  opts.probe = probe;
+  atrain::virtual_run run{plan, opts};
+  for (int i = 0; i < 2000 && run.step(); ++i) {
+  }
+  BOOST_REQUIRE(probe->workers.size() == 6u);
+  caf::anon_send_exit(probe->workers[4], caf::exit_reason::kill);
+  auto report = run.run();
+  BOOST_REQUIRE(report);
+  BOOST_TEST(report->stop_reason() == "error");
+  BOOST_TEST(report->error().find("node 4 worker") != std::string::npos);
+  BOOST_TEST_MESSAGE(report->error());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
