@@ -113,9 +113,17 @@ double virtual_run::now_seconds() const {
 
 caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> plan,
                                                const run_options& opts) {
+  // Wall time is measured here, by the caller's thread, never inside actors.
+  const auto started = std::chrono::steady_clock::now();
+  auto stamp = [&](caf::expected<proto::RunReport> r) {
+    if (r)
+      r->set_wall_seconds(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    return r;
+  };
   if (plan->virtual_clock()) {
     virtual_run run{std::move(plan), opts};
-    return run.run();
+    return stamp(run.run());
   }
   auto sink = std::make_shared<run_sink>();
   {
@@ -130,7 +138,7 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
     sup = nullptr;
     sys.await_all_actors_done();
   }
-  return take_report(*sink);
+  return stamp(take_report(*sink));
 }
 
 caf::expected<caf::actor> spawn_run(caf::actor_system& sys, std::shared_ptr<const run_plan> plan,
