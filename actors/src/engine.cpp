@@ -86,8 +86,10 @@ virtual_run::~virtual_run() {
 
 bool virtual_run::step() {
   auto& sched = impl_->sched;
-  if (sched.try_run_once())
+  if (sched.try_run_once()) {
+    ++jobs_;
     return true;
+  }
   auto& clk = sched.clock();
   if (!clk.has_pending_timeout())
     return false;
@@ -95,6 +97,7 @@ bool virtual_run::step() {
   if (next > clk.current_time)
     clk.current_time = next;
   clk.trigger_expired_timeouts();
+  ++advances_;
   return true;
 }
 

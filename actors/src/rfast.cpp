@@ -25,11 +25,11 @@ namespace atrain {
 rfast_tracker::rfast_tracker(std::uint32_t node, std::size_t dim, double c_self,
                              std::vector<in_neighbour> in_c, bool phi_variant, double phi_min)
   : node_(node), dim_(dim), c_self_(c_self), phi_variant_(phi_variant), phi_min_(phi_min),
-    z_(dim, 0.0), g_prev_(dim, 0.0), rho_(dim, 0.0), rho_sent_(std::vector<double>(dim, 0.0)),
+    z_(dim, 0.0), g_prev_(dim, 0.0), rho_(std::vector<double>(dim, 0.0)),
     in_c_(std::move(in_c)) {
   for (auto& nb : in_c_) {
-    nb.rho_tilde.assign(dim, 0.0);
-    nb.rho_hat = rho_sent_;  // nothing received yet: rho^ = rho~ = 0
+    nb.rho_hat = rho_;  // nothing received yet: rho^ = rho~ = 0
+    nb.rho_tilde = rho_;
   }
 }
 
@@ -47,14 +47,20 @@ void rfast_tracker::correct(const float* g) {
 }
 
 double_blob rfast_tracker::push() {
-  vec::axpy(1.0, z_.data(), rho_.data(), dim_);
-  vec::scale(c_self_, z_.data(), dim_);
+  // One pass: the new running sum goes into a fresh buffer (the old one may
+  // still be in flight or held by a receiver), z is scaled in place.
+  std::vector<double> next(dim_);
+  const double* old = rho_.ptr();
+  for (std::size_t k = 0; k < dim_; ++k) {
+    next[k] = old[k] + z_[k];
+    z_[k] *= c_self_;
+  }
+  rho_ = double_blob{std::move(next)};
   sigma_ += phi_;
   phi_ *= c_self_;
   ++pushes_;
-  rho_sent_ = double_blob{rho_};
   sigma_sent_ = sigma_;
-  return rho_sent_;
+  return rho_;
 }
 
 std::vector<float> rfast_tracker::direction() const {
@@ -67,12 +73,15 @@ std::vector<float> rfast_tracker::direction() const {
 
 void rfast_tracker::absorb() {
   for (auto& nb : in_c_) {
+    if (nb.rho_hat.ptr() == nb.rho_tilde.ptr())
+      continue;  // nothing new from j since the last absorb
     const double* hat = nb.rho_hat.ptr();
-    for (std::size_t k = 0; k < dim_; ++k) {
-      z_[k] += nb.c * (hat[k] - nb.rho_tilde[k]);
-      nb.rho_tilde[k] = hat[k];
-    }
-    phi_ += nb.c * (nb.sigma_hat - nb.sigma_tilde);
+    const double* used = nb.rho_tilde.ptr();
+    const double c = nb.c;
+    for (std::size_t k = 0; k < dim_; ++k)
+      z_[k] += c * (hat[k] - used[k]);
+    nb.rho_tilde = nb.rho_hat;
+    phi_ += c * (nb.sigma_hat - nb.sigma_tilde);
     nb.sigma_tilde = nb.sigma_hat;
   }
 }
@@ -97,13 +106,13 @@ mass_account rfast_tracker::account() const {
   acc.node = node_;
   acc.z = double_blob{z_};
   acc.g_prev = double_blob{g_prev_};
-  acc.rho_sent = rho_sent_;
+  acc.rho_sent = rho_;
   acc.phi = phi_;
   acc.sigma_sent = sigma_sent_;
   for (const auto& nb : in_c_) {
     acc.in_c.push_back(nb.node);
     acc.c_in.push_back(nb.c);
-    acc.rho_consumed.emplace_back(nb.rho_tilde);
+    acc.rho_consumed.push_back(nb.rho_tilde);
     acc.sigma_consumed.push_back(nb.sigma_tilde);
   }
   return acc;
@@ -193,7 +202,7 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
   auto& st = self->state;
   std::vector<rfast_tracker::in_neighbour> in_c;
   for (auto j : topo.g_c.in(id))
-    in_c.push_back({j, topo.c(id, j), 0, {}, 0, {}, 0});
+    in_c.push_back({j, topo.c(id, j), 0, {}, 0, {}, 0});  // blobs set by the tracker
   st.tracker.emplace(id, plan.dim(), topo.c(id, id), std::move(in_c),
                      algo.variant() == proto::RFast::PHI,
                      algo.has_phi_min() ? algo.phi_min() : 0.05);
@@ -308,8 +317,11 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
                   const std::vector<std::uint64_t>& ages) {
           auto& st = self->state;
           const double gamma = st.gamma / (1.0 + st.decay * static_cast<double>(st.seq));
-          std::vector<float> v = st.x;                       // 1. local descent
-          vec::axpy(static_cast<float>(-gamma), d.ptr(), v.data(), dim);
+          std::vector<float> v(dim);                         // 1. local descent
+          const float* dir = d.ptr();
+          const auto step = static_cast<float>(gamma);
+          for (std::size_t k = 0; k < dim; ++k)
+            v[k] = st.x[k] - step * dir[k];
           packet p;
           p.from = id;
           p.kind = rfast_model;

@@ -63,11 +63,16 @@ public:
   [[nodiscard]] caf::expected<proto::RunReport> run();
   [[nodiscard]] run_context& context() noexcept { return *ctx_; }
   [[nodiscard]] double now_seconds() const;
+  /// Messages (scheduler jobs) processed so far, and virtual-time advances.
+  [[nodiscard]] std::uint64_t jobs() const noexcept { return jobs_; }
+  [[nodiscard]] std::uint64_t advances() const noexcept { return advances_; }
 
 private:
   struct impl;
   std::unique_ptr<impl> impl_;
   context_ptr ctx_;
+  std::uint64_t jobs_ = 0;
+  std::uint64_t advances_ = 0;
 };
 
 /// Writes DIR/report.json, DIR/metrics.csv and DIR/report.pb (binary RunReport).

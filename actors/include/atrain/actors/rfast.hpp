@@ -22,7 +22,9 @@ public:
     std::uint64_t seq = 0;        // seq of the newest rho^_j (0 = none yet)
     double_blob rho_hat;          // newest received rho_j
     double sigma_hat = 0;
-    std::vector<double> rho_tilde;  // consumed part of rho_j
+    /// The consumed part of rho_j. Blobs are immutable, so "rho~ = rho^"
+    /// shares the received buffer instead of copying it.
+    double_blob rho_tilde;
     double sigma_tilde = 0;
   };
 
@@ -47,7 +49,7 @@ public:
   [[nodiscard]] std::uint32_t node() const noexcept { return node_; }
   [[nodiscard]] const std::vector<double>& z() const noexcept { return z_; }
   [[nodiscard]] const std::vector<double>& g_prev() const noexcept { return g_prev_; }
-  [[nodiscard]] const double_blob& rho_sent() const noexcept { return rho_sent_; }
+  [[nodiscard]] const double_blob& rho_sent() const noexcept { return rho_; }
   [[nodiscard]] double phi() const noexcept { return phi_; }
   [[nodiscard]] double sigma_sent() const noexcept { return sigma_sent_; }
   [[nodiscard]] const std::vector<in_neighbour>& in_c() const noexcept { return in_c_; }
@@ -63,8 +65,7 @@ private:
   double phi_min_;
   std::vector<double> z_;
   std::vector<double> g_prev_;
-  std::vector<double> rho_;
-  double_blob rho_sent_;
+  double_blob rho_;  // running sum; each push makes a new immutable blob (= latest sent)
   double phi_ = 1;
   double sigma_ = 0;
   double sigma_sent_ = 0;

@@ -1,0 +1,185 @@
+/// Engine benchmarks (issue: R-FAST end to end):
+///  1. virtual clock: messages (scheduler jobs) per wall second and wall time
+///     per virtual second for R-FAST on 8, 64 and 512 nodes (exponential graph);
+///  2. real clock: gradients per second of 8 R-FAST nodes against a bare loop
+///     (same model, batch, sampler and SGD update, no actors) in the same run.
+///
+///   bench_engine [--quick]        (run from the repository root)
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+
+#include "atrain/engine.hpp"
+#include <malloc.h>
+
+#include "atrain/actors/rfast.hpp"
+#include "atrain/kernels/vector_ops.hpp"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+std::shared_ptr<const atrain::run_plan> plan(const std::string& spec,
+                                             std::vector<std::string> overrides) {
+  overrides.push_back("progress=false");
+  return atrain::prepare_run(
+    atrain::load_spec(std::string{ATRAIN_SOURCE_DIR} + "/config/" + spec, overrides));
+}
+
+void virtual_scaling(bool quick) {
+  std::printf("\n## virtual clock: R-FAST, exponential graph, a9a logistic regression\n");
+  std::printf("%6s %8s %12s %12s %10s %12s %14s\n", "nodes", "edges", "virtual_s", "jobs",
+              "wall_s", "jobs/s", "wall/virtual");
+  for (int n : {8, 64, 512}) {
+    const double horizon = quick ? 0.2 : (n <= 64 ? 2.0 : 0.5);
+    auto p = plan("quickstart.textproto",
+                  {"nodes=" + std::to_string(n), "stop.stop_at_target=false",
+                   "stop.time_seconds=" + std::to_string(horizon),
+                   "eval.period_seconds=" + std::to_string(horizon)});
+    const auto edges = p->topo->g_r.num_edges() + p->topo->g_c.num_edges();
+    atrain::virtual_run run{p};
+    const auto t0 = clock_type::now();
+    while (run.step()) {
+    }
+    const double wall = std::chrono::duration<double>(clock_type::now() - t0).count();
+    std::printf("%6d %8zu %12.2f %12llu %10.3f %12.0f %14.3f\n", n, edges, horizon,
+                static_cast<unsigned long long>(run.jobs()), wall,
+                static_cast<double>(run.jobs()) / wall, wall / horizon);
+  }
+}
+
+/// Gradients per second of a bare loop: sample, gradient, SGD step.
+double bare_sgd(const atrain::run_plan& p, double seconds) {
+  auto m = p.prototype->clone();
+  atrain::minibatch_sampler s{*p.train, p.shard.at(0), p.spec.model().batch_size(), 1};
+  std::vector<float> x = p.x0, g(p.dim());
+  std::uint64_t n = 0;
+  const auto t0 = clock_type::now();
+  double elapsed = 0;
+  while (elapsed < seconds) {
+    for (int k = 0; k < 16; ++k, ++n) {
+      (void)m->loss_and_gradient(s.next(), x.data(), g.data());
+      atrain::vec::axpy(-0.01f, g.data(), x.data(), x.size());
+    }
+    elapsed = std::chrono::duration<double>(clock_type::now() - t0).count();
+  }
+  return static_cast<double>(n) / elapsed;
+}
+
+/// Gradients per second of the same R-FAST arithmetic with no actors: nodes
+/// wake round-robin in one thread, packets are handed over directly.
+double bare_rfast(const atrain::run_plan& p, double seconds) {
+  const auto& topo = *p.topo;
+  const auto n = static_cast<std::uint32_t>(p.nodes());
+  const std::size_t d = p.dim();
+  const double gamma = p.spec.algorithm().rfast().step_size();
+  struct node {
+    std::unique_ptr<atrain::model> m;
+    std::unique_ptr<atrain::minibatch_sampler> s;
+    std::unique_ptr<atrain::rfast_tracker> t;
+    std::vector<float> x, g;
+    std::vector<atrain::float_blob> v_hat;  // by in_R position
+  };
+  std::vector<node> nodes(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    auto& nd = nodes[i];
+    nd.m = p.prototype->clone();
+    nd.s = std::make_unique<atrain::minibatch_sampler>(*p.train, p.shard[i],
+                                                       p.spec.model().batch_size(), i + 1);
+    std::vector<atrain::rfast_tracker::in_neighbour> in;
+    for (auto j : topo.g_c.in(i))
+      in.push_back({j, topo.c(i, j), 0, {}, 0, {}, 0});
+    nd.t = std::make_unique<atrain::rfast_tracker>(i, d, topo.c(i, i), std::move(in), true, 0.05);
+    nd.x = p.x0;
+    nd.g.resize(d);
+    (void)nd.m->loss_and_gradient(nd.s->next(), nd.x.data(), nd.g.data());
+    nd.t->init(nd.g.data());
+    nd.v_hat.assign(topo.g_r.in(i).size(), atrain::float_blob{p.x0});
+  }
+  std::uint64_t grads = 0, seq = 0;
+  const auto t0 = clock_type::now();
+  double elapsed = 0;
+  while (elapsed < seconds) {
+    ++seq;
+    for (std::uint32_t i = 0; i < n; ++i, ++grads) {
+      auto& nd = nodes[i];
+      (void)nd.m->loss_and_gradient(nd.s->next(), nd.x.data(), nd.g.data());
+      nd.t->correct(nd.g.data());
+      auto rho = nd.t->push();
+      for (auto j : topo.g_c.out(i))
+        nodes[j].t->receive(i, seq, rho, nd.t->sigma_sent());
+      auto dir = nd.t->direction();
+      nd.t->absorb();
+      std::vector<float> v = nd.x;
+      atrain::vec::axpy(static_cast<float>(-gamma), dir.data(), v.data(), d);
+      atrain::float_blob vb{v};
+      for (auto j : topo.g_r.out(i)) {
+        const auto& in = topo.g_r.in(j);
+        nodes[j].v_hat[static_cast<std::size_t>(std::find(in.begin(), in.end(), i) - in.begin())] = vb;
+      }
+      std::vector<const float*> parts{v.data()};
+      std::vector<double> w{topo.r(i, i)};
+      const auto& in = topo.g_r.in(i);
+      for (std::size_t k = 0; k < in.size(); ++k) {
+        parts.push_back(nd.v_hat[k].ptr());
+        w.push_back(topo.r(i, in[k]));
+      }
+      atrain::vec::weighted_sum(parts, w, nd.x.data(), d);
+    }
+    elapsed = std::chrono::duration<double>(clock_type::now() - t0).count();
+  }
+  return static_cast<double>(grads) / elapsed;
+}
+
+void real_overhead(const std::string& spec, std::vector<std::string> overrides, double seconds,
+                   const char* label) {
+  overrides.insert(overrides.end(), {"clock=REAL", "stop.stop_at_target=false",
+                                     "stop.time_seconds=" + std::to_string(seconds),
+                                     "eval.period_seconds=" + std::to_string(seconds)});
+  auto p = plan(spec, overrides);
+  const double sgd = bare_sgd(*p, seconds);
+  const double bare = bare_rfast(*p, seconds);
+  std::printf("%-34s bare SGD loop %10.0f grad/s, bare R-FAST loop (no actors) %10.0f grad/s\n",
+              label, sgd, bare);
+  for (std::size_t threads : {2, 1, 2}) {
+    atrain::run_options opts;
+    opts.threads = threads;
+    auto report = atrain::run_experiment(p, opts);
+    if (!report) {
+      std::printf("%s: run failed\n", label);
+      return;
+    }
+    const double rate = static_cast<double>(report->gradients_total()) / report->duration_seconds();
+    std::printf("%-34s threads=%zu engine %10.0f grad/s = %.3f x bare R-FAST per thread\n", label,
+                threads, rate, rate / (bare * static_cast<double>(threads)));
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  // OpenMP reads OMP_NUM_THREADS when it loads: re-exec once with it set so
+  // the bare loop is single-threaded like the engine's actors.
+  if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+    setenv("OMP_NUM_THREADS", "1", 1);
+    execv("/proc/self/exe", argv);
+  }
+  // Parameter blobs are large and short-lived: keep them on the heap instead of
+  // a fresh mmap (and its page faults) per message.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  virtual_scaling(quick);
+  std::printf("\n## real clock: 8 R-FAST nodes vs a bare loop\n");
+  const double secs = quick ? 1.0 : 4.0;
+  real_overhead("quickstart_real.textproto", {}, secs, "logreg a9a, batch 32");
+  if (access((std::string{ATRAIN_SOURCE_DIR} + "/../shared/data/mnist/train-images-idx3-ubyte.gz").c_str(), R_OK) == 0)
+    real_overhead("mnist_mlp.textproto", {"model.mlp.hidden=[256]", "link.latency_seconds=0"},
+                  secs, "MLP 784-256-10 MNIST, batch 64");
+  else
+    std::printf("MNIST not found next to the checkout: MLP case skipped\n");
+  return 0;
+}
