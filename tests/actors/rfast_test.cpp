@@ -49,6 +49,25 @@ atrain::proto::RunReport run_checking_mass(std::shared_ptr<const atrain::run_pla
   return *report;
 }
 
+/// A virtual run whose trackers and workers the test can reach, advanced by
+/// `events` scheduler steps.
+struct probed_run {
+  std::shared_ptr<atrain::run_probe> probe = std::make_shared<atrain::run_probe>();
+  atrain::virtual_run run;
+
+  probed_run(std::shared_ptr<const atrain::run_plan> plan, int events)
+    : run(std::move(plan), options(probe)) {
+    for (int i = 0; i < events && run.step(); ++i) {
+    }
+  }
+
+  static atrain::run_options options(std::shared_ptr<atrain::run_probe> probe) {
+    atrain::run_options opts;
+    opts.probe = std::move(probe);
+    return opts;
+  }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(rfast)
@@ -82,15 +101,9 @@ BOOST_AUTO_TEST_CASE(mass_is_conserved_after_every_event_under_loss_duplication_
 BOOST_AUTO_TEST_CASE(mass_check_detects_a_lost_unit_of_mass) {
   // The invariant check itself must be able to fail: remove mass from one
   // account and the residual must show it.
-  auto plan = t::quickstart(small({}));
-  auto probe = std::make_shared<atrain::run_probe>();
-  atrain::run_options opts;
-  opts.probe = probe;
-  atrain::virtual_run run{plan, opts};
-  for (int i = 0; i < 5000 && run.step(); ++i) {
-  }
+  probed_run r{t::quickstart(small({})), 5000};
   std::vector<atrain::mass_account> accounts;
-  for (const auto* tr : probe->trackers) {
+  for (const auto* tr : r.probe->trackers) {
     BOOST_REQUIRE(tr != nullptr);
     accounts.push_back(tr->account());
   }
@@ -137,16 +150,10 @@ BOOST_AUTO_TEST_CASE(a_pair_without_common_root_is_refused_before_any_actor) {
 }
 
 BOOST_AUTO_TEST_CASE(a_crashed_worker_ends_the_run_with_an_error_naming_it) {
-  auto plan = t::quickstart(small({}));
-  auto probe = std::make_shared<atrain::run_probe>();
-  atrain::run_options opts;
-  opts.probe = probe;
-  atrain::virtual_run run{plan, opts};
-  for (int i = 0; i < 2000 && run.step(); ++i) {
-  }
-  BOOST_REQUIRE(probe->workers.size() == 6u);
-  caf::anon_send_exit(probe->workers[4], caf::exit_reason::kill);
-  auto report = run.run();
+  probed_run r{t::quickstart(small({})), 2000};
+  BOOST_REQUIRE(r.probe->workers.size() == 6u);
+  caf::anon_send_exit(r.probe->workers[4], caf::exit_reason::kill);
+  auto report = r.run.run();
   BOOST_REQUIRE(report);
   BOOST_TEST(report->stop_reason() == "error");
   BOOST_TEST(report->error().find("node 4 worker") != std::string::npos);

@@ -5,19 +5,12 @@
 
 #include "atrain/topology/graph.hpp"
 
+#include "helpers.hpp"
+
 using namespace atrain;
+using atrain::test::throws_with;
 
 namespace {
-
-template <class F>
-bool throws_with(F&& f, const std::string& part) {
-  try {
-    f();
-  } catch (const topology_error& e) {
-    return std::string(e.what()).find(part) != std::string::npos;
-  }
-  return false;
-}
 
 bool all_out_degrees(const digraph& g, std::size_t d) {
   for (std::uint32_t i = 0; i < g.size(); ++i) {

@@ -4,22 +4,11 @@
 
 #include "atrain/topology/graph.hpp"
 
+#include "helpers.hpp"
+
 using namespace atrain;
+using atrain::test::throws_with;
 
-namespace {
-
-/// True when calling f throws topology_error whose message contains `part`.
-template <class F>
-bool throws_with(F&& f, const std::string& part) {
-  try {
-    f();
-  } catch (const topology_error& e) {
-    return std::string(e.what()).find(part) != std::string::npos;
-  }
-  return false;
-}
-
-} // namespace
 
 BOOST_AUTO_TEST_SUITE(graph)
 

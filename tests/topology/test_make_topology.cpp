@@ -4,22 +4,15 @@
 
 #include "atrain/topology.hpp"
 
+#include "helpers.hpp"
+
 using namespace atrain;
+using atrain::test::throws_with;
 
 namespace {
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
-}
-
-template <class F>
-bool throws_with(F&& f, const std::string& part) {
-  try {
-    f();
-  } catch (const topology_error& e) {
-    return contains(e.what(), part);
-  }
-  return false;
 }
 
 } // namespace
