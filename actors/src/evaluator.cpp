@@ -196,6 +196,11 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   r.set_messages_sent(row.messages);
   r.set_bytes_sent(row.bytes);
   r.set_packets_dropped(row.dropped);
+  std::uint64_t replaced = 0;
+  for (const auto& l : g.links)
+    replaced += l.replaced;
+  r.set_packets_replaced(replaced);
+  r.set_packets_rejected(g.rejected);
   r.set_consensus_error(row.consensus_error);
   r.set_duration_seconds(row.time_seconds);
   double s_sum = 0, s_max = 0;

@@ -168,6 +168,13 @@ namespace {
 
 [[nodiscard]] bool finite(const float* x, std::size_t n) { return vec::all_finite(x, n); }
 
+[[nodiscard]] bool finite(const double* x, std::size_t n) {
+  for (std::size_t k = 0; k < n; ++k)
+    if (!std::isfinite(x[k]))
+      return false;
+  return true;
+}
+
 struct buffer_state {
   std::optional<rfast_tracker> tracker;
   outbox out_c;
@@ -240,7 +247,8 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
           st.v_age[k] = 0;
         }
       } else if (p.kind == rfast_mass) {
-        if (p.d.size() != dim || p.scalars.size() != 1)
+        if (p.d.size() != dim || p.scalars.size() != 1 || !finite(p.d.ptr(), dim) ||
+            !std::isfinite(p.scalars[0]))
           return reject();
         bool known = false;
         for (const auto& nb : st.tracker->in_c())

@@ -122,8 +122,11 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
   else
     nodes = spawn_centralized(self, ctx);
   if (ctx->probe)
-    for (const auto& n : nodes)
+    for (const auto& n : nodes) {
       ctx->probe->workers.push_back(n.worker.address());
+      if (n.buffer)
+        ctx->probe->buffers.push_back(n.buffer.address());
+    }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     adopt(self, nodes[i].worker, "node " + std::to_string(i) + " worker");
     if (nodes[i].buffer)

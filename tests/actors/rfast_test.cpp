@@ -98,6 +98,21 @@ BOOST_AUTO_TEST_CASE(mass_is_conserved_after_every_event_under_loss_duplication_
   }
 }
 
+BOOST_AUTO_TEST_CASE(bandwidth_bound_links_keep_the_newest_packet_and_conserve_mass) {
+  // ~1.5 kB per wake per link every ~10 ms against 40 kB/s: packets must wait,
+  // and a newer one replaces the one still waiting (depth one per stream).
+  auto plan = t::quickstart(small({"link.bandwidth_bytes_per_second=40000",
+                                   "link.latency_seconds=0.001", "link.loss=0.1"}));
+  std::size_t checks = 0;
+  double worst = 0;
+  auto report = run_checking_mass(plan, checks, worst);
+  BOOST_TEST(report.packets_replaced() > 0u);
+  BOOST_TEST(report.mass_residual() < 1e-10);
+  BOOST_TEST(worst < 1e-10);
+  BOOST_TEST_MESSAGE("replaced " << report.packets_replaced() << ", dropped "
+                                 << report.packets_dropped() << ", residual " << worst);
+}
+
 BOOST_AUTO_TEST_CASE(mass_check_detects_a_lost_unit_of_mass) {
   // The invariant check itself must be able to fail: remove mass from one
   // account and the residual must show it.
@@ -147,6 +162,48 @@ BOOST_AUTO_TEST_CASE(a_pair_without_common_root_is_refused_before_any_actor) {
     BOOST_TEST(what.find("topology") != std::string::npos);
     BOOST_TEST(what.find("--set topology") != std::string::npos);  // the edges came from --set
   }
+}
+
+BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
+  probed_run r{t::quickstart(small({})), 3000};
+  BOOST_REQUIRE(r.probe->buffers.size() == 6u);
+  auto target = caf::actor_cast<caf::actor>(r.probe->buffers[1]);
+  const std::size_t dim = r.run.context().plan->dim();
+  std::vector<atrain::packet> bad(6);
+  bad[0].from = 99;  // unknown sender
+  bad[0].kind = atrain::rfast_model;
+  bad[0].seq = 1;
+  bad[0].f = atrain::float_blob{std::vector<float>(dim, 0.f)};
+  bad[1].from = 0;   // wrong size
+  bad[1].kind = atrain::rfast_model;
+  bad[1].seq = 1u << 30;
+  bad[1].f = atrain::float_blob{std::vector<float>(dim + 1, 0.f)};
+  bad[2] = bad[1];   // NaN payload
+  bad[2].f = atrain::float_blob{std::vector<float>(dim, std::nanf(""))};
+  bad[3].from = 0;   // mass packet of the wrong size
+  bad[3].kind = atrain::rfast_mass;
+  bad[3].seq = 1u << 30;
+  bad[3].d = atrain::double_blob{std::vector<double>(3, 1.0)};
+  bad[3].scalars = {1.0};
+  bad[4] = bad[1];   // unknown stream
+  bad[4].kind = 77;
+  bad[5] = bad[3];   // mass packet with an infinity
+  bad[5].d = atrain::double_blob{std::vector<double>(dim, INFINITY)};
+  for (auto& p : bad)
+    caf::anon_send(target, atrain::deliver_atom::value, p);
+  double worst = 0;
+  while (r.run.step()) {
+    bool all = true;
+    for (const auto* tr : r.probe->trackers)
+      all = all && tr != nullptr;
+    if (all)
+      worst = std::max(worst, atrain::mass_residual(r.probe->trackers));
+  }
+  auto report = r.run.run();
+  BOOST_REQUIRE(report);
+  BOOST_TEST(report->packets_rejected() == 6u);
+  BOOST_TEST(worst < 1e-10);
+  BOOST_TEST(std::isfinite(report->final().train_loss()));
 }
 
 BOOST_AUTO_TEST_CASE(a_crashed_worker_ends_the_run_with_an_error_naming_it) {

@@ -23,6 +23,7 @@ class rfast_tracker;
 struct run_probe {
   std::vector<const rfast_tracker*> trackers;  // index = node; null when gone
   std::vector<caf::actor_addr> workers;        // index = node (fault tests)
+  std::vector<caf::actor_addr> buffers;        // index = node; empty without buffers
 };
 
 struct run_context {
