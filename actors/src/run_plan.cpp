@@ -1,20 +1,34 @@
 /// prepare_run: from a validated spec to everything the actors need.
 #include "atrain/actors/run_plan.hpp"
 
+#include "atrain/actors/algorithms.hpp"
+
 #include <algorithm>
 #include <numeric>
 
 namespace atrain {
 
-std::string run_plan::algorithm_name() const {
+std::string algorithm_name_of(const proto::ExperimentSpec& spec) {
   switch (spec.algorithm().kind_case()) {
     case proto::AlgorithmSpec::kRfast:
       return "rfast";
     case proto::AlgorithmSpec::kCentralized:
       return "centralized";
+    case proto::AlgorithmSpec::kAllreduce:
+      return "allreduce";
+    case proto::AlgorithmSpec::kLocalSgd:
+      return "local_sgd";
+    case proto::AlgorithmSpec::kDpsgd:
+      return "dpsgd";
+    case proto::AlgorithmSpec::kAdpsgd:
+      return "adpsgd";
     default:
       return "unknown";
   }
+}
+
+std::string run_plan::algorithm_name() const {
+  return algorithm_name_of(spec);
 }
 
 namespace {
@@ -104,6 +118,9 @@ topology build_topology(const loaded_spec& ls, std::size_t n) {
 
 std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   validate(ls);
+  if (!algorithm_implemented(ls.spec.algorithm().kind_case()))
+    refuse(ls, "algorithm",
+           "this engine does not implement '" + algorithm_name_of(ls.spec) + "' yet");
   auto plan = std::make_shared<run_plan>();
   plan->spec = ls.spec;
   plan->spec_file = ls.file;
@@ -133,7 +150,10 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   else
     plan->shard = shard_iid(plan->train->size(), n, shard_seed);
 
-  if (!single) {
+  const auto kind = spec.algorithm().kind_case();
+  const bool ring_over_ids =
+    kind == proto::AlgorithmSpec::kAllreduce || kind == proto::AlgorithmSpec::kLocalSgd;
+  if (!single && !ring_over_ids) {
     plan->topo = build_topology(ls, n);
     for (const auto& w : plan->topo->warnings)
       plan->warnings.push_back("topology: " + w);

@@ -2,9 +2,8 @@
 
 #include <set>
 
-#include "atrain/actors/centralized.hpp"
+#include "atrain/actors/algorithms.hpp"
 #include "atrain/actors/evaluator.hpp"
-#include "atrain/actors/rfast.hpp"
 
 namespace atrain {
 
@@ -116,11 +115,12 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
   });
   const auto& spec = ctx->plan->spec;
   std::vector<caf::actor> links;
-  std::vector<node_actors> nodes;
-  if (spec.algorithm().has_rfast())
-    nodes = spawn_rfast(self, ctx, links);
-  else
-    nodes = spawn_centralized(self, ctx);
+  auto spawned = spawn_algorithm(self, ctx, links);
+  if (!spawned) {
+    fail(self, caf::to_string(spawned.error()));
+    return {};
+  }
+  auto nodes = std::move(*spawned);
   if (ctx->probe)
     for (const auto& n : nodes) {
       ctx->probe->workers.push_back(n.worker.address());

@@ -149,7 +149,11 @@ void checker::run() {
   dataset();
   model();
   algorithm();
-  if (!sp.algorithm().has_centralized()) topology(nodes_ok);  // centralized: one node, no graph
+  // centralized has one node and no graph; the all-reduce algorithms ring over node ids.
+  const auto kind = sp.algorithm().kind_case();
+  if (kind != proto::AlgorithmSpec::kCentralized && kind != proto::AlgorithmSpec::kAllreduce &&
+      kind != proto::AlgorithmSpec::kLocalSgd)
+    topology(nodes_ok);
   cost(nodes_ok);
   link();
   stop_and_eval();
@@ -213,8 +217,8 @@ void checker::algorithm() {
       if (r.variant() != V::PHI && r.variant() != V::PLAIN)
         bad("algorithm.rfast.variant",
             "must be PHI or PLAIN: the step-size scaling must be explicit (PHI descends along "
-            "z / max(phi, phi_min) with an SGD-scale step; PLAIN descends along z with a step "
-            "about (out_C + 1) times smaller)");
+            "z / max(phi, phi_min) with an SGD-scale step; PLAIN descends along z and needs "
+            "about (out_C + 1) times the SGD step on regular graphs, about 1/(4n) on trees)");
       positive("algorithm.rfast.step_size", r.step_size());
       if (r.has_phi_min() && std::isfinite(r.phi_min()) && !(r.phi_min() > 0 && r.phi_min() <= 1))
         bad("algorithm.rfast.phi_min", "must be in (0, 1] (got " + num(r.phi_min()) + ")");
@@ -225,8 +229,27 @@ void checker::algorithm() {
       positive("algorithm.centralized.step_size", a.centralized().step_size());
       non_negative("algorithm.centralized.decay", a.centralized().decay());
       break;
+    case proto::AlgorithmSpec::kAllreduce:
+      positive("algorithm.allreduce.step_size", a.allreduce().step_size());
+      non_negative("algorithm.allreduce.decay", a.allreduce().decay());
+      break;
+    case proto::AlgorithmSpec::kLocalSgd:
+      positive("algorithm.local_sgd.step_size", a.local_sgd().step_size());
+      non_negative("algorithm.local_sgd.decay", a.local_sgd().decay());
+      if (a.local_sgd().local_steps() < 1)
+        bad("algorithm.local_sgd.local_steps", "must be >= 1 (got 0)");
+      break;
+    case proto::AlgorithmSpec::kDpsgd:
+      positive("algorithm.dpsgd.step_size", a.dpsgd().step_size());
+      non_negative("algorithm.dpsgd.decay", a.dpsgd().decay());
+      break;
+    case proto::AlgorithmSpec::kAdpsgd:
+      positive("algorithm.adpsgd.step_size", a.adpsgd().step_size());
+      non_negative("algorithm.adpsgd.decay", a.adpsgd().decay());
+      break;
     case proto::AlgorithmSpec::KIND_NOT_SET:
-      bad("algorithm", "choose an algorithm: rfast or centralized");
+      bad("algorithm",
+          "choose an algorithm: rfast, centralized, allreduce, local_sgd, dpsgd or adpsgd");
       break;
   }
 }

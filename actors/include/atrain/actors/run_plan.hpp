@@ -36,6 +36,9 @@ struct run_plan {
   [[nodiscard]] std::string algorithm_name() const;
 };
 
+/// The spec's algorithm as a short name ("rfast", "allreduce", ...).
+[[nodiscard]] std::string algorithm_name_of(const proto::ExperimentSpec& spec);
+
 /// Loads data, builds the topology and the model. Throws spec_error naming the
 /// spec file, the field and the reason (dataset errors and impossible
 /// topologies included).

@@ -1,0 +1,33 @@
+#include "atrain/actors/algorithms.hpp"
+
+#include "atrain/actors/centralized.hpp"
+#include "atrain/actors/rfast.hpp"
+
+namespace atrain {
+
+bool algorithm_implemented(proto::AlgorithmSpec::KindCase kind) {
+  switch (kind) {
+    case proto::AlgorithmSpec::kRfast:
+    case proto::AlgorithmSpec::kCentralized:
+      return true;
+    default:
+      return false;
+  }
+}
+
+caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* sup,
+                                                        const context_ptr& ctx,
+                                                        std::vector<caf::actor>& links) {
+  switch (ctx->plan->spec.algorithm().kind_case()) {
+    case proto::AlgorithmSpec::kRfast:
+      return spawn_rfast(sup, ctx, links);
+    case proto::AlgorithmSpec::kCentralized:
+      return spawn_centralized(sup, ctx);
+    default:
+      return caf::make_error(caf::sec::invalid_argument,
+                             "algorithm '" + ctx->plan->algorithm_name() +
+                               "' is accepted by the spec but not implemented by this engine yet");
+  }
+}
+
+} // namespace atrain
