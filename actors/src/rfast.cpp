@@ -301,6 +301,10 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
   auto& st = self->state;
   st.cu.emplace(plan, id);
   st.x = plan.x0;
+  if (ctx->probe) {
+    ctx->probe->models.at(id) = &st.x;
+    self->attach_functor([probe = ctx->probe, id] { probe->models.at(id) = nullptr; });
+  }
   st.buffer = std::move(buffer);
   st.r_self = topo.r(id, id);
   for (auto j : topo.g_r.in(id))

@@ -22,6 +22,7 @@ class rfast_tracker;
 /// registered tracker between two scheduler steps.
 struct run_probe {
   std::vector<const rfast_tracker*> trackers;  // index = node; null when gone
+  std::vector<const std::vector<float>*> models;  // worker's x, index = node; null when gone
   std::vector<caf::actor_addr> workers;        // index = node (fault tests)
   std::vector<caf::actor_addr> buffers;        // index = node; empty without buffers
 };
