@@ -1,6 +1,8 @@
 #include "atrain/actors/algorithms.hpp"
 
+#include "atrain/actors/allreduce.hpp"
 #include "atrain/actors/centralized.hpp"
+#include "atrain/actors/local_sgd.hpp"
 #include "atrain/actors/rfast.hpp"
 
 namespace atrain {
@@ -9,6 +11,8 @@ bool algorithm_implemented(proto::AlgorithmSpec::KindCase kind) {
   switch (kind) {
     case proto::AlgorithmSpec::kRfast:
     case proto::AlgorithmSpec::kCentralized:
+    case proto::AlgorithmSpec::kAllreduce:
+    case proto::AlgorithmSpec::kLocalSgd:
       return true;
     default:
       return false;
@@ -23,6 +27,10 @@ caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* 
       return spawn_rfast(sup, ctx, links);
     case proto::AlgorithmSpec::kCentralized:
       return spawn_centralized(sup, ctx);
+    case proto::AlgorithmSpec::kAllreduce:
+      return spawn_allreduce(sup, ctx, links);
+    case proto::AlgorithmSpec::kLocalSgd:
+      return spawn_local_sgd(sup, ctx, links);
     default:
       return caf::make_error(caf::sec::invalid_argument,
                              "algorithm '" + ctx->plan->algorithm_name() +

@@ -153,6 +153,9 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   const auto kind = spec.algorithm().kind_case();
   const bool ring_over_ids =
     kind == proto::AlgorithmSpec::kAllreduce || kind == proto::AlgorithmSpec::kLocalSgd;
+  if (ring_over_ids && spec.link().loss() > 0)
+    refuse(ls, "link.loss", algorithm_name_of(spec) +
+                              " needs reliable delivery; acknowledged links are not implemented yet");
   if (!single && !ring_over_ids) {
     plan->topo = build_topology(ls, n);
     for (const auto& w : plan->topo->warnings)

@@ -1,0 +1,180 @@
+#pragma once
+/// Ring all-reduce (ALGORITHMS.md §4), shared by Ring-AllReduce SGD and Local
+/// SGD: the reduce-scatter / all-gather state machine of one rank, the
+/// packet side of it (validation, duplicates, reordering), and the spawn
+/// helper that wires n workers into the ring 0 -> 1 -> ... -> n-1 -> 0.
+///
+/// The vector of dimension d is split into n chunks whose sizes differ by at
+/// most one (chunk c starts at c*floor(d/n) + min(c, d mod n)). With
+/// T = 2(n-1) steps per round, at step t rank r
+///   reduce-scatter (t = s < n-1): sends chunk (r - s) mod n to r+1 and adds
+///     the chunk (r - 1 - s) mod n it receives from r-1;
+///   all-gather (t = n-1+s): sends chunk (r + 1 - s) mod n and overwrites the
+///     chunk (r - s) mod n it receives.
+/// After the round every rank holds the same SUM (each chunk is added up in
+/// one fixed order along the ring, so all ranks agree bit for bit).
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "atrain/actors/compute.hpp"
+#include "atrain/actors/context.hpp"
+#include "atrain/actors/network.hpp"
+#include "atrain/messages/wire.hpp"
+
+namespace atrain {
+
+/// [begin, end) of chunk c when d values are split into n chunks.
+[[nodiscard]] std::pair<std::size_t, std::size_t> ring_chunk(std::size_t d, std::uint32_t n,
+                                                             std::uint32_t c);
+
+/// The ring state machine of one rank, free of actors (tested directly).
+/// Rounds are numbered 0, 1, ...; a rank accepts chunks of its current round
+/// and the next one (the predecessor may start round k+1 before this rank has
+/// received the last chunk of round k), stashing those that arrive early.
+class ring_allreduce {
+public:
+  /// One chunk to send to the successor.
+  struct send {
+    std::uint64_t round = 0;
+    std::uint32_t step = 0;
+    float_blob chunk;
+  };
+  enum class verdict { accepted, duplicate, invalid };
+
+  ring_allreduce(std::uint32_t rank, std::uint32_t n, std::size_t dim);
+
+  /// Starts the current round with this rank's vector (dim values). Returns
+  /// the chunks to send now (the step-0 chunk, then any unblocked by chunks
+  /// stashed earlier).
+  std::vector<send> begin(const float* v);
+  /// A chunk from the predecessor. Duplicates (already used or stashed, or of
+  /// a finished round) are ignored; wrong size, non-finite values, a step out
+  /// of range or a round too far ahead are invalid. Chunks of the active
+  /// round are applied at once; `out` gets the chunks that became ready.
+  verdict offer(std::uint64_t round, std::uint32_t step, const float_blob& chunk,
+                std::vector<send>& out);
+
+  /// True between the last step of a round and the next begin().
+  [[nodiscard]] bool finished() const noexcept { return finished_; }
+  /// The sum of the last finished round.
+  [[nodiscard]] const std::vector<float>& sum() const noexcept { return buf_; }
+  [[nodiscard]] std::uint64_t round() const noexcept { return round_; }
+  [[nodiscard]] std::uint32_t steps_per_round() const noexcept { return 2 * (n_ - 1); }
+  /// Chunk index rank `rank` sends at step t (received by rank+1).
+  [[nodiscard]] std::uint32_t sent_chunk(std::uint32_t rank, std::uint32_t step) const;
+
+private:
+  void run(std::vector<send>& out);
+  send make_send(std::uint32_t step) const;
+
+  std::uint32_t rank_;
+  std::uint32_t n_;
+  std::size_t dim_;
+  std::vector<float> buf_;
+  std::uint64_t round_ = 0;   // the active (or next) round
+  bool active_ = false;
+  bool finished_ = false;
+  std::uint32_t next_ = 0;    // next step whose chunk we wait for
+  std::map<std::pair<std::uint64_t, std::uint32_t>, float_blob> stash_;
+};
+
+/// A worker's end of the ring: the state machine plus packets, counters and
+/// the trace. Packets carry kind = 1 + step and seq = round.
+class ring_endpoint {
+public:
+  ring_endpoint(std::uint32_t rank, std::uint32_t n, std::size_t dim)
+    : ring_(rank, n, dim), rank_(rank) {}
+
+  void connect(std::uint32_t successor, caf::actor route) {
+    out_.routes.emplace_back(successor, std::move(route));
+  }
+  /// Starts a round with v; true when it finished at once (only for n = 1:
+  /// the predecessor's step n-1 chunk needs our step-0 chunk first).
+  bool begin(caf::event_based_actor* self, run_context& ctx, const float* v);
+  /// Handles a delivered packet; true when it finished the round.
+  bool deliver(caf::event_based_actor* self, run_context& ctx, const packet& p);
+
+  [[nodiscard]] const std::vector<float>& sum() const noexcept { return ring_.sum(); }
+  [[nodiscard]] std::uint64_t messages() const noexcept { return out_.messages; }
+  [[nodiscard]] std::uint64_t bytes() const noexcept { return out_.bytes; }
+  [[nodiscard]] std::uint64_t rejected() const noexcept { return rejected_; }
+
+private:
+  void emit(caf::event_based_actor* self, run_context& ctx, std::vector<ring_allreduce::send>& s);
+
+  ring_allreduce ring_;
+  std::uint32_t rank_;
+  outbox out_;
+  std::uint64_t rejected_ = 0;
+};
+
+/// Spawns one worker per node with `spawn_worker(rank)`, builds the links of
+/// the ring i -> i+1 mod n and sends each worker (start_atom, successor route).
+[[nodiscard]] std::vector<node_actors>
+spawn_ring(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<caf::actor>& links,
+           const std::function<caf::actor(std::uint32_t)>& spawn_worker);
+
+/// What every ring worker holds: its computation, model x, last gradient g,
+/// its end of the ring, and its step count k.
+struct ring_worker_state {
+  std::optional<compute_unit> cu;
+  std::optional<ring_endpoint> ring;
+  std::vector<float> x;
+  std::vector<float> g;
+  std::uint64_t steps = 0;
+};
+
+/// Starts g = gradient at x; the worker wakes when it counts as done.
+template <class State>
+void ring_compute_next(caf::stateful_actor<State>* self) {
+  auto& st = self->state;
+  const double wait = st.cu->gradient(self, st.x.data(), st.g);
+  send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value);
+}
+
+/// The behaviour of a ring worker (State derives from ring_worker_state):
+/// `on_wake()` runs when a gradient is done (after the trace event),
+/// `on_sum()` when a round of the all-reduce is done (the sum is in
+/// state.ring->sum()). Wiring, packets and model snapshots (staleness 0:
+/// synchronous) are common; the first gradient starts with the wiring.
+template <class State, class OnWake, class OnSum>
+caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
+                          const context_ptr& ctx, OnWake on_wake, OnSum on_sum) {
+  const auto& plan = *ctx->plan;
+  const auto n = static_cast<std::uint32_t>(plan.nodes());
+  auto& st = self->state;
+  st.cu.emplace(plan, id);
+  st.ring.emplace(id, n, plan.dim());
+  st.x = plan.x0;
+  return {
+    [=](start_atom, const std::vector<caf::actor>& out) {
+      for (const auto& route : out)
+        self->state.ring->connect((id + 1) % n, route);
+      ring_compute_next(self);
+    },
+    [=](wake_atom) {
+      ctx->events.record(ctx->ns(self), id, event_kind::wake, self->state.steps);
+      on_wake();
+    },
+    [=](deliver_atom, const packet& p) {
+      if (self->state.ring->deliver(self, *ctx, p))
+        on_sum();
+    },
+    [=](model_atom) {
+      const auto& st = self->state;
+      model_snapshot s;
+      s.node = id;
+      s.gradients = st.cu->gradients();
+      s.messages_sent = st.ring->messages();
+      s.bytes_sent = st.ring->bytes();
+      s.params = float_blob{st.x};
+      return s;
+    },
+  };
+}
+
+} // namespace atrain

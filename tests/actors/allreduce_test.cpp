@@ -1,0 +1,190 @@
+/// Ring-AllReduce SGD (ALGORITHMS.md §4): the ring state machine gives the
+/// exact sum for any n and d, with 2(n-1)/n d floats per rank per round, in
+/// any delivery order and with duplicates; the algorithm reaches the
+/// quickstart target; lossy links are refused.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "atrain/actors/ring.hpp"
+#include "ring_fixtures.hpp"
+
+namespace t = atrain::test;
+using atrain::ring_allreduce;
+
+namespace {
+
+struct ring_result {
+  std::vector<std::vector<std::vector<float>>> sums;  // [round][rank]
+  std::vector<std::vector<std::size_t>> floats_sent;  // [round][rank]
+};
+
+/// Runs `rounds` all-reduces of `v[round][rank]` over n ranks. Packets in
+/// flight are delivered in random order; a fifth of the deliveries are
+/// duplicates (the packet stays in flight). A rank starts its next round as
+/// soon as it finishes one, so chunks of round k+1 overtake those of round k.
+ring_result simulate(const std::vector<std::vector<std::vector<float>>>& v, std::uint32_t n,
+                     std::size_t d, std::uint32_t seed) {
+  const std::size_t rounds = v.size();
+  std::vector<ring_allreduce> ranks;
+  for (std::uint32_t r = 0; r < n; ++r)
+    ranks.emplace_back(r, n, d);
+  ring_result res;
+  res.sums.assign(rounds, std::vector<std::vector<float>>(n));
+  res.floats_sent.assign(rounds, std::vector<std::size_t>(n, 0));
+  std::vector<std::pair<std::uint32_t, ring_allreduce::send>> flight;  // (receiver, chunk)
+  auto post = [&](std::uint32_t from, std::vector<ring_allreduce::send> sends) {
+    for (auto& s : sends) {
+      res.floats_sent[s.round][from] += s.chunk.size();
+      flight.emplace_back((from + 1) % n, std::move(s));
+    }
+  };
+  for (std::uint32_t r = 0; r < n; ++r)
+    post(r, ranks[r].begin(v[0][r].data()));
+  std::mt19937 gen{seed};
+  while (!flight.empty()) {
+    const auto k = std::uniform_int_distribution<std::size_t>{0, flight.size() - 1}(gen);
+    const bool duplicate = std::uniform_int_distribution<int>{0, 4}(gen) == 0;
+    auto [to, s] = flight[k];
+    if (!duplicate)
+      flight.erase(flight.begin() + static_cast<std::ptrdiff_t>(k));
+    const auto before = ranks[to].round();
+    std::vector<ring_allreduce::send> out;
+    const auto verdict = ranks[to].offer(s.round, s.step, s.chunk, out);
+    BOOST_REQUIRE(verdict != ring_allreduce::verdict::invalid);
+    post(to, std::move(out));
+    if (ranks[to].round() != before) {
+      BOOST_REQUIRE(ranks[to].finished());
+      res.sums[before][to] = ranks[to].sum();
+      if (before + 1 < rounds)
+        post(to, ranks[to].begin(v[before + 1][to].data()));
+    }
+  }
+  for (std::uint32_t r = 0; r < n; ++r)
+    BOOST_REQUIRE(ranks[r].round() == rounds);
+  return res;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(allreduce)
+
+BOOST_AUTO_TEST_CASE(chunks_cover_d_and_differ_by_at_most_one) {
+  for (std::uint32_t n = 1; n <= 9; ++n)
+    for (std::size_t d : {0, 1, 7, 123, 1000}) {
+      std::size_t next = 0, lo = d, hi = 0;
+      for (std::uint32_t c = 0; c < n; ++c) {
+        const auto [b, e] = atrain::ring_chunk(d, n, c);
+        BOOST_TEST(b == next);
+        next = e;
+        lo = std::min(lo, e - b);
+        hi = std::max(hi, e - b);
+      }
+      BOOST_TEST(next == d);
+      BOOST_TEST(hi - lo <= 1u);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(ring_sum_is_exact_for_n_2_to_9_and_d_not_divisible_by_n) {
+  // Each coordinate of the ring's result is the float sum of the n inputs,
+  // added up in one ring order (n-1 roundings of at most 2^-24 relative
+  // each); the reference is the double sum. So |ring - exact| <=
+  // (n-1) 2^-24 sum_j |v_j| (up to second order); we allow 2^-23, twice that.
+  // All ranks must agree bit for bit (the all-gather copies one sum).
+  std::mt19937 gen{42};
+  std::normal_distribution<float> normal{0.0F, 3.0F};
+  for (std::uint32_t n = 2; n <= 9; ++n)
+    for (std::size_t d : {1, 7, 123, 1000}) {
+      const std::size_t rounds = 3;
+      std::vector<std::vector<std::vector<float>>> v(rounds,
+                                                     std::vector<std::vector<float>>(n));
+      for (auto& round : v)
+        for (auto& x : round) {
+          x.resize(d);
+          for (auto& e : x)
+            e = normal(gen);
+        }
+      const auto res = simulate(v, n, d, 1000 * n + static_cast<std::uint32_t>(d));
+      const double eps = std::ldexp(1.0, -23);
+      for (std::size_t k = 0; k < rounds; ++k) {
+        for (std::uint32_t r = 0; r < n; ++r) {
+          BOOST_REQUIRE(res.sums[k][r].size() == d);
+          BOOST_TEST(res.sums[k][r] == res.sums[k][0], "rank " << r << " disagrees with rank 0");
+          // 2(n-1)/n d floats per round: all chunks but (r+1) in the
+          // reduce-scatter, all but (r+2) in the all-gather; chunk sizes are
+          // within one of d/n.
+          const double want = 2.0 * (n - 1) * static_cast<double>(d) / n;
+          BOOST_TEST(std::abs(static_cast<double>(res.floats_sent[k][r]) - want) < 2.0,
+                     "n=" << n << " d=" << d << " rank " << r << ": " << res.floats_sent[k][r]
+                          << " floats sent, 2(n-1)/n d = " << want);
+        }
+        double worst = 0;
+        for (std::size_t c = 0; c < d; ++c) {
+          double exact = 0, magnitude = 0;
+          for (std::uint32_t j = 0; j < n; ++j) {
+            exact += v[k][j][c];
+            magnitude += std::abs(v[k][j][c]);
+          }
+          const double err = std::abs(res.sums[k][0][c] - exact);
+          worst = std::max(worst, err / magnitude);
+          BOOST_TEST(err <= (n - 1) * eps * magnitude,
+                     "n=" << n << " d=" << d << " round " << k << " coordinate " << c
+                          << ": ring " << res.sums[k][0][c] << ", exact " << exact);
+        }
+        BOOST_TEST_MESSAGE("n=" << n << " d=" << d << " round " << k
+                                << ": worst relative error " << worst);
+      }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(one_rank_is_its_own_sum) {
+  ring_allreduce ring{0, 1, 5};
+  const std::vector<float> x{1, 2, 3, 4, 5};
+  BOOST_TEST(ring.begin(x.data()).empty());
+  BOOST_TEST(ring.finished());
+  BOOST_TEST(ring.sum() == x);
+}
+
+BOOST_AUTO_TEST_CASE(bad_chunks_are_invalid_duplicates_are_ignored) {
+  // Rank 1 of 3, d = 7: chunks 3, 2, 2. At step 0 it receives chunk 0 (3 floats).
+  ring_allreduce ring{1, 3, 7};
+  std::vector<ring_allreduce::send> out;
+  using verdict = ring_allreduce::verdict;
+  const atrain::float_blob good{std::vector<float>{1, 2, 3}};
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  BOOST_TEST((ring.offer(0, 0, atrain::float_blob{std::vector<float>{1, 2}}, out) == verdict::invalid));
+  BOOST_TEST((ring.offer(0, 0, atrain::float_blob{std::vector<float>{1, nan, 3}}, out) ==
+              verdict::invalid));
+  BOOST_TEST((ring.offer(0, 4, good, out) == verdict::invalid));   // only steps 0..3
+  BOOST_TEST((ring.offer(2, 0, good, out) == verdict::invalid));   // two rounds ahead
+  BOOST_TEST((ring.offer(0, 0, good, out) == verdict::accepted));  // early: stashed
+  BOOST_TEST((ring.offer(0, 0, good, out) == verdict::duplicate));
+  BOOST_TEST(out.empty());
+  const std::vector<float> x(7, 1.0F);
+  out = ring.begin(x.data());  // sends step 0, applies the stashed chunk, sends step 1
+  BOOST_TEST(out.size() == 2u);
+  BOOST_TEST((ring.offer(0, 0, good, out) == verdict::duplicate));
+}
+
+BOOST_AUTO_TEST_CASE(reaches_the_quickstart_target_on_8_nodes) {
+  const auto r = t::ring_run("allreduce.textproto", {});
+  BOOST_REQUIRE(r.has_time_to_target());
+  BOOST_TEST(r.final().test_accuracy() >= 0.845);
+  BOOST_TEST_MESSAGE("allreduce: time to 0.845 " << r.time_to_target() << " s (virtual), "
+                                                 << r.gradients_total() << " gradients");
+  const double rounds = t::check_ring_traffic(r, 124);
+  // One round per gradient: node 0 has started its last round or is computing for it.
+  const double grads = static_cast<double>(r.per_node(0).gradients());
+  BOOST_TEST(rounds <= grads);
+  BOOST_TEST(rounds >= grads - 1);
+}
+
+BOOST_AUTO_TEST_CASE(same_seed_same_trace) { t::expect_replay("allreduce.textproto"); }
+
+BOOST_AUTO_TEST_CASE(lossy_links_are_refused) {
+  t::expect_lossy_links_refused("allreduce.textproto");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,85 @@
+#pragma once
+/// Checks shared by the Ring-AllReduce and Local SGD tests: a finished run's
+/// report is complete, and the ring's traffic matches 2(n-1)/n d floats per
+/// round per node.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "fixtures.hpp"
+
+namespace atrain::test {
+
+/// Runs config/algorithms/<file> with `overrides` (progress off) and checks
+/// the report is complete.
+inline proto::RunReport ring_run(const std::string& file, std::vector<std::string> overrides) {
+  overrides.push_back("progress=false");
+  auto report = run_experiment(config("algorithms/" + file, overrides));
+  BOOST_REQUIRE(report);
+  BOOST_TEST(report->error().empty(), report->error());
+  BOOST_TEST(report->gradients_total() > 0u);
+  BOOST_TEST(report->messages_sent() > 0u);
+  BOOST_TEST(!report->trace_hash().empty());
+  BOOST_TEST(report->packets_rejected() == 0u);
+  return *report;
+}
+
+/// Every ring packet of an n-node run carries one chunk of d/n floats (+-1
+/// for d not divisible by n) and a 24-byte header, so bytes per message
+/// lies in [24 + 4 floor(d/n), 24 + 4 ceil(d/n)]; with 2(n-1) packets per
+/// round that is 2(n-1)/n d floats per node per round. Returns the rounds
+/// node 0 has started (messages / 2(n-1), rounded up).
+inline double check_ring_traffic(const proto::RunReport& r, std::size_t d) {
+  const std::size_t n = r.nodes();
+  BOOST_REQUIRE(r.per_node_size() == static_cast<int>(n));
+  double rounds = 0;
+  for (const auto& node : r.per_node()) {
+    BOOST_REQUIRE(node.messages_sent() > 0u);
+    const double per_msg = static_cast<double>(node.bytes_sent()) /
+                           static_cast<double>(node.messages_sent());
+    BOOST_TEST(per_msg >= 24.0 + 4.0 * static_cast<double>(d / n));
+    BOOST_TEST(per_msg <= 24.0 + 4.0 * static_cast<double>((d + n - 1) / n));
+    const double node_rounds =
+      static_cast<double>(node.messages_sent()) / static_cast<double>(2 * (n - 1));
+    const double floats =
+      (static_cast<double>(node.bytes_sent()) - 24.0 * static_cast<double>(node.messages_sent())) / 4.0;
+    const double expected = 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) *
+                            static_cast<double>(d) * node_rounds;
+    BOOST_TEST(std::abs(floats - expected) <= static_cast<double>(node.messages_sent()),
+               "node " << node.node() << ": " << floats << " floats sent, 2(n-1)/n d x rounds = "
+                       << expected);
+    if (node.node() == 0)
+      rounds = node_rounds;
+  }
+  BOOST_TEST_MESSAGE("ring traffic: " << rounds << " rounds, "
+                                      << r.per_node(0).bytes_sent() << " bytes from node 0");
+  return rounds;
+}
+
+/// The same spec and seed twice, with duplicating and reordering links, give
+/// the same trace and the same model.
+inline void expect_replay(const std::string& file) {
+  const std::vector<std::string> o{"stop.time_seconds=1", "stop.stop_at_target=false",
+                                   "link.reorder=0.3", "link.reorder_delay_seconds=0.01",
+                                   "link.duplicate=0.2"};
+  const auto a = ring_run(file, o), b = ring_run(file, o);
+  BOOST_TEST(a.trace_hash() == b.trace_hash());
+  BOOST_TEST(a.trace_events() == b.trace_events());
+  BOOST_TEST(a.final().train_loss() == b.final().train_loss());
+}
+
+/// A ring over lossy links would deadlock: the spec is refused, naming link.loss.
+inline void expect_lossy_links_refused(const std::string& file) {
+  try {
+    (void)config("algorithms/" + file, {"link.loss=0.1", "progress=false"});
+    BOOST_ERROR(file << " over lossy links was accepted");
+  } catch (const spec_error& e) {
+    const std::string what = e.what();
+    BOOST_TEST_MESSAGE(what);
+    BOOST_TEST(what.find("link.loss") != std::string::npos);
+  }
+}
+
+} // namespace atrain::test
