@@ -1,7 +1,9 @@
 #include "atrain/actors/algorithms.hpp"
 
 #include "atrain/actors/allreduce.hpp"
+#include "atrain/actors/adpsgd.hpp"
 #include "atrain/actors/centralized.hpp"
+#include "atrain/actors/dpsgd.hpp"
 #include "atrain/actors/local_sgd.hpp"
 #include "atrain/actors/rfast.hpp"
 
@@ -11,6 +13,8 @@ bool algorithm_implemented(proto::AlgorithmSpec::KindCase kind) {
   switch (kind) {
     case proto::AlgorithmSpec::kRfast:
     case proto::AlgorithmSpec::kCentralized:
+    case proto::AlgorithmSpec::kDpsgd:
+    case proto::AlgorithmSpec::kAdpsgd:
     case proto::AlgorithmSpec::kAllreduce:
     case proto::AlgorithmSpec::kLocalSgd:
       return true;
@@ -27,6 +31,10 @@ caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* 
       return spawn_rfast(sup, ctx, links);
     case proto::AlgorithmSpec::kCentralized:
       return spawn_centralized(sup, ctx);
+    case proto::AlgorithmSpec::kDpsgd:
+      return spawn_dpsgd(sup, ctx, links);
+    case proto::AlgorithmSpec::kAdpsgd:
+      return spawn_adpsgd(sup, ctx, links);
     case proto::AlgorithmSpec::kAllreduce:
       return spawn_allreduce(sup, ctx, links);
     case proto::AlgorithmSpec::kLocalSgd:

@@ -114,6 +114,20 @@ topology build_topology(const loaded_spec& ls, std::size_t n) {
   }
 }
 
+/// D-PSGD and AD-PSGD gossip over g_r taken as an undirected graph (ALGORITHMS.md §5-6).
+void check_gossip(const loaded_spec& ls, const topology& topo) {
+  const auto& spec = ls.spec;
+  const auto name = algorithm_name_of(spec);
+  if (!topo.g_r.is_symmetric())
+    refuse(ls, "topology", name + " gossips over an undirected graph; this one is not symmetric");
+  if (spec.algorithm().has_adpsgd() && !bipartite_split(topo.g_r))
+    refuse(ls, "topology", "adpsgd needs a bipartite graph for its active/passive split "
+                           "(e.g. RING with an even number of nodes); this one is not");
+  if (spec.algorithm().has_dpsgd() && spec.link().bandwidth_bytes_per_second() > 0)
+    refuse(ls, "link.bandwidth_bytes_per_second",
+           "dpsgd needs every round's model; bandwidth-bound links keep only the newest");
+}
+
 } // namespace
 
 std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
@@ -156,11 +170,17 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   if (ring_over_ids && spec.link().loss() > 0)
     refuse(ls, "link.loss", algorithm_name_of(spec) +
                               " needs reliable delivery; acknowledged links are not implemented yet");
+  const bool gossip = kind == proto::AlgorithmSpec::kDpsgd || kind == proto::AlgorithmSpec::kAdpsgd;
+  if (gossip && spec.link().loss() > 0)
+    refuse(ls, "link.loss", algorithm_name_of(spec) +
+                              " needs reliable delivery; acknowledged links are not implemented yet");
   if (!single && !ring_over_ids) {
     plan->topo = build_topology(ls, n);
     for (const auto& w : plan->topo->warnings)
       plan->warnings.push_back("topology: " + w);
   }
+  if (gossip)
+    check_gossip(ls, *plan->topo);
 
   const auto& cost = spec.cost();
   plan->tau.assign(n, cost.tau_seconds());

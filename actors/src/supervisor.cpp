@@ -129,7 +129,7 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
     }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     adopt(self, nodes[i].worker, "node " + std::to_string(i) + " worker");
-    if (nodes[i].buffer)
+    if (nodes[i].buffer && nodes[i].buffer != nodes[i].worker)  // gossip: one actor per node
       adopt(self, nodes[i].buffer, "node " + std::to_string(i) + " gradient buffer");
   }
   for (const auto& l : links)

@@ -1,0 +1,37 @@
+#pragma once
+/// AD-PSGD, asynchronous pairwise gossip (ALGORITHMS.md §6): the spawn
+/// function for a whole AD-PSGD network and a test hook on its exchanges.
+#include <cstdint>
+#include <vector>
+
+#include "atrain/actors/context.hpp"
+
+namespace atrain {
+
+/// Packet streams of AD-PSGD: an active node's exchange request carrying its
+/// x_i, and the passive node's reply carrying the x_j it averaged with
+/// (seq = the active node's exchange number).
+enum adpsgd_stream : std::uint32_t { adpsgd_request = 21, adpsgd_reply = 22 };
+
+/// One side of one completed exchange: what it did to this node's model at
+/// the instant it was applied. Both sides of exchange (active, seq) must add
+/// up to zero: the pair average is preserved.
+struct adpsgd_exchange {
+  std::uint32_t active = 0;
+  std::uint32_t passive = 0;
+  std::uint64_t seq = 0;
+  std::vector<double> delta;  // x after - x before
+};
+
+/// Test hook (virtual clock with a run_probe only, between two scheduler
+/// steps): moves out the exchanges the AD-PSGD worker at `worker` applied
+/// since the last call. Empty for any other actor or once it is gone.
+[[nodiscard]] std::vector<adpsgd_exchange> adpsgd_take_exchanges(const caf::actor_addr& worker);
+
+/// Spawns the AD-PSGD network (one worker per node, links) as children of
+/// `sup`. The plan's g_r must be symmetric and bipartite (prepare_run checks).
+[[nodiscard]] std::vector<node_actors> spawn_adpsgd(caf::event_based_actor* sup,
+                                                    const context_ptr& ctx,
+                                                    std::vector<caf::actor>& links);
+
+} // namespace atrain

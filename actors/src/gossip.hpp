@@ -1,0 +1,134 @@
+#pragma once
+/// What the two gossip baselines (D-PSGD, AD-PSGD) share: one actor per node
+/// holding x_i, packets to single neighbours over the undirected graph g_r,
+/// packet checks, the decaying step size and the model snapshot.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "atrain/actors/compute.hpp"
+#include "atrain/actors/network.hpp"
+#include "atrain/kernels/vector_ops.hpp"
+
+namespace atrain::gossip {
+
+/// The part of a gossip node's state both algorithms keep.
+struct node_base {
+  std::optional<compute_unit> cu;
+  std::vector<float> x;
+  std::vector<float> g;
+  std::vector<std::uint32_t> neighbours;  // g_r.out(i) == g_r.in(i): the graph is symmetric
+  outbox out;                              // routes aligned with `neighbours`
+  std::uint64_t rejected = 0;
+  staleness_stats staleness;
+};
+
+/// gamma_k = gamma / (1 + decay k).
+[[nodiscard]] inline double step_size(double gamma, double decay, std::uint64_t k) {
+  return gamma / (1.0 + decay * static_cast<double>(k));
+}
+
+/// Index of `node` among the neighbours, or nullopt for a stranger.
+[[nodiscard]] inline std::optional<std::size_t> neighbour_index(const node_base& st,
+                                                                std::uint32_t node) {
+  auto it = std::find(st.neighbours.begin(), st.neighbours.end(), node);
+  if (it == st.neighbours.end())
+    return std::nullopt;
+  return static_cast<std::size_t>(it - st.neighbours.begin());
+}
+
+/// True for a packet of stream `kind` from a neighbour carrying a finite model
+/// of the right size.
+[[nodiscard]] inline bool well_formed(const node_base& st, const packet& p, std::uint32_t kind) {
+  const std::size_t dim = st.x.size();
+  return p.kind == kind && neighbour_index(st, p.from).has_value() && p.f.size() == dim &&
+         p.d.empty() && p.scalars.empty() && vec::all_finite(p.f.ptr(), dim);
+}
+
+/// Counts and traces a rejected packet.
+inline void reject(caf::local_actor* self, run_context& ctx, node_base& st, std::uint32_t id,
+                   const packet& p) {
+  ++st.rejected;
+  ctx.events.record(ctx.ns(self), id, event_kind::reject, p.from, p.seq);
+}
+
+/// Sends `p` to neighbour `to` only (counted like a broadcast).
+inline void send_to(caf::event_based_actor* self, run_context& ctx, node_base& st,
+                    std::uint32_t to, packet p) {
+  const auto k = neighbour_index(st, to);
+  p.to = to;
+  ++st.out.messages;
+  st.out.bytes += p.bytes();
+  ctx.events.record(ctx.ns(self), p.from, event_kind::send, to, p.seq);
+  self->send(st.out.routes.at(*k).second, deliver_atom::value, std::move(p));
+}
+
+/// Loads the plan's start: compute unit, x^0, neighbours (init), and the
+/// routes handed over with init_atom (take_routes).
+inline void init(node_base& st, const run_plan& plan, std::uint32_t id) {
+  st.cu.emplace(plan, id);
+  st.x = plan.x0;
+  st.neighbours = plan.topo->g_r.out(id);
+}
+
+inline void take_routes(node_base& st, const std::vector<caf::actor>& routes) {
+  for (std::size_t k = 0; k < st.neighbours.size(); ++k)
+    st.out.routes.emplace_back(st.neighbours[k], routes.at(k));
+}
+
+[[nodiscard]] inline model_snapshot snapshot(const node_base& st, std::uint32_t id) {
+  model_snapshot s;
+  s.node = id;
+  s.gradients = st.cu->gradients();
+  s.messages_sent = st.out.messages;
+  s.bytes_sent = st.out.bytes;
+  s.staleness_sum = st.staleness.sum;
+  s.staleness_max = st.staleness.max;
+  s.staleness_count = st.staleness.count;
+  s.params = float_blob{st.x};
+  return s;
+}
+
+/// The (stats_atom) answer of a node: its traffic is in its snapshot already.
+[[nodiscard]] inline std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>
+stats(const node_base& st) {
+  return {0, 0, st.rejected};
+}
+
+/// Spawns one worker per node with `spawn_one(i)`, wires the links of the
+/// undirected graph g_r, sends every worker (init_atom, routes to its
+/// neighbours), then every worker (start_atom): with the real clock a node
+/// that starts early may already send to one not yet started, which must
+/// know its routes to answer. A node's worker is also its "buffer" for the evaluator: it
+/// answers (stats_atom) with (messages, bytes, rejected) = (0, 0, rejected),
+/// its traffic being in its snapshot.
+template <class SpawnOne>
+std::vector<node_actors> spawn_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
+                                     std::vector<caf::actor>& links, SpawnOne spawn_one) {
+  const auto& g = ctx->plan->topo->g_r;
+  const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
+  std::vector<node_actors> nodes(n);
+  std::vector<caf::actor> workers(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    workers[i] = spawn_one(i);
+    nodes[i].worker = workers[i];
+    nodes[i].buffer = workers[i];
+  }
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
+  for (const auto& e : g.edges())
+    edges.emplace_back(e.from, e.to);
+  network net{sup, ctx, edges, workers, links};
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::vector<caf::actor> routes;
+    for (auto j : g.out(i))
+      routes.push_back(net.route(i, j));
+    sup->send(workers[i], init_atom::value, std::move(routes));
+  }
+  for (const auto& w : workers)
+    sup->send(w, start_atom::value);
+  return nodes;
+}
+
+} // namespace atrain::gossip

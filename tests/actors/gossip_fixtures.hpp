@@ -1,0 +1,117 @@
+#pragma once
+/// Checks shared by the D-PSGD and AD-PSGD tests.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "fixtures.hpp"
+
+namespace atrain::test::gossip {
+
+inline std::vector<std::string> with(std::vector<std::string> base,
+                                     const std::vector<std::string>& extra) {
+  base.insert(base.end(), extra.begin(), extra.end());
+  return base;
+}
+
+/// prepare_run must throw a spec_error whose text holds every needle.
+inline void expect_refused(const std::vector<std::string>& overrides,
+                           const std::vector<std::string>& needles) {
+  try {
+    auto plan = quickstart(overrides);
+    BOOST_ERROR("the spec was accepted");
+  } catch (const spec_error& e) {
+    const std::string what = e.what();
+    BOOST_TEST_MESSAGE(what);
+    for (const auto& n : needles)
+      BOOST_TEST(what.find(n) != std::string::npos, "'" << n << "' missing in: " << what);
+  }
+}
+
+/// Runs the plan (a config's target run): it must reach its target and stop there.
+inline void expect_target(const std::string& what, std::shared_ptr<const run_plan> plan) {
+  auto report = run_experiment(std::move(plan));
+  BOOST_REQUIRE(report);
+  BOOST_TEST(report->error().empty(), report->error());
+  BOOST_TEST(report->stop_reason() == "target accuracy reached");
+  BOOST_REQUIRE(report->has_time_to_target());
+  BOOST_TEST_MESSAGE(what << ": time to " << report->target_accuracy() << " = "
+                          << report->time_to_target() << " s virtual, "
+                          << report->gradients_total() << " gradients, accuracy "
+                          << report->final().test_accuracy());
+}
+
+/// A REAL-clock run (threaded scheduler): ends without error and its
+/// evaluations reach the target.
+inline void expect_target_real(std::shared_ptr<const run_plan> plan) {
+  auto report = run_experiment(std::move(plan));
+  BOOST_REQUIRE(report);
+  BOOST_TEST(report->error().empty(), report->error());
+  BOOST_TEST(report->clock() == "REAL");
+  BOOST_TEST(report->has_time_to_target());
+  BOOST_TEST(report->gradients_total() > 0u);
+  BOOST_TEST_MESSAGE(report->algorithm() << " real clock: target at " << report->time_to_target()
+                                         << " s, " << report->gradients_total() << " gradients");
+}
+
+/// Same seed twice: identical trace and report; another seed: a different trace.
+inline void expect_replay(const std::vector<std::string>& overrides) {
+  auto once = [&](std::uint64_t seed) {
+    auto report =
+      run_experiment(quickstart(with(overrides, {"seed=" + std::to_string(seed)})));
+    BOOST_REQUIRE(report);
+    BOOST_TEST(report->error().empty(), report->error());
+    return *report;
+  };
+  auto a = once(7), b = once(7), c = once(8);
+  BOOST_TEST(a.trace_hash() == b.trace_hash());
+  BOOST_TEST(a.trace_events() == b.trace_events());
+  a.clear_wall_seconds();
+  b.clear_wall_seconds();
+  BOOST_TEST(a.SerializeAsString() == b.SerializeAsString());
+  BOOST_TEST(a.trace_hash() != c.trace_hash());
+}
+
+/// Sends five bad packets to node 1's worker mid-run: an unknown sender, a
+/// wrong size, a NaN, an unknown stream (all on stream `kind`), and one that is
+/// well formed but breaks the protocol (`protocol_kind`, `protocol_seq`). All
+/// five must be counted as rejected and none applied.
+inline void expect_malformed_rejected(std::shared_ptr<const run_plan> plan, std::uint32_t kind,
+                                      std::uint32_t protocol_kind, std::uint64_t protocol_seq) {
+  auto probe = std::make_shared<run_probe>();
+  run_options opts;
+  opts.probe = probe;
+  const std::size_t dim = plan->dim();
+  const std::uint32_t neighbour = plan->topo->g_r.out(1).front();
+  virtual_run run{plan, opts};
+  for (int i = 0; i < 2000 && run.step(); ++i) {
+  }
+  BOOST_REQUIRE(probe->workers.size() > 1u);
+  std::vector<packet> bad(5);
+  for (auto& p : bad) {
+    p.from = neighbour;
+    p.to = 1;
+    p.kind = kind;
+    p.seq = 1;
+    p.f = float_blob{std::vector<float>(dim, 0.f)};
+  }
+  bad[0].from = 99;
+  bad[1].f = float_blob{std::vector<float>(dim + 1, 0.f)};
+  bad[2].f = float_blob{std::vector<float>(dim, std::nanf(""))};
+  bad[3].kind = 77;
+  bad[4].kind = protocol_kind;
+  bad[4].seq = protocol_seq;
+  auto target = caf::actor_cast<caf::actor>(probe->workers[1]);
+  for (auto& p : bad)
+    caf::anon_send(target, deliver_atom::value, p);
+  target = nullptr;
+  auto report = run.run();
+  BOOST_REQUIRE(report);
+  BOOST_TEST(report->error().empty(), report->error());
+  BOOST_TEST(report->packets_rejected() == 5u);
+  BOOST_TEST(std::isfinite(report->final().train_loss()));
+}
+
+} // namespace atrain::test::gossip
