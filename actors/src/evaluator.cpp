@@ -200,7 +200,10 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   for (const auto& l : g.links)
     replaced += l.replaced;
   r.set_packets_replaced(replaced);
-  r.set_packets_rejected(g.rejected);
+  std::uint64_t rejected = g.rejected;  // by buffers
+  for (const auto& s : g.models)
+    rejected += s.rejected;              // by workers that receive packets themselves
+  r.set_packets_rejected(rejected);
   r.set_consensus_error(row.consensus_error);
   r.set_duration_seconds(row.time_seconds);
   double s_sum = 0, s_max = 0;

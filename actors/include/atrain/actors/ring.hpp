@@ -171,6 +171,7 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
       s.gradients = st.cu->gradients();
       s.messages_sent = st.ring->messages();
       s.bytes_sent = st.ring->bytes();
+      s.rejected = st.ring->rejected();
       s.params = float_blob{st.x};
       return s;
     },

@@ -120,13 +120,15 @@ struct model_snapshot {
   double staleness_sum = 0;
   double staleness_max = 0;
   std::uint64_t staleness_count = 0;
+  std::uint64_t rejected = 0;  // packets this node's worker refused (malformed, unknown sender)
   float_blob params;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, model_snapshot& x) {
   return f(caf::meta::type_name("atrain_model_snapshot"), x.node, x.gradients, x.messages_sent,
-           x.bytes_sent, x.staleness_sum, x.staleness_max, x.staleness_count, x.params);
+           x.bytes_sent, x.staleness_sum, x.staleness_max, x.staleness_count, x.rejected,
+           x.params);
 }
 
 /// One tracker-mass account of an R-FAST gradient buffer (for the invariant):
