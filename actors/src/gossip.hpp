@@ -79,16 +79,7 @@ inline void take_routes(node_base& st, const std::vector<caf::actor>& routes) {
 }
 
 [[nodiscard]] inline model_snapshot snapshot(const node_base& st, std::uint32_t id) {
-  model_snapshot s;
-  s.node = id;
-  s.gradients = st.cu->gradients();
-  s.messages_sent = st.out.messages;
-  s.bytes_sent = st.out.bytes;
-  s.staleness_sum = st.staleness.sum;
-  s.staleness_max = st.staleness.max;
-  s.staleness_count = st.staleness.count;
-  s.params = float_blob{st.x};
-  return s;
+  return make_snapshot(id, *st.cu, st.out, st.staleness, st.x);
 }
 
 /// The (stats_atom) answer of a node: its traffic is in its snapshot already.

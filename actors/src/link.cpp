@@ -137,4 +137,18 @@ void outbox::broadcast(caf::event_based_actor* self, run_context& ctx, packet p)
   }
 }
 
+model_snapshot make_snapshot(std::uint32_t node, const compute_unit& cu, const outbox& out,
+                             const staleness_stats& staleness, const std::vector<float>& x) {
+  model_snapshot s;
+  s.node = node;
+  s.gradients = cu.gradients();
+  s.messages_sent = out.messages;
+  s.bytes_sent = out.bytes;
+  s.staleness_sum = staleness.sum;
+  s.staleness_max = staleness.max;
+  s.staleness_count = staleness.count;
+  s.params = float_blob{x};
+  return s;
+}
+
 } // namespace atrain

@@ -352,17 +352,8 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
         });
     },
     [=](model_atom) {
-      auto& st = self->state;
-      model_snapshot s;
-      s.node = id;
-      s.gradients = st.cu->gradients();
-      s.messages_sent = st.out_r.messages;
-      s.bytes_sent = st.out_r.bytes;
-      s.staleness_sum = st.staleness.sum;
-      s.staleness_max = st.staleness.max;
-      s.staleness_count = st.staleness.count;
-      s.params = float_blob{st.x};
-      return s;
+      const auto& st = self->state;
+      return make_snapshot(id, *st.cu, st.out_r, st.staleness, st.x);
     },
   };
 }

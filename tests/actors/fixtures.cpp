@@ -1,5 +1,7 @@
 #include "fixtures.hpp"
 
+#include <boost/test/unit_test.hpp>
+
 #include <cmath>
 
 #include <Eigen/Dense>
@@ -57,6 +59,23 @@ double logistic_optimum(const run_plan& plan, double l2) {
       break;
   }
   return loss(w);
+}
+
+void expect_replay(const std::function<std::shared_ptr<const run_plan>(std::uint64_t)>& make) {
+  auto once = [&](std::uint64_t seed) {
+    auto report = run_experiment(make(seed));
+    BOOST_REQUIRE(report);
+    BOOST_TEST(report->error().empty(), report->error());
+    return *report;
+  };
+  auto a = once(7), b = once(7), c = once(8);
+  BOOST_TEST(a.trace_hash() == b.trace_hash());
+  BOOST_TEST(a.trace_events() == b.trace_events());
+  a.clear_wall_seconds();
+  b.clear_wall_seconds();
+  BOOST_TEST(a.SerializeAsString() == b.SerializeAsString());
+  BOOST_TEST(a.trace_hash() != c.trace_hash());
+  BOOST_TEST(a.final().train_loss() != c.final().train_loss());
 }
 
 } // namespace atrain::test

@@ -1,6 +1,8 @@
 #pragma once
 /// Shared helpers of the actor tests: specs built from config/quickstart with
 /// overrides, and the centralized optimum of the logistic-regression task.
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,5 +20,10 @@ namespace atrain::test {
 /// Minimum of mean softplus(-s (w.x + b)) + l2/2 |[w,b]|^2 over the plan's
 /// training set, by Newton's method in double (independent of the kernels).
 [[nodiscard]] double logistic_optimum(const run_plan& plan, double l2);
+
+/// Runs make(7), make(7) and make(8): the same seed must give the same trace
+/// hash and a byte-identical report (wall time aside), another seed another
+/// trace and another final loss.
+void expect_replay(const std::function<std::shared_ptr<const run_plan>(std::uint64_t seed)>& make);
 
 } // namespace atrain::test

@@ -58,16 +58,15 @@ inline double check_ring_traffic(const proto::RunReport& r, std::size_t d) {
   return rounds;
 }
 
-/// The same spec and seed twice, with duplicating and reordering links, give
-/// the same trace and the same model.
+/// With duplicating and reordering links: the same seed twice gives the same
+/// trace and report, another seed another trace.
 inline void expect_replay(const std::string& file) {
-  const std::vector<std::string> o{"stop.time_seconds=1", "stop.stop_at_target=false",
-                                   "link.reorder=0.3", "link.reorder_delay_seconds=0.01",
-                                   "link.duplicate=0.2"};
-  const auto a = ring_run(file, o), b = ring_run(file, o);
-  BOOST_TEST(a.trace_hash() == b.trace_hash());
-  BOOST_TEST(a.trace_events() == b.trace_events());
-  BOOST_TEST(a.final().train_loss() == b.final().train_loss());
+  expect_replay([&](std::uint64_t seed) {
+    return config("algorithms/" + file,
+                  {"stop.time_seconds=1", "stop.stop_at_target=false", "link.reorder=0.3",
+                   "link.reorder_delay_seconds=0.01", "link.duplicate=0.2", "progress=false",
+                   "seed=" + std::to_string(seed)});
+  });
 }
 
 /// A ring over lossy links would deadlock: the spec is refused, naming link.loss.

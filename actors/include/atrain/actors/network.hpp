@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "atrain/actors/compute.hpp"
 #include "atrain/actors/context.hpp"
 #include "atrain/messages/wire.hpp"
 
@@ -40,5 +41,10 @@ struct outbox {
   /// Sends `p` (p.to is set per receiver) to every route.
   void broadcast(caf::event_based_actor* self, run_context& ctx, packet p);
 };
+
+/// What a node's worker reports to the evaluator (model_atom).
+[[nodiscard]] model_snapshot make_snapshot(std::uint32_t node, const compute_unit& cu,
+                                           const outbox& out, const staleness_stats& staleness,
+                                           const std::vector<float>& x);
 
 } // namespace atrain
