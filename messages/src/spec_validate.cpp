@@ -210,6 +210,11 @@ void checker::model() {
 
 void checker::algorithm() {
   const auto& a = s_.spec.algorithm();
+  // Every algorithm has a step size gamma > 0 and a decay >= 0.
+  auto schedule = [&](const std::string& name, double step_size, double decay) {
+    positive("algorithm." + name + ".step_size", step_size);
+    non_negative("algorithm." + name + ".decay", decay);
+  };
   switch (a.kind_case()) {
     case proto::AlgorithmSpec::kRfast: {
       const auto& r = a.rfast();
@@ -219,33 +224,27 @@ void checker::algorithm() {
             "must be PHI or PLAIN: the step-size scaling must be explicit (PHI descends along "
             "z / max(phi, phi_min) with an SGD-scale step; PLAIN descends along z and needs "
             "about (out_C + 1) times the SGD step on regular graphs, about 1/(4n) on trees)");
-      positive("algorithm.rfast.step_size", r.step_size());
+      schedule("rfast", r.step_size(), r.decay());
       if (r.has_phi_min() && std::isfinite(r.phi_min()) && !(r.phi_min() > 0 && r.phi_min() <= 1))
         bad("algorithm.rfast.phi_min", "must be in (0, 1] (got " + num(r.phi_min()) + ")");
-      non_negative("algorithm.rfast.decay", r.decay());
       break;
     }
     case proto::AlgorithmSpec::kCentralized:
-      positive("algorithm.centralized.step_size", a.centralized().step_size());
-      non_negative("algorithm.centralized.decay", a.centralized().decay());
+      schedule("centralized", a.centralized().step_size(), a.centralized().decay());
       break;
     case proto::AlgorithmSpec::kAllreduce:
-      positive("algorithm.allreduce.step_size", a.allreduce().step_size());
-      non_negative("algorithm.allreduce.decay", a.allreduce().decay());
+      schedule("allreduce", a.allreduce().step_size(), a.allreduce().decay());
       break;
     case proto::AlgorithmSpec::kLocalSgd:
-      positive("algorithm.local_sgd.step_size", a.local_sgd().step_size());
-      non_negative("algorithm.local_sgd.decay", a.local_sgd().decay());
+      schedule("local_sgd", a.local_sgd().step_size(), a.local_sgd().decay());
       if (a.local_sgd().local_steps() < 1)
         bad("algorithm.local_sgd.local_steps", "must be >= 1 (got 0)");
       break;
     case proto::AlgorithmSpec::kDpsgd:
-      positive("algorithm.dpsgd.step_size", a.dpsgd().step_size());
-      non_negative("algorithm.dpsgd.decay", a.dpsgd().decay());
+      schedule("dpsgd", a.dpsgd().step_size(), a.dpsgd().decay());
       break;
     case proto::AlgorithmSpec::kAdpsgd:
-      positive("algorithm.adpsgd.step_size", a.adpsgd().step_size());
-      non_negative("algorithm.adpsgd.decay", a.adpsgd().decay());
+      schedule("adpsgd", a.adpsgd().step_size(), a.adpsgd().decay());
       break;
     case proto::AlgorithmSpec::KIND_NOT_SET:
       bad("algorithm",
