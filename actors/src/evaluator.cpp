@@ -196,10 +196,13 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   r.set_messages_sent(row.messages);
   r.set_bytes_sent(row.bytes);
   r.set_packets_dropped(row.dropped);
-  std::uint64_t replaced = 0;
-  for (const auto& l : g.links)
+  std::uint64_t replaced = 0, retransmitted = 0;
+  for (const auto& l : g.links) {
     replaced += l.replaced;
+    retransmitted += l.retransmitted;
+  }
   r.set_packets_replaced(replaced);
+  r.set_packets_retransmitted(retransmitted);
   std::uint64_t rejected = g.rejected;  // by buffers
   for (const auto& s : g.models)
     rejected += s.rejected;              // by workers that receive packets themselves

@@ -1,5 +1,8 @@
 /// The link actor of one directed edge, the route table, and the outbox.
+#include <algorithm>
+#include <deque>
 #include <map>
+#include <utility>
 
 #include "atrain/actors/network.hpp"
 #include "atrain/kernels/rng.hpp"
@@ -11,35 +14,71 @@ bool link_is_active(const proto::LinkModel& m) {
          m.duplicate() > 0 || m.reorder() > 0;
 }
 
+bool links_are_acknowledged(const proto::ExperimentSpec& spec) {
+  return !spec.algorithm().has_rfast();
+}
+
+bool exactly_once::first_time(std::uint32_t from, std::uint32_t kind, std::uint64_t seq) {
+  auto& s = seen_[{from, kind}];
+  if (seq == 0)
+    return !std::exchange(s.zero_seen, true);
+  if (seq < s.below || !s.above.insert(seq).second)
+    return false;
+  // Compact: a contiguous run from `below` needs no entries.
+  while (!s.above.empty() && *s.above.begin() == s.below) {
+    s.above.erase(s.above.begin());
+    ++s.below;
+  }
+  return true;
+}
+
 namespace {
+
+/// A packet an acknowledged link has sent and not yet seen acknowledged.
+struct unacked {
+  packet p;
+  std::uint64_t attempt = 0;
+};
 
 struct link_state {
   link_stats stats;
   rng gen;
   caf::actor dest;
   proto::LinkModel model;
+  bool acknowledged = false;
+  bool coalesce = false;
   double busy_until = 0;  // run seconds when the wire is free again
-  /// Packets waiting for a busy wire: depth one per stream, newest wins
-  /// (ALGORITHMS.md §1: a FIFO on a bandwidth-bound link makes R-FAST fall
-  /// behind its own packets).
+  /// Fire-and-forget: packets waiting for a busy wire, depth one per stream,
+  /// newest wins (ALGORITHMS.md §1: a FIFO on a bandwidth-bound link makes
+  /// R-FAST fall behind its own packets).
   std::map<std::uint32_t, packet> waiting;
+  /// Acknowledged: every packet must arrive, so the wire queue is a FIFO of
+  /// link-local ids, and `outstanding` holds each until its ack returns.
+  std::deque<std::uint64_t> queue;
+  std::map<std::uint64_t, unacked> outstanding;
+  std::uint64_t next_id = 0;
   bool release_armed = false;
   static inline const char* name = "atrain_link";
 };
 
 using link_actor_ptr = caf::stateful_actor<link_state>*;
 
-void forward(link_actor_ptr self, run_context& ctx, packet p) {
+[[nodiscard]] double transmission_seconds(const link_state& st, const packet& p) {
+  return st.model.bandwidth_bytes_per_second() > 0
+           ? static_cast<double>(p.bytes()) / st.model.bandwidth_bytes_per_second()
+           : 0.0;
+}
+
+/// Puts `p` on the wire: it arrives after transmission + latency (+ a
+/// reordering delay), perhaps twice. Returns the arrival delay.
+double transmit(link_actor_ptr self, run_context& ctx, const packet& p) {
   auto& st = self->state;
-  const double now = ctx.seconds(self);
-  const double tx = st.model.bandwidth_bytes_per_second() > 0
-                        ? static_cast<double>(p.bytes()) / st.model.bandwidth_bytes_per_second()
-                        : 0.0;
-  st.busy_until = now + tx;
+  const double tx = transmission_seconds(st, p);
+  st.busy_until = ctx.seconds(self) + tx;
   // A fixed number of draws per packet keeps the generator's stream aligned.
   const double extra = st.gen.chance(st.model.reorder())
-                           ? st.gen.uniform() * st.model.reorder_delay_seconds()
-                           : 0.0;
+                         ? st.gen.uniform() * st.model.reorder_delay_seconds()
+                         : 0.0;
   const bool twice = st.gen.chance(st.model.duplicate());
   const double extra2 = st.gen.uniform() * st.model.reorder_delay_seconds();
   const double delay = tx + st.model.latency_seconds() + extra;
@@ -49,16 +88,121 @@ void forward(link_actor_ptr self, run_context& ctx, packet p) {
     ctx.events.record(ctx.ns(self), p.from, event_kind::duplicate, p.to, p.seq);
     send_after(self, st.dest, tx + st.model.latency_seconds() + extra2, deliver_atom::value, p);
   }
-  send_after(self, st.dest, delay, deliver_atom::value, std::move(p));
+  send_after(self, st.dest, delay, deliver_atom::value, p);
+  return delay;
 }
 
 void arm_release(link_actor_ptr self, run_context& ctx) {
   auto& st = self->state;
-  if (st.release_armed || st.waiting.empty())
+  if (st.release_armed || (st.waiting.empty() && st.queue.empty()))
     return;
   st.release_armed = true;
   send_after(self, caf::actor_cast<caf::actor>(self), st.busy_until - ctx.seconds(self),
              release_atom::value);
+}
+
+// ---- acknowledged links: a reliable transport over the lossy wire
+
+[[nodiscard]] double retransmit_timeout(const link_state& st, const packet& p) {
+  if (st.model.has_retransmit_seconds())
+    return st.model.retransmit_seconds();
+  const double rto = 2 * st.model.latency_seconds() + st.model.reorder_delay_seconds() +
+                     2 * transmission_seconds(st, p);
+  return std::max(rto, 1e-3);
+}
+
+/// One attempt of packet `id`: the data may be lost, and so may its ack on
+/// the way back (both drawn here, in a fixed order); the retransmission
+/// timer is armed either way.
+void attempt(link_actor_ptr self, run_context& ctx, std::uint64_t id) {
+  auto& st = self->state;
+  auto& u = st.outstanding.at(id);
+  ++u.attempt;
+  const bool lost = st.gen.chance(st.model.loss());
+  const bool ack_lost = st.gen.chance(st.model.loss());
+  auto me = caf::actor_cast<caf::actor>(self);
+  if (lost) {
+    st.busy_until = ctx.seconds(self) + transmission_seconds(st, u.p);
+    ++st.stats.forwarded;
+    ++st.stats.dropped;
+    ctx.events.record(ctx.ns(self), u.p.from, event_kind::drop, u.p.to, u.p.seq);
+  } else {
+    const double arrival = transmit(self, ctx, u.p);
+    if (!ack_lost)
+      send_after(self, me, arrival + st.model.latency_seconds(), ack_atom::value, id);
+  }
+  send_after(self, me, retransmit_timeout(st, u.p), resend_atom::value, id, u.attempt);
+}
+
+/// Queues packet `id` for the wire, or sends it now when the wire is free.
+void enqueue(link_actor_ptr self, run_context& ctx, std::uint64_t id) {
+  auto& st = self->state;
+  if (ctx.seconds(self) < st.busy_until || !st.queue.empty()) {
+    st.queue.push_back(id);
+    arm_release(self, ctx);
+    return;
+  }
+  attempt(self, ctx, id);
+}
+
+/// Coalescing (DASGD): a packet of the same stream still waiting for the
+/// wire absorbs `p` — payloads are summed, the newest sequence number kept.
+[[nodiscard]] bool coalesce_into_queue(link_actor_ptr self, run_context& ctx, packet& p) {
+  auto& st = self->state;
+  for (auto it = st.queue.rbegin(); it != st.queue.rend(); ++it) {
+    auto& u = st.outstanding.at(*it);
+    if (u.attempt > 0 || u.p.kind != p.kind)
+      continue;
+    if (u.p.f.size() != p.f.size() || u.p.d.size() != p.d.size() ||
+        u.p.scalars.size() != p.scalars.size())
+      return false;
+    std::vector<float> f = u.p.f.vec();
+    for (std::size_t i = 0; i < f.size(); ++i)
+      f[i] += p.f.ptr()[i];
+    std::vector<double> d = u.p.d.vec();
+    for (std::size_t i = 0; i < d.size(); ++i)
+      d[i] += p.d.ptr()[i];
+    for (std::size_t i = 0; i < p.scalars.size(); ++i)
+      u.p.scalars[i] += p.scalars[i];
+    u.p.f = float_blob{std::move(f)};
+    u.p.d = double_blob{std::move(d)};
+    ctx.events.record(ctx.ns(self), p.from, event_kind::coalesce, u.p.seq, p.seq);
+    u.p.seq = std::max(u.p.seq, p.seq);
+    ++st.stats.coalesced;
+    return true;
+  }
+  return false;
+}
+
+void accept_acknowledged(link_actor_ptr self, run_context& ctx, packet& p) {
+  auto& st = self->state;
+  if (st.coalesce && !st.queue.empty() && coalesce_into_queue(self, ctx, p))
+    return;
+  const auto id = ++st.next_id;
+  st.outstanding.emplace(id, unacked{std::move(p), 0});
+  enqueue(self, ctx, id);
+}
+
+// ---- fire-and-forget links
+
+void accept_unacknowledged(link_actor_ptr self, run_context& ctx, packet& p) {
+  auto& st = self->state;
+  if (st.gen.chance(st.model.loss())) {
+    ++st.stats.dropped;
+    ctx.events.record(ctx.ns(self), p.from, event_kind::drop, p.to, p.seq);
+    return;
+  }
+  if (ctx.seconds(self) < st.busy_until) {
+    auto [it, fresh] = st.waiting.try_emplace(p.kind);
+    if (!fresh) {
+      ++st.stats.replaced;
+      ctx.events.record(ctx.ns(self), p.from, event_kind::replace, p.to, it->second.seq);
+    }
+    it->second = std::move(p);
+    arm_release(self, ctx);
+    return;
+  }
+  transmit(self, ctx, p);
 }
 
 caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t to,
@@ -68,37 +212,50 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
   st.stats.to = to;
   st.dest = std::move(dest);
   st.model = ctx->plan->spec.link();
+  st.acknowledged = links_are_acknowledged(ctx->plan->spec);
+  st.coalesce = ctx->plan->spec.algorithm().has_dasgd() && ctx->plan->spec.algorithm().dasgd().coalesce();
   st.gen.reseed(derive_seed(ctx->plan->spec.seed(), 0x4c494e4bULL + (std::uint64_t{from} << 20) + to));
   return {
     [=](deliver_atom, packet& p) {
-      auto& st = self->state;
-      if (st.gen.chance(st.model.loss())) {
-        ++st.stats.dropped;
-        ctx->events.record(ctx->ns(self), p.from, event_kind::drop, p.to, p.seq);
-        return;
-      }
-      if (ctx->seconds(self) < st.busy_until) {
-        auto [it, fresh] = st.waiting.try_emplace(p.kind);
-        if (!fresh) {
-          ++st.stats.replaced;
-          ctx->events.record(ctx->ns(self), p.from, event_kind::replace, p.to, it->second.seq);
-        }
-        it->second = std::move(p);
-        arm_release(self, *ctx);
-        return;
-      }
-      forward(self, *ctx, std::move(p));
+      if (self->state.acknowledged)
+        accept_acknowledged(self, *ctx, p);
+      else
+        accept_unacknowledged(self, *ctx, p);
     },
     [=](release_atom) {
       auto& st = self->state;
+      // Armed only while something waits, so nothing took the wire since.
       st.release_armed = false;
-      if (st.waiting.empty())
-        return;
-      auto first = st.waiting.begin();
-      auto p = std::move(first->second);
-      st.waiting.erase(first);
-      forward(self, *ctx, std::move(p));
+      if (!st.queue.empty()) {
+        const auto id = st.queue.front();
+        st.queue.pop_front();
+        attempt(self, *ctx, id);
+      } else if (!st.waiting.empty()) {
+        auto first = st.waiting.begin();
+        auto p = std::move(first->second);
+        st.waiting.erase(first);
+        transmit(self, *ctx, p);
+      }
       arm_release(self, *ctx);
+    },
+    [=](ack_atom, std::uint64_t id) {
+      auto& st = self->state;
+      auto it = st.outstanding.find(id);
+      if (it == st.outstanding.end())
+        return;  // an ack of an earlier attempt already arrived
+      ctx->events.record(ctx->ns(self), it->second.p.from, event_kind::ack, it->second.p.to,
+                         it->second.p.seq);
+      st.outstanding.erase(it);
+    },
+    [=](resend_atom, std::uint64_t id, std::uint64_t attempt_no) {
+      auto& st = self->state;
+      auto it = st.outstanding.find(id);
+      if (it == st.outstanding.end() || it->second.attempt != attempt_no)
+        return;  // acknowledged meanwhile, or a newer attempt owns the timer
+      ++st.stats.retransmitted;
+      ctx->events.record(ctx->ns(self), it->second.p.from, event_kind::retransmit,
+                         it->second.p.to, it->second.p.seq);
+      enqueue(self, *ctx, id);
     },
     [=](stats_atom) { return self->state.stats; },
   };

@@ -22,6 +22,17 @@ std::string algorithm_name_of(const proto::ExperimentSpec& spec) {
       return "dpsgd";
     case proto::AlgorithmSpec::kAdpsgd:
       return "adpsgd";
+    case proto::AlgorithmSpec::kDasgd:
+      return "dasgd";
+    case proto::AlgorithmSpec::kLoscar:
+      return spec.algorithm().loscar().merge() == proto::Loscar::NAIVE ? "loscar_naive"
+                                                                      : "loscar";
+    case proto::AlgorithmSpec::kSgp:
+      return "sgp";
+    case proto::AlgorithmSpec::kOsgp:
+      return "osgp";
+    case proto::AlgorithmSpec::kAsyncPs:
+      return "async_ps";
     default:
       return "unknown";
   }
@@ -123,9 +134,6 @@ void check_gossip(const loaded_spec& ls, const topology& topo) {
   if (spec.algorithm().has_adpsgd() && !bipartite_split(topo.g_r))
     refuse(ls, "topology", "adpsgd needs a bipartite graph for its active/passive split "
                            "(e.g. RING with an even number of nodes); this one is not");
-  if (spec.algorithm().has_dpsgd() && spec.link().bandwidth_bytes_per_second() > 0)
-    refuse(ls, "link.bandwidth_bytes_per_second",
-           "dpsgd needs every round's model; bandwidth-bound links keep only the newest");
 }
 
 } // namespace
@@ -165,15 +173,13 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
     plan->shard = shard_iid(plan->train->size(), n, shard_seed);
 
   const auto kind = spec.algorithm().kind_case();
+  // The ring algorithms and the root-aggregator ones do not use the spec's
+  // topology: they talk over node ids.
   const bool ring_over_ids =
-    kind == proto::AlgorithmSpec::kAllreduce || kind == proto::AlgorithmSpec::kLocalSgd;
-  if (ring_over_ids && spec.link().loss() > 0)
-    refuse(ls, "link.loss", algorithm_name_of(spec) +
-                              " needs reliable delivery; acknowledged links are not implemented yet");
+    kind == proto::AlgorithmSpec::kAllreduce || kind == proto::AlgorithmSpec::kLocalSgd ||
+    kind == proto::AlgorithmSpec::kLoscar || kind == proto::AlgorithmSpec::kSgp ||
+    kind == proto::AlgorithmSpec::kOsgp || kind == proto::AlgorithmSpec::kAsyncPs;
   const bool gossip = kind == proto::AlgorithmSpec::kDpsgd || kind == proto::AlgorithmSpec::kAdpsgd;
-  if (gossip && spec.link().loss() > 0)
-    refuse(ls, "link.loss", algorithm_name_of(spec) +
-                              " needs reliable delivery; acknowledged links are not implemented yet");
   if (!single && !ring_over_ids) {
     plan->topo = build_topology(ls, n);
     for (const auto& w : plan->topo->warnings)

@@ -215,6 +215,11 @@ void checker::algorithm() {
     positive("algorithm." + name + ".step_size", step_size);
     non_negative("algorithm." + name + ".decay", decay);
   };
+  auto node_exists = [&](const std::string& path, std::uint32_t node) {
+    if (s_.spec.nodes() > 0 && node >= s_.spec.nodes())
+      bad(path, "node " + std::to_string(node) + " does not exist (nodes = " +
+                  std::to_string(s_.spec.nodes()) + ")");
+  };
   switch (a.kind_case()) {
     case proto::AlgorithmSpec::kRfast: {
       const auto& r = a.rfast();
@@ -246,9 +251,41 @@ void checker::algorithm() {
     case proto::AlgorithmSpec::kAdpsgd:
       schedule("adpsgd", a.adpsgd().step_size(), a.adpsgd().decay());
       break;
+    case proto::AlgorithmSpec::kDasgd:
+      schedule("dasgd", a.dasgd().step_size(), a.dasgd().decay());
+      break;
+    case proto::AlgorithmSpec::kLoscar: {
+      const auto& l = a.loscar();
+      schedule("loscar", l.step_size(), l.decay());
+      if (!(l.sparsity() > 0 && l.sparsity() <= 1))
+        bad("algorithm.loscar.sparsity",
+            "must be in (0, 1]: the fraction of coordinates averaged per round (got " +
+              num(l.sparsity()) + ")");
+      if (!l.has_local_steps())
+        positive("algorithm.loscar.round_seconds", l.round_seconds());
+      else if (l.local_steps() < 1)
+        bad("algorithm.loscar.local_steps", "must be >= 1 (got 0)");
+      if (!proto::Loscar::Merge_IsValid(l.merge()))
+        bad("algorithm.loscar.merge", "unknown merge " + std::to_string(l.merge()));
+      if (l.blocking() && l.has_overlap_steps() && l.overlap_steps() > 0)
+        bad("algorithm.loscar.overlap_steps", "must be 0 (or unset) when blocking is set");
+      node_exists("algorithm.loscar.aggregator", l.aggregator());
+      break;
+    }
+    case proto::AlgorithmSpec::kSgp:
+      schedule("sgp", a.sgp().step_size(), a.sgp().decay());
+      break;
+    case proto::AlgorithmSpec::kOsgp:
+      schedule("osgp", a.osgp().step_size(), a.osgp().decay());
+      break;
+    case proto::AlgorithmSpec::kAsyncPs:
+      schedule("async_ps", a.async_ps().step_size(), a.async_ps().decay());
+      node_exists("algorithm.async_ps.server", a.async_ps().server());
+      break;
     case proto::AlgorithmSpec::KIND_NOT_SET:
       bad("algorithm",
-          "choose an algorithm: rfast, centralized, allreduce, local_sgd, dpsgd or adpsgd");
+          "choose an algorithm: rfast, centralized, allreduce, local_sgd, dpsgd, adpsgd, "
+          "dasgd, loscar, sgp, osgp or async_ps");
       break;
   }
 }
@@ -346,6 +383,13 @@ void checker::link() {
   unit_closed("link.duplicate", l.duplicate());
   unit_closed("link.reorder", l.reorder());
   non_negative("link.reorder_delay_seconds", l.reorder_delay_seconds());
+  if (l.has_retransmit_seconds())
+    positive("link.retransmit_seconds", l.retransmit_seconds());
+  // Every algorithm but R-FAST runs on acknowledged links, which retransmit
+  // until a copy gets through: a link that loses everything never delivers.
+  if (!s_.spec.algorithm().has_rfast() && l.loss() == 1)
+    bad("link.loss", "must be < 1 for acknowledged links (every algorithm but rfast): "
+                     "a link that drops every packet never delivers");
 }
 
 void checker::stop_and_eval() {

@@ -30,8 +30,8 @@ BOOST_AUTO_TEST_CASE(a_graph_that_is_not_bipartite_is_refused_naming_topology) {
   g::expect_refused(spec({"topology.builder=DIRECTED_RING"}), {"topology", "symmetric"});
 }
 
-BOOST_AUTO_TEST_CASE(lossy_links_are_refused_naming_link_loss) {
-  g::expect_refused(spec({"link.loss=0.05"}), {"link.loss", "reliable delivery"});
+BOOST_AUTO_TEST_CASE(reaches_the_target_over_lossy_acknowledged_links) {
+  t::expect_target_over_lossy_links("adpsgd.textproto");
 }
 
 BOOST_AUTO_TEST_CASE(ten_thousand_exchanges_on_16_nodes_without_deadlock_each_preserving_the_sum) {

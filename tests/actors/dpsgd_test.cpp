@@ -43,8 +43,8 @@ BOOST_AUTO_TEST_CASE(a_directed_graph_is_refused_naming_topology) {
   g::expect_refused(spec({"topology.builder=DIRECTED_RING"}), {"topology", "symmetric"});
 }
 
-BOOST_AUTO_TEST_CASE(lossy_links_are_refused_naming_link_loss) {
-  g::expect_refused(spec({"link.loss=0.1"}), {"link.loss", "reliable delivery"});
+BOOST_AUTO_TEST_CASE(reaches_the_target_over_lossy_acknowledged_links) {
+  t::expect_target_over_lossy_links("dpsgd.textproto");
 }
 
 BOOST_AUTO_TEST_CASE(rounds_stay_in_lockstep_under_duplication_reordering_and_stragglers) {

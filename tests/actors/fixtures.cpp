@@ -78,4 +78,19 @@ void expect_replay(const std::function<std::shared_ptr<const run_plan>(std::uint
   BOOST_TEST(a.final().train_loss() != c.final().train_loss());
 }
 
+void expect_target_over_lossy_links(const std::string& file, double loss) {
+  auto report = run_experiment(config("algorithms/" + file,
+                                      {"link.loss=" + std::to_string(loss),
+                                       "link.latency_seconds=0.001", "progress=false"}));
+  BOOST_REQUIRE(report);
+  BOOST_TEST(report->error().empty(), report->error());
+  BOOST_TEST(report->stop_reason() == "target accuracy reached");
+  BOOST_TEST(report->has_time_to_target());
+  BOOST_TEST(report->packets_dropped() > 0u);
+  BOOST_TEST(report->packets_retransmitted() > 0u);
+  BOOST_TEST_MESSAGE(file << " with " << loss << " loss: target at " << report->time_to_target()
+                          << " s virtual, " << report->packets_dropped() << " dropped, "
+                          << report->packets_retransmitted() << " retransmitted");
+}
+
 } // namespace atrain::test

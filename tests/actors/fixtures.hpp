@@ -26,4 +26,9 @@ namespace atrain::test {
 /// trace and another final loss.
 void expect_replay(const std::function<std::shared_ptr<const run_plan>(std::uint64_t seed)>& make);
 
+/// config/algorithms/FILE over links losing `loss` of the packets (and of
+/// the acks) with 1 ms latency: the run must reach the config's target, with
+/// packets dropped and retransmitted (acknowledged links), and no error.
+void expect_target_over_lossy_links(const std::string& file, double loss = 0.3);
+
 } // namespace atrain::test

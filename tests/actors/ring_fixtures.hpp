@@ -69,16 +69,4 @@ inline void expect_replay(const std::string& file) {
   });
 }
 
-/// A ring over lossy links would deadlock: the spec is refused, naming link.loss.
-inline void expect_lossy_links_refused(const std::string& file) {
-  try {
-    (void)config("algorithms/" + file, {"link.loss=0.1", "progress=false"});
-    BOOST_ERROR(file << " over lossy links was accepted");
-  } catch (const spec_error& e) {
-    const std::string what = e.what();
-    BOOST_TEST_MESSAGE(what);
-    BOOST_TEST(what.find("link.loss") != std::string::npos);
-  }
-}
-
 } // namespace atrain::test

@@ -5,6 +5,7 @@
 /// reordering) from its own seeded generator.
 #include <cstdint>
 #include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,28 @@ namespace atrain {
 
 /// True when the link model does anything (otherwise links are bypassed).
 [[nodiscard]] bool link_is_active(const proto::LinkModel& m);
+
+/// Whether the run's links acknowledge and retransmit (a reliable transport
+/// over the lossy wire): every algorithm but R-FAST, which is built for
+/// loss. Receivers still see duplicates (an ack lost, a link duplicating)
+/// and must drop them: see exactly_once.
+[[nodiscard]] bool links_are_acknowledged(const proto::ExperimentSpec& spec);
+
+/// Receiver-side de-duplication by (sender, stream, seq): first_time() is
+/// true once per key. Memory stays small when each sender numbers a
+/// stream to one receiver 1, 2, 3, ... (gaps are remembered individually).
+class exactly_once {
+public:
+  [[nodiscard]] bool first_time(std::uint32_t from, std::uint32_t kind, std::uint64_t seq);
+
+private:
+  struct stream {
+    bool zero_seen = false;
+    std::uint64_t below = 1;       // every seq in [1, below) has been seen
+    std::set<std::uint64_t> above;  // seen seqs >= below
+  };
+  std::map<std::pair<std::uint32_t, std::uint32_t>, stream> seen_;
+};
 
 /// Spawns one link actor per directed edge (from -> to) in `edges`, each
 /// delivering to receivers[to]. Returns the route table from -> to -> handle.

@@ -33,6 +33,8 @@ using metric_atom = caf::atom_constant<caf::atom("metric")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using final_atom = caf::atom_constant<caf::atom("final")>;
+using ack_atom = caf::atom_constant<caf::atom("ack")>;
+using resend_atom = caf::atom_constant<caf::atom("resend")>;
 
 /// Immutable shared vector that serializes as one raw block.
 template <class T>
@@ -160,12 +162,14 @@ struct link_stats {
   std::uint64_t dropped = 0;
   std::uint64_t duplicated = 0;
   std::uint64_t replaced = 0;  // overwritten while waiting (newest wins)
+  std::uint64_t retransmitted = 0;  // acknowledged links: sent again after a timeout
+  std::uint64_t coalesced = 0;      // merged into a packet waiting for the wire
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, link_stats& x) {
   return f(caf::meta::type_name("atrain_link_stats"), x.from, x.to, x.forwarded, x.dropped,
-           x.duplicated, x.replaced);
+           x.duplicated, x.replaced, x.retransmitted, x.coalesced);
 }
 
 /// One evaluation, as sent to observers of a run (embedding API).
