@@ -173,12 +173,13 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
     plan->shard = shard_iid(plan->train->size(), n, shard_seed);
 
   const auto kind = spec.algorithm().kind_case();
-  // The ring algorithms and the root-aggregator ones do not use the spec's
-  // topology: they talk over node ids.
+  // The ring, push-sum, broadcast (DASGD) and root-aggregator algorithms do
+  // not use the spec's topology: they talk over node ids.
   const bool ring_over_ids =
     kind == proto::AlgorithmSpec::kAllreduce || kind == proto::AlgorithmSpec::kLocalSgd ||
     kind == proto::AlgorithmSpec::kLoscar || kind == proto::AlgorithmSpec::kSgp ||
-    kind == proto::AlgorithmSpec::kOsgp || kind == proto::AlgorithmSpec::kAsyncPs;
+    kind == proto::AlgorithmSpec::kOsgp || kind == proto::AlgorithmSpec::kAsyncPs ||
+    kind == proto::AlgorithmSpec::kDasgd;
   const bool gossip = kind == proto::AlgorithmSpec::kDpsgd || kind == proto::AlgorithmSpec::kAdpsgd;
   if (!single && !ring_over_ids) {
     plan->topo = build_topology(ls, n);
