@@ -4,6 +4,7 @@
 #   apps/setup.sh run  [SPEC] [atrain run flags...]   default experiment (config/quickstart.textproto)
 #   apps/setup.sh test [ctest flags...]               the whole test suite through CTest
 #   apps/setup.sh build                               install + build only
+#   apps/setup.sh bench                               + the benchmarks' peers (gloo), run bench/
 #
 # Idempotent: packages already installed are not reinstalled, an existing
 # build directory is reused (incremental build). BUILD_DIR overrides ./build.
@@ -14,6 +15,9 @@ build="${BUILD_DIR:-$here/build}"
 jobs="$(nproc 2>/dev/null || echo 2)"
 packages=(libcaf-dev libdnnl-dev libeigen3-dev libprotobuf-dev protobuf-compiler
           libboost-test-dev zlib1g-dev cmake g++ make)
+
+# Peers of the benchmarks only (bench/): not needed to build, run or test.
+bench_packages=(libgloo-dev)
 
 install_missing() {
   local missing=()
@@ -47,6 +51,7 @@ verify_data() {
 
 cmd="${1:-run}"
 [ $# -gt 0 ] && shift
+[ "$cmd" = bench ] && packages+=("${bench_packages[@]}")
 install_missing
 verify_data
 case "$cmd" in
@@ -60,13 +65,18 @@ case "$cmd" in
     cd "$here"
     exec "$build/atrain" run "$spec" --out "$build/runs/$(basename "$spec" .textproto)" "$@"
     ;;
+  bench)
+    # Reconfigure so a peer installed just now is found.
+    [ -f "$build/CMakeCache.txt" ] && cmake "$build" >/dev/null
+    build_all --target bench
+    ;;
   test)
     build_all
     cd "$build"
     exec ctest --output-on-failure -j"$jobs" "$@"
     ;;
   *)
-    echo "usage: apps/setup.sh {run [SPEC] [flags]|test [ctest flags]|build}" >&2
+    echo "usage: apps/setup.sh {run [SPEC] [flags]|test [ctest flags]|build|bench}" >&2
     exit 2
     ;;
 esac

@@ -12,8 +12,9 @@
 /// Links may duplicate and reorder: models are keyed by (round, sender) and a
 /// second copy is ignored. A neighbour is at most one round ahead (it needs
 /// our round-k model to leave round k), so only rounds k and k+1 are kept;
-/// anything further ahead breaks the protocol and is rejected. Lossy links
-/// would deadlock a round: prepare_run refuses link.loss > 0.
+/// anything further ahead breaks the protocol and is rejected. Lost packets
+/// are sent again by the acknowledged links (network.hpp), so a round
+/// completes over lossy links too.
 ///
 /// Staleness: 0 for every neighbour model used, by construction (round k
 /// mixes only round-k models); recorded so the report states it.
