@@ -148,7 +148,7 @@ caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, cont
   const auto& plan = *ctx->plan;
   const auto& algo = plan.spec.algorithm().adpsgd();
   auto& st = self->state;
-  gossip::init(st, plan, id);
+  gossip::init(st, *ctx, id);
   st.active = active;
   st.gen.reseed(derive_seed(plan.spec.seed(), 0x41445053ULL + id));
   st.gamma = algo.step_size();

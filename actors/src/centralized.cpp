@@ -25,7 +25,7 @@ void compute_next(caf::stateful_actor<sgd_state>* self) {
 caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx) {
   const auto& plan = *ctx->plan;
   const auto& algo = plan.spec.algorithm().centralized();
-  self->state.cu.emplace(plan, 0);
+  self->state.cu.emplace(*ctx, 0);
   self->state.x = plan.x0;
   const double gamma0 = algo.step_size();
   const double decay = algo.decay();
@@ -44,6 +44,7 @@ caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx) 
       s.node = 0;
       s.gradients = st.cu->gradients();
       s.params = float_blob{st.x};
+      s.fault_hits = st.cu->fault_hits();
       return s;
     },
   };

@@ -4,8 +4,14 @@
 
 namespace atrain {
 
-compute_unit::compute_unit(const run_plan& plan, std::uint32_t node)
-  : model_(plan.prototype->clone()),
+compute_unit::compute_unit(const run_context& ctx, std::uint32_t node)
+  : compute_unit(ctx, *ctx.plan, node) {
+}
+
+compute_unit::compute_unit(const run_context& ctx, const run_plan& plan, std::uint32_t node)
+  : ctx_(&ctx),
+    node_(node),
+    model_(plan.prototype->clone()),
     sampler_(*plan.train, plan.shard.at(node), plan.spec.model().batch_size(),
              derive_seed(plan.spec.seed(), 0x53414d50ULL + node)),
     gen_(derive_seed(plan.spec.seed(), 0x4a495454ULL + node)),
@@ -29,15 +35,19 @@ double compute_unit::gradient(caf::local_actor* self, const float* x, std::vecto
   single_threaded_kernels();
   g.resize(dim_);
   const auto before = self->clock().now();
+  const double t = ctx_->seconds(self);
+  const auto& faults = ctx_->plan->faults;
   last_loss_ = model_->loss_and_gradient(sampler_.next(), x, g.data());
   ++gradients_;
+  faults.corrupt(node_, t, g.data(), dim_, &fault_hits_);
+  const double slow = slowdown_ * faults.compute_factor(node_, t, &fault_hits_);
   // Draw the jitter on both clocks so the generator stream is the same.
   const double factor = jitter_ > 0 ? gen_.uniform(1.0 - jitter_, 1.0 + jitter_) : 1.0;
   if (virtual_clock_)
-    return tau_ * slowdown_ * factor;
+    return tau_ * slow * factor;
   const double took =
     std::chrono::duration<double>(self->clock().now() - before).count();
-  return (slowdown_ - 1.0) * took;
+  return (slow - 1.0) * took;
 }
 
 } // namespace atrain

@@ -90,7 +90,7 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
   const auto& plan = *ctx->plan;
   const auto& algo = plan.spec.algorithm().dpsgd();
   auto& st = self->state;
-  gossip::init(st, plan, id);
+  gossip::init(st, *ctx, id);
   const auto& w = *mixing;
   st.w_self = w(id, id);
   for (auto j : st.neighbours)

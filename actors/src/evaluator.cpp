@@ -185,6 +185,41 @@ void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row,
   }
 }
 
+/// The report's faults section: each injected fault with how often it
+/// acted, summed over the compute units and links that counted it.
+void fill_faults(proto::RunReport& r, const fault_schedule& faults, const gathering& g) {
+  std::vector<std::uint64_t> hits(faults.size(), 0);
+  auto add = [&](const std::vector<std::uint64_t>& h) {
+    for (std::size_t i = 0; i < h.size() && i < hits.size(); ++i)
+      hits[i] += h[i];
+  };
+  for (const auto& s : g.models)
+    add(s.fault_hits);
+  for (const auto& l : g.links)
+    add(l.fault_hits);
+  const auto described = faults.describe();
+  for (std::size_t i = 0; i < described.size(); ++i) {
+    const auto& d = described[i];
+    auto* f = r.add_faults();
+    f->set_kind(d.kind);
+    f->set_what(d.what);
+    f->set_from_seconds(d.from);
+    if (d.to > 0)
+      f->set_to_seconds(d.to);
+    const std::string n = std::to_string(hits[i]);
+    if (d.kind == "straggle")
+      f->set_effect(n + " gradients computed slowed down");
+    else if (d.kind == "partition")
+      f->set_effect(n + " packet transmissions cut");
+    else if (d.kind == "loss_burst")
+      f->set_effect(n + " packet transmissions exposed to the burst");
+    else if (d.kind == "delay_spike")
+      f->set_effect(n + " packet transmissions delayed");
+    else
+      f->set_effect(n + " gradients corrupted");
+  }
+}
+
 void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
                  const metric_sample& row) {
   auto& st = self->state;
@@ -233,6 +268,7 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
     r.set_evaluated_model(g.models.size() > 1 ? "node average" : "single node");
   for (const auto& e : g.errors)
     r.add_warnings("evaluation: " + e);
+  fill_faults(r, plan.faults, g);
   r.set_trace_hash(st.ctx->events.hex());
   r.set_trace_events(st.ctx->events.events());
 }

@@ -67,10 +67,10 @@ inline void send_to(caf::event_based_actor* self, run_context& ctx, node_base& s
 
 /// Loads the plan's start: compute unit, x^0, neighbours (init), and the
 /// routes handed over with init_atom (take_routes).
-inline void init(node_base& st, const run_plan& plan, std::uint32_t id) {
-  st.cu.emplace(plan, id);
-  st.x = plan.x0;
-  st.neighbours = plan.topo->g_r.out(id);
+inline void init(node_base& st, const run_context& ctx, std::uint32_t id) {
+  st.cu.emplace(ctx, id);
+  st.x = ctx.plan->x0;
+  st.neighbours = ctx.plan->topo->g_r.out(id);
 }
 
 inline void take_routes(node_base& st, const std::vector<caf::actor>& routes) {

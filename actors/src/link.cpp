@@ -63,6 +63,11 @@ struct link_state {
 
 using link_actor_ptr = caf::stateful_actor<link_state>*;
 
+/// A packet survives the link's own loss and the active bursts independently.
+[[nodiscard]] double combined_loss(double base, double burst) {
+  return 1 - (1 - base) * (1 - burst);
+}
+
 [[nodiscard]] double transmission_seconds(const link_state& st, const packet& p) {
   return st.model.bandwidth_bytes_per_second() > 0
            ? static_cast<double>(p.bytes()) / st.model.bandwidth_bytes_per_second()
@@ -70,8 +75,9 @@ using link_actor_ptr = caf::stateful_actor<link_state>*;
 }
 
 /// Puts `p` on the wire: it arrives after transmission + latency (+ a
-/// reordering delay), perhaps twice. Returns the arrival delay.
-double transmit(link_actor_ptr self, run_context& ctx, const packet& p) {
+/// reordering delay, + a delay spike), perhaps twice. Returns the arrival
+/// delay.
+double transmit(link_actor_ptr self, run_context& ctx, const packet& p, double extra_latency) {
   auto& st = self->state;
   const double tx = transmission_seconds(st, p);
   st.busy_until = ctx.seconds(self) + tx;
@@ -81,12 +87,13 @@ double transmit(link_actor_ptr self, run_context& ctx, const packet& p) {
                          : 0.0;
   const bool twice = st.gen.chance(st.model.duplicate());
   const double extra2 = st.gen.uniform() * st.model.reorder_delay_seconds();
-  const double delay = tx + st.model.latency_seconds() + extra;
+  const double latency = st.model.latency_seconds() + extra_latency;
+  const double delay = tx + latency + extra;
   ++st.stats.forwarded;
   if (twice) {
     ++st.stats.duplicated;
     ctx.events.record(ctx.ns(self), p.from, event_kind::duplicate, p.to, p.seq);
-    send_after(self, st.dest, tx + st.model.latency_seconds() + extra2, deliver_atom::value, p);
+    send_after(self, st.dest, tx + latency + extra2, deliver_atom::value, p);
   }
   send_after(self, st.dest, delay, deliver_atom::value, p);
   return delay;
@@ -103,11 +110,12 @@ void arm_release(link_actor_ptr self, run_context& ctx) {
 
 // ---- acknowledged links: a reliable transport over the lossy wire
 
-[[nodiscard]] double retransmit_timeout(const link_state& st, const packet& p) {
+[[nodiscard]] double retransmit_timeout(const link_state& st, const packet& p,
+                                        double extra_latency) {
   if (st.model.has_retransmit_seconds())
     return st.model.retransmit_seconds();
-  const double rto = 2 * st.model.latency_seconds() + st.model.reorder_delay_seconds() +
-                     2 * transmission_seconds(st, p);
+  const double rto = 2 * (st.model.latency_seconds() + extra_latency) +
+                     st.model.reorder_delay_seconds() + 2 * transmission_seconds(st, p);
   return std::max(rto, 1e-3);
 }
 
@@ -118,8 +126,12 @@ void attempt(link_actor_ptr self, run_context& ctx, std::uint64_t id) {
   auto& st = self->state;
   auto& u = st.outstanding.at(id);
   ++u.attempt;
-  const bool lost = st.gen.chance(st.model.loss());
-  const bool ack_lost = st.gen.chance(st.model.loss());
+  const double now = ctx.seconds(self);
+  const auto& faults = ctx.plan->faults;
+  const auto there = faults.link(st.stats.from, st.stats.to, now, &st.stats.fault_hits);
+  const auto back = faults.link(st.stats.to, st.stats.from, now);
+  const bool lost = st.gen.chance(combined_loss(st.model.loss(), there.loss)) || there.cut;
+  const bool ack_lost = st.gen.chance(combined_loss(st.model.loss(), back.loss)) || back.cut;
   auto me = caf::actor_cast<caf::actor>(self);
   if (lost) {
     st.busy_until = ctx.seconds(self) + transmission_seconds(st, u.p);
@@ -127,11 +139,13 @@ void attempt(link_actor_ptr self, run_context& ctx, std::uint64_t id) {
     ++st.stats.dropped;
     ctx.events.record(ctx.ns(self), u.p.from, event_kind::drop, u.p.to, u.p.seq);
   } else {
-    const double arrival = transmit(self, ctx, u.p);
+    const double arrival = transmit(self, ctx, u.p, there.extra_latency);
     if (!ack_lost)
-      send_after(self, me, arrival + st.model.latency_seconds(), ack_atom::value, id);
+      send_after(self, me, arrival + st.model.latency_seconds() + back.extra_latency,
+                 ack_atom::value, id);
   }
-  send_after(self, me, retransmit_timeout(st, u.p), resend_atom::value, id, u.attempt);
+  send_after(self, me, retransmit_timeout(st, u.p, there.extra_latency), resend_atom::value, id,
+             u.attempt);
 }
 
 /// Queues packet `id` for the wire, or sends it now when the wire is free.
@@ -187,7 +201,10 @@ void accept_acknowledged(link_actor_ptr self, run_context& ctx, packet& p) {
 
 void accept_unacknowledged(link_actor_ptr self, run_context& ctx, packet& p) {
   auto& st = self->state;
-  if (st.gen.chance(st.model.loss())) {
+  const auto fx =
+    ctx.plan->faults.link(st.stats.from, st.stats.to, ctx.seconds(self), &st.stats.fault_hits);
+  // One draw per packet whatever the faults, so the stream stays aligned.
+  if (st.gen.chance(combined_loss(st.model.loss(), fx.loss)) || fx.cut) {
     ++st.stats.dropped;
     ctx.events.record(ctx.ns(self), p.from, event_kind::drop, p.to, p.seq);
     return;
@@ -202,7 +219,7 @@ void accept_unacknowledged(link_actor_ptr self, run_context& ctx, packet& p) {
     arm_release(self, ctx);
     return;
   }
-  transmit(self, ctx, p);
+  transmit(self, ctx, p, fx.extra_latency);
 }
 
 caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t to,
@@ -234,7 +251,8 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
         auto first = st.waiting.begin();
         auto p = std::move(first->second);
         st.waiting.erase(first);
-        transmit(self, *ctx, p);
+        const auto fx = ctx->plan->faults.link(st.stats.from, st.stats.to, ctx->seconds(self));
+        transmit(self, *ctx, p, fx.extra_latency);
       }
       arm_release(self, *ctx);
     },
@@ -266,7 +284,8 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
 network::network(caf::event_based_actor* sup, const context_ptr& ctx,
                  const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges,
                  const std::vector<caf::actor>& receivers, std::vector<caf::actor>& links_out) {
-  const bool active = link_is_active(ctx->plan->spec.link());
+  const bool active =
+    link_is_active(ctx->plan->spec.link()) || ctx->plan->faults.touches_links();
   for (const auto& [from, to] : edges) {
     if (routes_.count({from, to}) > 0)
       continue;
@@ -305,6 +324,7 @@ model_snapshot make_snapshot(std::uint32_t node, const compute_unit& cu, const o
   s.staleness_max = staleness.max;
   s.staleness_count = staleness.count;
   s.params = float_blob{x};
+  s.fault_hits = cu.fault_hits();
   return s;
 }
 

@@ -299,7 +299,7 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
   const auto& topo = *plan.topo;
   const auto& algo = plan.spec.algorithm().rfast();
   auto& st = self->state;
-  st.cu.emplace(plan, id);
+  st.cu.emplace(*ctx, id);
   st.x = plan.x0;
   if (ctx->probe) {
     ctx->probe->models.at(id) = &st.x;

@@ -173,13 +173,7 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
     plan->shard = shard_iid(plan->train->size(), n, shard_seed);
 
   const auto kind = spec.algorithm().kind_case();
-  // The ring, push-sum, broadcast (DASGD) and root-aggregator algorithms do
-  // not use the spec's topology: they talk over node ids.
-  const bool ring_over_ids =
-    kind == proto::AlgorithmSpec::kAllreduce || kind == proto::AlgorithmSpec::kLocalSgd ||
-    kind == proto::AlgorithmSpec::kLoscar || kind == proto::AlgorithmSpec::kSgp ||
-    kind == proto::AlgorithmSpec::kOsgp || kind == proto::AlgorithmSpec::kAsyncPs ||
-    kind == proto::AlgorithmSpec::kDasgd;
+  const bool ring_over_ids = !uses_topology(kind);
   const bool gossip = kind == proto::AlgorithmSpec::kDpsgd || kind == proto::AlgorithmSpec::kAdpsgd;
   if (!single && !ring_over_ids) {
     plan->topo = build_topology(ls, n);
@@ -193,6 +187,7 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   plan->tau.assign(n, cost.tau_seconds());
   for (std::size_t i = 0; i < n && i < static_cast<std::size_t>(cost.tau_per_node_size()); ++i)
     plan->tau[i] = cost.tau_per_node(static_cast<int>(i));
+  plan->faults = fault_schedule{spec.faults()};
   plan->slowdown.assign(n, 1.0);
   for (const auto& s : cost.slowdown())
     if (s.node() < n)

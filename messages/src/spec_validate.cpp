@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -131,6 +132,9 @@ class checker {
   void topology(bool nodes_ok);
   void cost(bool nodes_ok);
   void link();
+  void faults(bool nodes_ok);
+  void window(const std::string& path, double from, double to);
+  void node_in_range(const std::string& path, std::uint32_t node, bool nodes_ok);
   void stop_and_eval();
 
   const loaded_spec& s_;
@@ -149,13 +153,11 @@ void checker::run() {
   dataset();
   model();
   algorithm();
-  // centralized has one node and no graph; the all-reduce algorithms ring over node ids.
-  const auto kind = sp.algorithm().kind_case();
-  if (kind != proto::AlgorithmSpec::kCentralized && kind != proto::AlgorithmSpec::kAllreduce &&
-      kind != proto::AlgorithmSpec::kLocalSgd)
+  if (uses_topology(sp.algorithm().kind_case()))
     topology(nodes_ok);
   cost(nodes_ok);
   link();
+  faults(nodes_ok);
   stop_and_eval();
 }
 
@@ -392,6 +394,81 @@ void checker::link() {
                      "a link that drops every packet never delivers");
 }
 
+void checker::node_in_range(const std::string& path, std::uint32_t node, bool nodes_ok) {
+  if (nodes_ok && node >= s_.spec.nodes())
+    bad(path, "node " + std::to_string(node) + " out of range (nodes = " +
+                std::to_string(s_.spec.nodes()) + ")");
+}
+
+void checker::window(const std::string& path, double from, double to) {
+  non_negative(path + ".from_seconds", from);
+  if (std::isfinite(to) && std::isfinite(from) && to != 0 && !(to > from))
+    bad(path + ".to_seconds", "must be after from_seconds (" + num(from) + "), or 0 for "
+                              "the rest of the run (got " + num(to) + ")");
+}
+
+void checker::faults(bool nodes_ok) {
+  const auto& f = s_.spec.faults();
+  const std::string base = "faults";
+  for (int i = 0; i < f.straggle_size(); ++i) {
+    const auto& x = f.straggle(i);
+    const std::string p = idx(base + ".straggle", i);
+    node_in_range(p + ".node", x.node(), nodes_ok);
+    if (std::isfinite(x.factor()) && !(x.factor() >= 1))
+      bad(p + ".factor", "must be >= 1 (got " + num(x.factor()) + ")");
+    window(p, x.from_seconds(), x.to_seconds());
+  }
+  for (int i = 0; i < f.partition_size(); ++i) {
+    const auto& x = f.partition(i);
+    const std::string p = idx(base + ".partition", i);
+    if (x.side_a().empty()) bad(p + ".side_a", "must list at least one node");
+    std::set<std::uint32_t> a;
+    for (int k = 0; k < x.side_a_size(); ++k) {
+      node_in_range(idx(p + ".side_a", k), x.side_a(k), nodes_ok);
+      a.insert(x.side_a(k));
+    }
+    for (int k = 0; k < x.side_b_size(); ++k) {
+      node_in_range(idx(p + ".side_b", k), x.side_b(k), nodes_ok);
+      if (a.count(x.side_b(k)) > 0)
+        bad(idx(p + ".side_b", k), "node " + std::to_string(x.side_b(k)) + " is on both sides");
+    }
+    if (nodes_ok && x.side_b().empty() && a.size() >= s_.spec.nodes())
+      bad(p + ".side_a", "holds every node: nothing left on the other side");
+    window(p, x.from_seconds(), x.to_seconds());
+  }
+  auto links = [&](const std::string& p, const google::protobuf::RepeatedPtrField<proto::Edge>& es) {
+    for (int k = 0; k < es.size(); ++k) {
+      node_in_range(idx(p + ".links", k) + ".from", es[k].from(), nodes_ok);
+      node_in_range(idx(p + ".links", k) + ".to", es[k].to(), nodes_ok);
+    }
+  };
+  for (int i = 0; i < f.loss_burst_size(); ++i) {
+    const auto& x = f.loss_burst(i);
+    const std::string p = idx(base + ".loss_burst", i);
+    links(p, x.links());
+    unit_closed(p + ".loss", x.loss());
+    window(p, x.from_seconds(), x.to_seconds());
+  }
+  for (int i = 0; i < f.delay_spike_size(); ++i) {
+    const auto& x = f.delay_spike(i);
+    const std::string p = idx(base + ".delay_spike", i);
+    links(p, x.links());
+    positive(p + ".extra_latency_seconds", x.extra_latency_seconds());
+    window(p, x.from_seconds(), x.to_seconds());
+  }
+  for (int i = 0; i < f.bad_gradients_size(); ++i) {
+    const auto& x = f.bad_gradients(i);
+    const std::string p = idx(base + ".bad_gradients", i);
+    node_in_range(p + ".node", x.node(), nodes_ok);
+    using B = proto::BadGradients;
+    if (x.kind() != B::NOT_FINITE && x.kind() != B::SCALED)
+      bad(p + ".kind", "must be NOT_FINITE or SCALED");
+    if (x.kind() == B::SCALED && x.factor() == 0)
+      bad(p + ".factor", "must be non-zero for SCALED");
+    window(p, x.from_seconds(), x.to_seconds());
+  }
+}
+
 void checker::stop_and_eval() {
   const auto& st = s_.spec.stop();
   non_negative("stop.time_seconds", st.time_seconds());
@@ -405,6 +482,17 @@ void checker::stop_and_eval() {
 }
 
 }  // namespace
+
+bool uses_topology(proto::AlgorithmSpec::KindCase kind) {
+  switch (kind) {
+    case proto::AlgorithmSpec::kRfast:
+    case proto::AlgorithmSpec::kDpsgd:
+    case proto::AlgorithmSpec::kAdpsgd:
+      return true;
+    default:
+      return false;
+  }
+}
 
 void validate(const loaded_spec& s) {
   checker c(s);

@@ -1,5 +1,7 @@
 #include "fixtures.hpp"
 
+#include "atrain/actors/rfast.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -76,6 +78,36 @@ void expect_replay(const std::function<std::shared_ptr<const run_plan>(std::uint
   BOOST_TEST(a.SerializeAsString() == b.SerializeAsString());
   BOOST_TEST(a.trace_hash() != c.trace_hash());
   BOOST_TEST(a.final().train_loss() != c.final().train_loss());
+}
+
+/// Drives a virtual run one event at a time and checks the mass invariant
+/// after every event. Returns the report.
+proto::RunReport run_checking_mass(std::shared_ptr<const run_plan> plan, std::size_t& checks,
+                                   double& worst) {
+  auto probe = std::make_shared<run_probe>();
+  run_options opts;
+  opts.probe = probe;
+  virtual_run run{plan, opts};
+  const bool phi = plan->spec.algorithm().rfast().variant() == proto::RFast::PHI;
+  while (run.step()) {
+    bool all = true;
+    for (const auto* tr : probe->trackers)
+      all = all && tr != nullptr;
+    if (!all)
+      continue;  // before start or during shutdown
+    double phi_res = 0;
+    const double res = mass_residual(probe->trackers, &phi_res);
+    worst = std::max(worst, res);
+    ++checks;
+    if (res > 1e-10 || (phi && phi_res > 1e-10)) {
+      BOOST_ERROR("mass not conserved at t=" << run.now_seconds() << ": residual " << res
+                                             << ", phi residual " << phi_res);
+      break;
+    }
+  }
+  auto report = run.run();
+  BOOST_REQUIRE(report);
+  return *report;
 }
 
 void expect_target_over_lossy_links(const std::string& file, double loss) {

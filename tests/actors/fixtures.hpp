@@ -26,6 +26,12 @@ namespace atrain::test {
 /// trace and another final loss.
 void expect_replay(const std::function<std::shared_ptr<const run_plan>(std::uint64_t seed)>& make);
 
+/// R-FAST: drives a virtual run one event at a time and checks the tracker
+/// mass invariant after every event (an error past 1e-10). Returns the
+/// report; `checks` and `worst` say how many checks ran and the worst residual.
+[[nodiscard]] proto::RunReport run_checking_mass(std::shared_ptr<const run_plan> plan,
+                                                 std::size_t& checks, double& worst);
+
 /// config/algorithms/FILE over links losing `loss` of the packets (and of
 /// the acks) with 1 ms latency: the run must reach the config's target, with
 /// packets dropped and retransmitted (acknowledged links), and no error.

@@ -19,36 +19,6 @@ std::vector<std::string> small(std::vector<std::string> extra) {
   return o;
 }
 
-/// Drives a virtual run one event at a time and checks the mass invariant
-/// after every event. Returns the report.
-atrain::proto::RunReport run_checking_mass(std::shared_ptr<const atrain::run_plan> plan,
-                                           std::size_t& checks, double& worst) {
-  auto probe = std::make_shared<atrain::run_probe>();
-  atrain::run_options opts;
-  opts.probe = probe;
-  atrain::virtual_run run{plan, opts};
-  const bool phi = plan->spec.algorithm().rfast().variant() == atrain::proto::RFast::PHI;
-  while (run.step()) {
-    bool all = true;
-    for (const auto* tr : probe->trackers)
-      all = all && tr != nullptr;
-    if (!all)
-      continue;  // before start or during shutdown
-    double phi_res = 0;
-    const double res = atrain::mass_residual(probe->trackers, &phi_res);
-    worst = std::max(worst, res);
-    ++checks;
-    if (res > 1e-10 || (phi && phi_res > 1e-10)) {
-      BOOST_ERROR("mass not conserved at t=" << run.now_seconds() << ": residual " << res
-                                             << ", phi residual " << phi_res);
-      break;
-    }
-  }
-  auto report = run.run();
-  BOOST_REQUIRE(report);
-  return *report;
-}
-
 /// A virtual run whose trackers and workers the test can reach, advanced by
 /// `events` scheduler steps.
 struct probed_run {
@@ -82,7 +52,7 @@ BOOST_AUTO_TEST_CASE(mass_is_conserved_after_every_event_under_loss_duplication_
                                          (variant[1] == 'H' ? "1" : "4")}));
       std::size_t checks = 0;
       double worst = 0;
-      auto report = run_checking_mass(plan, checks, worst);
+      auto report = t::run_checking_mass(plan, checks, worst);
       BOOST_TEST_MESSAGE(variant << " loss " << loss << ": " << checks
                                  << " checks, worst residual " << worst << ", dropped "
                                  << report.packets_dropped());
@@ -105,7 +75,7 @@ BOOST_AUTO_TEST_CASE(bandwidth_bound_links_keep_the_newest_packet_and_conserve_m
                                    "link.latency_seconds=0.001", "link.loss=0.1"}));
   std::size_t checks = 0;
   double worst = 0;
-  auto report = run_checking_mass(plan, checks, worst);
+  auto report = t::run_checking_mass(plan, checks, worst);
   BOOST_TEST(report.packets_replaced() > 0u);
   BOOST_TEST(report.mass_residual() < 1e-10);
   BOOST_TEST(worst < 1e-10);

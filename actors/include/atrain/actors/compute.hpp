@@ -13,19 +13,29 @@ namespace atrain {
 
 class compute_unit {
 public:
-  compute_unit(const run_plan& plan, std::uint32_t node);
+  /// Node `node`'s unit; the run context gives the plan and the run clock
+  /// (fault windows are looked up at the run time of each gradient).
+  compute_unit(const run_context& ctx, std::uint32_t node);
 
   /// g = minibatch gradient at x. Returns how long to wait (run-clock
   /// seconds) before the gradient counts as done: virtual clock, tau_i x
-  /// slowdown x jitter; real clock, the compute already took real time, so
-  /// only the injected slowdown (factor - 1) x measured time remains.
+  /// slowdown x straggle x jitter; real clock, the compute already took real
+  /// time, so only the injected slowdown (factor - 1) x measured time
+  /// remains. A bad-gradients fault corrupts g here.
   double gradient(caf::local_actor* self, const float* x, std::vector<float>& g);
 
   [[nodiscard]] std::uint64_t gradients() const noexcept { return gradients_; }
   [[nodiscard]] double last_loss() const noexcept { return last_loss_; }
   [[nodiscard]] std::size_t dim() const noexcept { return dim_; }
+  /// How often each injected fault touched this unit (faults.hpp hits).
+  [[nodiscard]] const fault_schedule::hits& fault_hits() const noexcept { return fault_hits_; }
 
 private:
+  compute_unit(const run_context& ctx, const run_plan& plan, std::uint32_t node);
+
+  const run_context* ctx_;
+  std::uint32_t node_;
+  fault_schedule::hits fault_hits_;
   std::unique_ptr<model> model_;
   minibatch_sampler sampler_;
   rng gen_;

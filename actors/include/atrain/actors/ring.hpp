@@ -147,7 +147,7 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
   const auto& plan = *ctx->plan;
   const auto n = static_cast<std::uint32_t>(plan.nodes());
   auto& st = self->state;
-  st.cu.emplace(plan, id);
+  st.cu.emplace(*ctx, id);
   st.ring.emplace(id, n, plan.dim());
   st.x = plan.x0;
   return {
@@ -173,6 +173,7 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
       s.bytes_sent = st.ring->bytes();
       s.rejected = st.ring->rejected();
       s.params = float_blob{st.x};
+      s.fault_hits = st.cu->fault_hits();
       return s;
     },
   };

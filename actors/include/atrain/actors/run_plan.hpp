@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "atrain.pb.h"
+#include "atrain/actors/faults.hpp"
 #include "atrain/kernels.hpp"
 #include "atrain/messages/spec.hpp"
 #include "atrain/topology.hpp"
@@ -25,6 +26,7 @@ struct run_plan {
   std::optional<atrain::topology> topo;  // absent for single-node algorithms
   std::vector<double> tau;               // seconds per gradient, per node (virtual clock)
   std::vector<double> slowdown;          // >= 1 per node (both clocks)
+  fault_schedule faults;                 // injected faults (spec.faults)
   std::unique_ptr<model> prototype;      // cloned per actor
   std::vector<float> x0;                 // initial parameters (identical on every node)
   std::vector<std::uint32_t> train_eval_rows;  // rows of `train` used for train_loss

@@ -88,6 +88,10 @@ void apply_override(loaded_spec& s, const std::string& assignment);
 // all, one per line. Whether a topology has a common root is checked later by the engine.
 void validate(const loaded_spec& s);
 
+// Whether the algorithm uses the spec's topology (gossip and R-FAST do; the
+// ring, push-sum, broadcast and root-aggregator algorithms talk over node ids).
+[[nodiscard]] bool uses_topology(proto::AlgorithmSpec::KindCase kind);
+
 // `p` resolved against s.base_dir (absolute paths and "" are returned unchanged).
 [[nodiscard]] std::string resolve_path(const loaded_spec& s, const std::string& p);
 

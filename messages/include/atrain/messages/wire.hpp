@@ -124,13 +124,14 @@ struct model_snapshot {
   std::uint64_t staleness_count = 0;
   std::uint64_t rejected = 0;  // packets this node's worker refused (malformed, unknown sender)
   float_blob params;
+  std::vector<std::uint64_t> fault_hits;  // per injected fault: gradients slowed / corrupted
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, model_snapshot& x) {
   return f(caf::meta::type_name("atrain_model_snapshot"), x.node, x.gradients, x.messages_sent,
            x.bytes_sent, x.staleness_sum, x.staleness_max, x.staleness_count, x.rejected,
-           x.params);
+           x.params, x.fault_hits);
 }
 
 /// One tracker-mass account of an R-FAST gradient buffer (for the invariant):
@@ -164,12 +165,13 @@ struct link_stats {
   std::uint64_t replaced = 0;  // overwritten while waiting (newest wins)
   std::uint64_t retransmitted = 0;  // acknowledged links: sent again after a timeout
   std::uint64_t coalesced = 0;      // merged into a packet waiting for the wire
+  std::vector<std::uint64_t> fault_hits;  // per injected fault: packets cut / exposed / delayed
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, link_stats& x) {
   return f(caf::meta::type_name("atrain_link_stats"), x.from, x.to, x.forwarded, x.dropped,
-           x.duplicated, x.replaced, x.retransmitted, x.coalesced);
+           x.duplicated, x.replaced, x.retransmitted, x.coalesced, x.fault_hits);
 }
 
 /// One evaluation, as sent to observers of a run (embedding API).

@@ -1,0 +1,200 @@
+/// Fault injection (spec.faults, actors/faults.hpp): the schedule's lookups,
+/// and R-FAST plus synchronous baselines running through each injected fault
+/// on the virtual clock, with the invariants checked and the report's faults
+/// section filled in.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+
+#include "atrain/actors/faults.hpp"
+#include "fixtures.hpp"
+
+namespace t = atrain::test;
+
+namespace {
+
+using overrides = std::vector<std::string>;
+
+overrides with(overrides base, const overrides& extra) {
+  base.insert(base.end(), extra.begin(), extra.end());
+  return base;
+}
+
+atrain::proto::RunReport run(const std::string& config, const overrides& o) {
+  auto report = atrain::run_experiment(t::config(config, with({"progress=false"}, o)));
+  BOOST_REQUIRE(report);
+  BOOST_TEST(report->error().empty(), report->error());
+  return *report;
+}
+
+void expect_target(const atrain::proto::RunReport& r) {
+  BOOST_TEST(r.stop_reason() == "target accuracy reached");
+  BOOST_TEST(r.has_time_to_target());
+}
+
+std::uint64_t hits_of(const atrain::proto::FaultRecord& f) {
+  return std::stoull(f.effect().substr(0, f.effect().find(' ')));
+}
+
+const std::string half_partition =
+  "faults.partition=[{side_a: [0, 1, 2, 3] from_seconds: 0.2 to_seconds: 0.8}]";
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(faults)
+
+BOOST_AUTO_TEST_CASE(schedule_windows_sides_and_corruption) {
+  atrain::proto::FaultSchedule f;
+  auto* s = f.add_straggle();
+  s->set_node(2);
+  s->set_factor(4);
+  s->set_from_seconds(1);
+  s->set_to_seconds(2);
+  auto* p = f.add_partition();
+  p->add_side_a(0);
+  p->add_side_a(1);
+  p->set_from_seconds(0.5);  // to 0: the rest of the run
+  auto* b = f.add_loss_burst();
+  b->set_loss(0.5);
+  b->set_from_seconds(0);
+  b->set_to_seconds(1);
+  auto* e = b->add_links();
+  e->set_from(3);
+  e->set_to(4);
+  auto* g = f.add_bad_gradients();
+  g->set_node(1);
+  g->set_kind(atrain::proto::BadGradients::SCALED);
+  g->set_factor(-2);
+  g->set_from_seconds(3);
+  const atrain::fault_schedule fs{f};
+  atrain::fault_schedule::hits h;
+  BOOST_TEST(fs.compute_factor(2, 0.99, &h) == 1.0);
+  BOOST_TEST(fs.compute_factor(2, 1.0, &h) == 4.0);
+  BOOST_TEST(fs.compute_factor(2, 2.0, &h) == 1.0);  // the window is half open
+  BOOST_TEST(fs.compute_factor(3, 1.5, &h) == 1.0);
+  BOOST_TEST(fs.link(0, 5, 0.4).cut == false);
+  BOOST_TEST(fs.link(0, 5, 0.5, &h).cut == true);
+  BOOST_TEST(fs.link(5, 1, 100).cut == true);  // both directions, to the end
+  BOOST_TEST(fs.link(0, 1, 1).cut == false);   // same side
+  BOOST_TEST(fs.link(5, 6, 1).cut == false);   // same side (the complement)
+  BOOST_TEST(fs.link(3, 4, 0.5).loss == 0.5);
+  BOOST_TEST(fs.link(4, 3, 0.5).loss == 0.0);  // directed
+  float grad[3] = {1, -2, 3};
+  BOOST_TEST(!fs.corrupt(1, 2.9, grad, 3));
+  BOOST_TEST(fs.corrupt(1, 3.0, grad, 3, &h));
+  BOOST_TEST(grad[1] == 4.0f);
+  BOOST_REQUIRE(h.size() == fs.size());
+  BOOST_TEST(h[0] == 1u);  // straggle counted once (t = 1.0)
+  BOOST_TEST(h[1] == 1u);  // partition counted once (t = 0.5)
+  BOOST_TEST(h[2] == 0u);  // burst looked up without counters
+  BOOST_TEST(h[3] == 1u);  // bad gradients
+  const auto d = fs.describe();
+  BOOST_REQUIRE(d.size() == 4u);
+  BOOST_TEST(d[1].what == "{0,1} | every other node");
+  BOOST_TEST(d[2].what == "loss 0.5 on 3->4");
+}
+
+BOOST_AUTO_TEST_CASE(rfast_through_a_healing_partition_keeps_its_mass_and_reaches_the_target) {
+  auto plan = t::quickstart({half_partition, "progress=false"});
+  std::size_t checks = 0;
+  double worst = 0;
+  auto r = t::run_checking_mass(plan, checks, worst);
+  BOOST_TEST(r.error().empty(), r.error());
+  expect_target(r);
+  BOOST_TEST(checks > 1000u);
+  BOOST_TEST(r.mass_residual() < 1e-10);
+  BOOST_REQUIRE(r.faults_size() == 1);
+  BOOST_TEST(r.faults(0).kind() == "partition");
+  BOOST_TEST(r.faults(0).to_seconds() == 0.8);
+  BOOST_TEST(hits_of(r.faults(0)) > 100u);
+  BOOST_TEST(r.packets_dropped() == hits_of(r.faults(0)));  // the only losses
+  BOOST_TEST_MESSAGE("rfast, partition 0.2-0.8 s: target at " << r.time_to_target() << " s, "
+                                                              << r.faults(0).effect());
+}
+
+BOOST_AUTO_TEST_CASE(allreduce_waits_out_a_partition_then_reaches_the_target) {
+  const auto base = run("algorithms/allreduce.textproto", {"eval.period_seconds=0.05"});
+  const auto cut =
+    run("algorithms/allreduce.textproto", {half_partition, "eval.period_seconds=0.05"});
+  expect_target(base);
+  expect_target(cut);
+  BOOST_TEST(cut.packets_retransmitted() > 0u);
+  BOOST_REQUIRE(cut.faults_size() == 1);
+  BOOST_TEST(hits_of(cut.faults(0)) > 0u);
+  // A synchronous ring cannot step while it is cut: the same steps happen,
+  // 0.6 s later (virtual time, deterministic), give or take an evaluation
+  // period and a round.
+  BOOST_TEST(base.time_to_target() > 0.8);
+  BOOST_TEST(cut.time_to_target() >= base.time_to_target() + 0.5);
+  BOOST_TEST(cut.time_to_target() <= base.time_to_target() + 0.7);
+  BOOST_TEST_MESSAGE("allreduce: target at " << base.time_to_target() << " s, with the partition "
+                                             << cut.time_to_target() << " s");
+}
+
+BOOST_AUTO_TEST_CASE(a_straggler_window_slows_one_node_and_the_others_go_on) {
+  const overrides slow{"faults.straggle=[{node: 3 factor: 4 from_seconds: 0 to_seconds: 100}]",
+                       "stop.stop_at_target=false", "stop.time_seconds=1"};
+  const auto r = run("quickstart.textproto", slow);
+  BOOST_REQUIRE(r.per_node_size() == 8);
+  for (const auto& n : r.per_node())
+    if (n.node() != 3)
+      BOOST_TEST(r.per_node(3).gradients() * 3 < n.gradients());
+  BOOST_REQUIRE(r.faults_size() == 1);
+  BOOST_TEST(hits_of(r.faults(0)) == r.per_node(3).gradients());
+  // The ring waits for the slowest node at every step: every node computes
+  // as few gradients as node 3 (a round is 4 tau + the ring's 14 latencies
+  // instead of tau + 14 latencies).
+  const auto ring = run("algorithms/allreduce.textproto", slow);
+  const auto plain = run("algorithms/allreduce.textproto",
+                         {"stop.stop_at_target=false", "stop.time_seconds=1"});
+  BOOST_TEST(ring.gradients_total() * 4 < plain.gradients_total() * 3);
+  for (const auto& n : ring.per_node())
+    BOOST_TEST(n.gradients() <= ring.per_node(3).gradients() + 1);
+  BOOST_TEST(std::isfinite(ring.final().train_loss()));
+  BOOST_TEST_MESSAGE("rfast node 3 x4: " << r.per_node(3).gradients() << " gradients vs node 0 "
+                                         << r.per_node(0).gradients() << "; allreduce "
+                                         << ring.gradients_total() << " vs "
+                                         << plain.gradients_total() << " gradients");
+}
+
+BOOST_AUTO_TEST_CASE(loss_bursts_and_delay_spikes_are_absorbed) {
+  const overrides burst{"faults.loss_burst=[{loss: 0.5 from_seconds: 0.1 to_seconds: 0.7}]",
+                        "faults.delay_spike=[{extra_latency_seconds: 0.05 from_seconds: 0.3 "
+                        "to_seconds: 0.6 links: [{from: 0 to: 1}, {from: 1 to: 0}]}]"};
+  const auto base = run("quickstart.textproto", {});
+  const auto r = run("quickstart.textproto", burst);
+  expect_target(r);
+  BOOST_TEST(r.packets_dropped() > base.packets_dropped());
+  BOOST_REQUIRE(r.faults_size() == 2);
+  BOOST_TEST(hits_of(r.faults(0)) > 0u);
+  BOOST_TEST(hits_of(r.faults(1)) > 0u);
+  const auto d = run("algorithms/dpsgd.textproto", burst);
+  expect_target(d);
+  BOOST_TEST(d.packets_retransmitted() > 0u);
+  BOOST_TEST_MESSAGE("rfast with a 50% burst: " << r.packets_dropped() << " dropped, target at "
+                                                << r.time_to_target() << " s; dpsgd "
+                                                << d.packets_retransmitted() << " retransmitted");
+}
+
+BOOST_AUTO_TEST_CASE(scaled_gradients_are_injected_and_rfast_recovers) {
+  const auto r = run("quickstart.textproto",
+                     {"faults.bad_gradients=[{node: 2 kind: SCALED factor: 20 from_seconds: 0.1 "
+                      "to_seconds: 0.3}]"});
+  expect_target(r);
+  BOOST_REQUIRE(r.faults_size() == 1);
+  BOOST_TEST(hits_of(r.faults(0)) > 5u);
+  BOOST_TEST(r.mass_residual() < 1e-10);
+}
+
+BOOST_AUTO_TEST_CASE(a_session_with_several_faults_replays_exactly) {
+  t::expect_replay([](std::uint64_t seed) {
+    return t::quickstart(
+      {"seed=" + std::to_string(seed), "stop.time_seconds=1", "stop.stop_at_target=false",
+       "progress=false", half_partition,
+       "faults.straggle=[{node: 5 factor: 3 from_seconds: 0.1 to_seconds: 0.5}]",
+       "faults.loss_burst=[{loss: 0.3 from_seconds: 0.4 to_seconds: 0.9}]",
+       "faults.delay_spike=[{extra_latency_seconds: 0.02 from_seconds: 0.5}]"});
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
