@@ -1,0 +1,68 @@
+#pragma once
+/// LOSCAR-SGD, local SGD with overlapped, sparse, delay-corrected averaging
+/// (ALGORITHMS.md §3): the coordinate sample, the merge and the per-worker
+/// step counts as pure functions, the spawn function, and a test hook on the
+/// merges the workers applied.
+#include <cstdint>
+#include <vector>
+
+#include "atrain/actors/context.hpp"
+
+namespace atrain {
+
+/// Packet streams of LOSCAR-SGD (seq = round + 1 on both): a worker's
+/// y_i[S_r] to the aggregator, and the aggregator's mean m_r to every worker.
+/// Both carry K floats in the order of loscar_sample.
+enum loscar_stream : std::uint32_t { loscar_up = 41, loscar_down = 42 };
+
+/// K = max(1, round(p d)), at most d.
+[[nodiscard]] std::size_t loscar_k(double sparsity, std::size_t dim);
+
+/// S_r: K distinct coordinates of [0, dim), uniform without replacement
+/// (partial Fisher-Yates), from a generator seeded by
+/// derive_seed(derive_seed(run_seed, 'LOSC'), round); sorted ascending.
+/// Every worker calls this with the same arguments: the indices are never sent.
+[[nodiscard]] std::vector<std::uint32_t> loscar_sample(std::uint64_t run_seed, std::uint64_t round,
+                                                       std::size_t dim, std::size_t k);
+
+/// Step 5 on x, which holds z_i on entry. y_s = y_i[S], mean = m_r (both K
+/// values aligned with `sample`).
+///   naive = false (DELAY_CORRECTED): x[S] += mean - y_s
+///   naive = true  (NAIVE):           x[S]  = mean
+void loscar_merge(std::vector<float>& x, const std::vector<std::uint32_t>& sample,
+                  const float* y_s, const float* mean, bool naive);
+
+/// N_i and Q_i of one worker (see loscar.cpp for the formulas).
+struct loscar_steps {
+  std::uint32_t local = 1;    // N_i
+  std::uint32_t overlap = 0;  // Q_i
+};
+
+/// The step counts of every worker from the plan: overrides, or N_i from
+/// round_seconds and tau_i, Q_i from the expected in-flight window.
+[[nodiscard]] std::vector<loscar_steps> loscar_schedule(const run_plan& plan);
+
+/// One merge as a worker applied it (test probe only).
+struct loscar_merge_record {
+  std::uint64_t round = 0;
+  std::uint32_t overlap = 0;            // local steps taken between y_i and the merge
+  std::vector<std::uint32_t> sample;    // S_r as this worker drew it
+  std::vector<float> y_s;               // y_i[S_r], what it sent
+  std::vector<float> mean;              // m_r, what it received
+  std::vector<float> z;                 // z_i, the model before the merge
+  std::vector<float> x;                 // x_i after the merge
+};
+
+/// Test hook (virtual clock with a run_probe only, between two scheduler
+/// steps): moves out the merges the LOSCAR worker at `worker` applied since
+/// the last call. Empty for any other actor or once it is gone.
+[[nodiscard]] std::vector<loscar_merge_record> loscar_take_merges(const caf::actor_addr& worker);
+
+/// Spawns the LOSCAR network as children of `sup`: one worker per node, the
+/// root aggregator (returned as node `aggregator`'s buffer, so the evaluator
+/// counts its traffic and rejections), and the links between them.
+[[nodiscard]] std::vector<node_actors> spawn_loscar(caf::event_based_actor* sup,
+                                                    const context_ptr& ctx,
+                                                    std::vector<caf::actor>& links);
+
+} // namespace atrain

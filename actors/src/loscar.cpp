@@ -1,0 +1,403 @@
+/// LOSCAR-SGD: local SGD with overlapped, sparse, delay-corrected averaging
+/// (ALGORITHMS.md §3). One worker actor per node and one root aggregator actor.
+///
+/// Round r = 0, 1, ... of worker i (steps gamma_k = gamma / (1 + decay k),
+/// k = local steps of this worker so far):
+///   1. S_r = K coordinates of [0, d) drawn uniformly without replacement
+///      (loscar_sample: partial Fisher-Yates from rng(derive_seed(
+///      derive_seed(run seed, 'LOSC'), r))), K = max(1, round(p d)). Every
+///      worker draws S_r itself; indices are never sent.
+///   2. w = x_i; N_i times: g = g_i(w) (takes tau_i: the wake), w -= gamma_k g.
+///      y_i = w; only y_i[S_r] is ever used again, so only those K values are
+///      copied (a real copy: later steps do not touch it). Send y_i[S_r]
+///      (stream loscar_up, seq r + 1) to the aggregator.
+///   3. Q_i more steps on w while the average is in flight: z_i = w.
+///   4. The aggregator, once it holds all n vectors of round r, sums them in
+///      double in node order 0..n-1 (the result does not depend on arrival
+///      order), m_r = sum / n, and sends m_r (stream loscar_down, seq r + 1)
+///      to every worker.
+///   5. merge (loscar_merge, one code path, a flag):
+///        DELAY_CORRECTED  x_i = z_i;  x_i[S_r] += m_r - y_i[S_r]
+///        NAIVE            x_i = z_i;  x_i[S_r]  = m_r
+///      then round r + 1 starts at once.
+/// Choices:
+///  - The average arriving before the Q_i overlap steps are done waits until
+///    they are (the overlap count is exact); the Q_i steps done first, the
+///    worker idles until the average arrives (no extra steps).
+///  - blocking: Q_i = 0 (send, wait, merge).
+///  - N_i = local_steps if set, else max(1, round(round_seconds / tau_i)),
+///    tau_i = cost tau of node i x its slowdown (the plan's, jitter ignored).
+///  - Q_i = overlap_steps if set, else the whole steps that fit in the
+///    expected in-flight window:
+///        hop      = latency + (24 + 4K) / bandwidth   (bandwidth 0: no term)
+///        up_j     = 0 for the aggregator's own node a, hop otherwise
+///        down_i   = 0 for i = a, hop otherwise
+///        arrive_i = max_j (N_j tau_j + up_j) + down_i
+///        Q_i      = floor((arrive_i - N_i tau_i) / tau_i)
+///    i.e. the wait for the slowest worker's N_j tau_j minus one's own
+///    N_i tau_i, plus the round trip on the link model. On the real clock the
+///    same plan figures are used (they are the spec's, not measured).
+///  - Worker a (the node hosting the aggregator) talks to the aggregator
+///    directly, without a link (same node); every other worker over the
+///    acknowledged links i -> a and a -> i.
+///  - Packets arrive at least once, maybe duplicated or reordered. Both ends
+///    de-duplicate by (sender, round): the aggregator keeps round r's vector
+///    per sender and ignores a second one or one of a finished round; a
+///    worker ignores a second mean of its round or one of an earlier round.
+///    A vector of a round the aggregator has not reached, a mean of a round
+///    the worker has not sent yet or is beyond it, an unknown sender or
+///    stream, a wrong size or a non-finite value are rejected (counted,
+///    traced, never applied).
+///  - Staleness (report): per merge, the local steps between the snapshot
+///    y_i and the merge, i.e. Q_i.
+///  - The evaluated model is the node average of the workers' x_i; the
+///    aggregator holds no model. It is node a's "buffer" for the evaluator:
+///    it answers (stats_atom) with its messages, bytes and rejections.
+#include "atrain/actors/loscar.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "atrain/kernels/rng.hpp"
+#include "gossip.hpp"
+
+namespace atrain {
+
+std::size_t loscar_k(double sparsity, std::size_t dim) {
+  const auto k = static_cast<std::size_t>(std::llround(sparsity * static_cast<double>(dim)));
+  return std::min(dim, std::max<std::size_t>(1, k));
+}
+
+std::vector<std::uint32_t> loscar_sample(std::uint64_t run_seed, std::uint64_t round,
+                                         std::size_t dim, std::size_t k) {
+  rng gen{derive_seed(derive_seed(run_seed, 0x4c4f5343ULL), round)};
+  std::vector<std::uint32_t> idx(dim);
+  std::iota(idx.begin(), idx.end(), 0U);
+  k = std::min(k, dim);
+  for (std::size_t j = 0; j < k; ++j)
+    std::swap(idx[j], idx[j + gen.below(dim - j)]);
+  idx.resize(k);
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
+
+void loscar_merge(std::vector<float>& x, const std::vector<std::uint32_t>& sample,
+                  const float* y_s, const float* mean, bool naive) {
+  for (std::size_t j = 0; j < sample.size(); ++j) {
+    float& v = x[sample[j]];
+    v = naive ? mean[j] : v + (mean[j] - y_s[j]);
+  }
+}
+
+std::vector<loscar_steps> loscar_schedule(const run_plan& plan) {
+  const auto& algo = plan.spec.algorithm().loscar();
+  const std::size_t n = plan.nodes();
+  const std::uint32_t a = algo.aggregator();
+  const auto& link = plan.spec.link();
+  const double bytes = 24.0 + 4.0 * static_cast<double>(loscar_k(algo.sparsity(), plan.dim()));
+  const double hop = link.latency_seconds() + (link.bandwidth_bytes_per_second() > 0
+                                                 ? bytes / link.bandwidth_bytes_per_second()
+                                                 : 0.0);
+  std::vector<loscar_steps> out(n);
+  std::vector<double> tau(n), busy(n);
+  double arrive = 0;  // max_j (N_j tau_j + up_j)
+  for (std::size_t i = 0; i < n; ++i) {
+    tau[i] = plan.tau[i] * plan.slowdown[i];
+    out[i].local = algo.has_local_steps()
+                     ? algo.local_steps()
+                     : static_cast<std::uint32_t>(std::max<long long>(
+                         1, std::llround(algo.round_seconds() / tau[i])));
+    busy[i] = out[i].local * tau[i];
+    arrive = std::max(arrive, busy[i] + (i == a ? 0.0 : hop));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (algo.blocking())
+      out[i].overlap = 0;
+    else if (algo.has_overlap_steps())
+      out[i].overlap = algo.overlap_steps();
+    else {
+      const double window = arrive + (i == a ? 0.0 : hop) - busy[i];
+      // 1e-9: a window of exactly q steps computed in floating point still fits q.
+      out[i].overlap = static_cast<std::uint32_t>(std::max(0.0, std::floor(window / tau[i] + 1e-9)));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// True for a packet of stream `kind` carrying K finite floats and nothing else.
+[[nodiscard]] bool sparse_well_formed(const packet& p, std::uint32_t kind, std::size_t k) {
+  return p.kind == kind && p.seq > 0 && p.f.size() == k && p.d.empty() && p.scalars.empty() &&
+         vec::all_finite(p.f.ptr(), k);
+}
+
+// ---- the worker
+
+enum class phase { local, overlap, waiting };
+
+struct loscar_worker_state : gossip::node_base {
+  std::uint32_t aggregator = 0;
+  std::size_t k = 1;
+  loscar_steps counts;
+  bool naive = false;
+  double gamma = 0;
+  double decay = 0;
+  std::uint64_t seed = 0;
+  std::uint64_t steps = 0;    // local steps so far (step-size schedule)
+  std::uint64_t snapshot_at = 0;  // `steps` when y_i was taken
+  std::uint64_t round = 0;
+  phase at = phase::local;
+  std::uint32_t done = 0;     // steps done in the current phase
+  std::vector<std::uint32_t> sample;
+  std::vector<float> y_s;
+  std::vector<float> mean;
+  bool have_mean = false;
+  bool record = false;        // keep the merge ledger (test probe only)
+  std::vector<loscar_merge_record> ledger;
+  static inline const char* name = "atrain_loscar_worker";
+};
+using worker_ptr = caf::stateful_actor<loscar_worker_state>*;
+
+void next_gradient(worker_ptr self) {
+  auto& st = self->state;
+  const double wait = st.cu->gradient(self, st.x.data(), st.g);
+  send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value, st.steps);
+}
+
+void begin_round(worker_ptr self, const run_plan& plan) {                // 1.
+  auto& st = self->state;
+  st.sample = loscar_sample(plan.spec.seed(), st.round, plan.dim(), st.k);
+  st.at = phase::local;
+  st.done = 0;
+  st.have_mean = false;
+  next_gradient(self);
+}
+
+/// Step 5 once the overlap steps are done and m_r is in.
+void try_merge(worker_ptr self, const run_plan& plan) {
+  auto& st = self->state;
+  if (st.at != phase::waiting || !st.have_mean)
+    return;
+  // Steps on w since y_i: Q_i, counted rather than assumed.
+  const auto overlap = static_cast<std::uint32_t>(st.steps - st.snapshot_at);
+  loscar_merge_record rec;
+  if (st.record)
+    rec = {st.round, overlap, st.sample, st.y_s, st.mean, st.x, {}};
+  loscar_merge(st.x, st.sample, st.y_s.data(), st.mean.data(), st.naive);
+  st.staleness.add(static_cast<double>(overlap));
+  if (st.record) {
+    rec.x = st.x;
+    st.ledger.push_back(std::move(rec));
+  }
+  ++st.round;
+  begin_round(self, plan);
+}
+
+/// Step 2's end: y_i[S_r] to the aggregator, then step 3.
+void send_snapshot(worker_ptr self, run_context& ctx, std::uint32_t id) {
+  auto& st = self->state;
+  st.y_s.resize(st.sample.size());
+  for (std::size_t j = 0; j < st.sample.size(); ++j)
+    st.y_s[j] = st.x[st.sample[j]];
+  packet p;
+  p.from = id;
+  p.kind = loscar_up;
+  p.seq = st.round + 1;
+  p.f = float_blob{st.y_s};
+  st.out.broadcast(self, ctx, std::move(p));  // one route: the aggregator
+  st.snapshot_at = st.steps;
+  st.at = st.counts.overlap > 0 ? phase::overlap : phase::waiting;
+  st.done = 0;
+}
+
+void on_wake(worker_ptr self, run_context& ctx, std::uint32_t id) {
+  auto& st = self->state;
+  const double gamma = gossip::step_size(st.gamma, st.decay, st.steps++);
+  vec::axpy(static_cast<float>(-gamma), st.g.data(), st.x.data(), st.x.size());
+  ++st.done;
+  if (st.at == phase::local && st.done == st.counts.local)
+    send_snapshot(self, ctx, id);                                         // 2.
+  else if (st.at == phase::overlap && st.done == st.counts.overlap)
+    st.at = phase::waiting;                                               // 3.
+  if (st.at == phase::waiting)
+    return try_merge(self, *ctx.plan);
+  next_gradient(self);
+}
+
+void on_mean(worker_ptr self, run_context& ctx, std::uint32_t id, const packet& p) {
+  auto& st = self->state;
+  if (p.from != st.aggregator || !sparse_well_formed(p, loscar_down, st.k))
+    return gossip::reject(self, ctx, st, id, p);
+  const std::uint64_t r = p.seq - 1;
+  if (r < st.round || (r == st.round && st.have_mean))
+    return;  // a duplicate of a mean already taken
+  if (r > st.round || st.at == phase::local)
+    return gossip::reject(self, ctx, st, id, p);  // a round not sent yet: impossible
+  st.mean = p.f.vec();
+  st.have_mean = true;
+  try_merge(self, *ctx.plan);
+}
+
+caf::behavior loscar_worker(worker_ptr self, std::uint32_t id, loscar_steps counts,
+                            context_ptr ctx) {
+  const auto& plan = *ctx->plan;
+  const auto& algo = plan.spec.algorithm().loscar();
+  auto& st = self->state;
+  st.cu.emplace(plan, id);
+  st.x = plan.x0;
+  st.aggregator = algo.aggregator();
+  st.neighbours = {st.aggregator};
+  st.k = loscar_k(algo.sparsity(), plan.dim());
+  st.counts = counts;
+  st.naive = algo.merge() == proto::Loscar::NAIVE;
+  st.gamma = algo.step_size();
+  st.decay = algo.decay();
+  st.record = ctx->probe != nullptr;
+  return {
+    [=](init_atom, const caf::actor& route) {
+      self->state.out.routes.emplace_back(self->state.aggregator, route);
+    },
+    [=](start_atom) { begin_round(self, *ctx->plan); },
+    [=](wake_atom, std::uint64_t step) {
+      ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
+      on_wake(self, *ctx, id);
+    },
+    [=](deliver_atom, const packet& p) {
+      ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
+      on_mean(self, *ctx, id, p);
+    },
+    [=](model_atom) {
+      auto s = gossip::snapshot(self->state, id);
+      s.rejected = self->state.rejected;  // no buffer of its own reports them
+      return s;
+    },
+  };
+}
+
+// ---- the root aggregator
+
+struct loscar_aggregator_state {
+  std::uint32_t node = 0;  // hosting node a
+  std::size_t n = 0;
+  std::size_t k = 1;
+  std::uint64_t round = 0;                  // the round being collected
+  std::vector<std::vector<float>> got;      // per sender; empty = not yet
+  std::size_t count = 0;
+  outbox out;                               // routes to every worker, by node
+  std::uint64_t rejected = 0;
+  static inline const char* name = "atrain_loscar_aggregator";
+};
+using aggregator_ptr = caf::stateful_actor<loscar_aggregator_state>*;
+
+void aggregator_reject(aggregator_ptr self, run_context& ctx, const packet& p) {
+  ++self->state.rejected;
+  ctx.events.record(ctx.ns(self), self->state.node, event_kind::reject, p.from, p.seq);
+}
+
+/// Step 4: a worker's y_i[S_r]; when round r is complete, m_r to everyone.
+void on_snapshot(aggregator_ptr self, run_context& ctx, const packet& p) {
+  auto& st = self->state;
+  if (p.from >= st.n || !sparse_well_formed(p, loscar_up, st.k))
+    return aggregator_reject(self, ctx, p);
+  const std::uint64_t r = p.seq - 1;
+  if (r < st.round || (r == st.round && !st.got[p.from].empty()))
+    return;  // a duplicate of a vector already counted
+  if (r > st.round)
+    return aggregator_reject(self, ctx, p);  // nobody can be past an unfinished round
+  st.got[p.from] = p.f.vec();
+  if (++st.count < st.n)
+    return;
+  std::vector<double> sum(st.k, 0.0);
+  for (const auto& v : st.got)
+    for (std::size_t j = 0; j < st.k; ++j)
+      sum[j] += v[j];
+  std::vector<float> mean(st.k);
+  const double inv_n = 1.0 / static_cast<double>(st.n);
+  for (std::size_t j = 0; j < st.k; ++j)
+    mean[j] = static_cast<float>(sum[j] * inv_n);
+  packet m;
+  m.from = st.node;
+  m.kind = loscar_down;
+  m.seq = st.round + 1;
+  m.f = float_blob{std::move(mean)};
+  st.out.broadcast(self, ctx, std::move(m));
+  for (auto& v : st.got)
+    v.clear();
+  st.count = 0;
+  ++st.round;
+}
+
+caf::behavior loscar_aggregator(aggregator_ptr self, context_ptr ctx) {
+  const auto& plan = *ctx->plan;
+  const auto& algo = plan.spec.algorithm().loscar();
+  auto& st = self->state;
+  st.node = algo.aggregator();
+  st.n = plan.nodes();
+  st.k = loscar_k(algo.sparsity(), plan.dim());
+  st.got.resize(st.n);
+  return {
+    [=](init_atom, const std::vector<caf::actor>& routes) {
+      for (std::size_t i = 0; i < routes.size(); ++i)
+        self->state.out.routes.emplace_back(static_cast<std::uint32_t>(i), routes[i]);
+    },
+    [=](deliver_atom, const packet& p) {
+      ctx->events.record(ctx->ns(self), self->state.node, event_kind::receive, p.from, p.seq);
+      on_snapshot(self, *ctx, p);
+    },
+    [=](stats_atom) {
+      const auto& st = self->state;
+      return std::make_tuple(st.out.messages, st.out.bytes, st.rejected);
+    },
+  };
+}
+
+} // namespace
+
+std::vector<loscar_merge_record> loscar_take_merges(const caf::actor_addr& worker) {
+  auto handle = caf::actor_cast<caf::actor>(worker);
+  if (!handle)
+    return {};
+  auto* w = dynamic_cast<worker_ptr>(caf::actor_cast<caf::abstract_actor*>(handle));
+  if (w == nullptr)
+    return {};
+  return std::exchange(w->state.ledger, {});
+}
+
+std::vector<node_actors> spawn_loscar(caf::event_based_actor* sup, const context_ptr& ctx,
+                                      std::vector<caf::actor>& links) {
+  const auto& plan = *ctx->plan;
+  const auto n = static_cast<std::uint32_t>(plan.nodes());
+  const std::uint32_t a = plan.spec.algorithm().loscar().aggregator();
+  const auto counts = loscar_schedule(plan);
+  std::vector<node_actors> nodes(n);
+  std::vector<caf::actor> workers(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    workers[i] = sup->spawn(loscar_worker, i, counts[i], ctx);
+    nodes[i].worker = workers[i];
+  }
+  auto aggregator = sup->spawn(loscar_aggregator, ctx);
+  nodes[a].buffer = aggregator;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> up, down;
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (i != a) {
+      up.emplace_back(i, a);
+      down.emplace_back(a, i);
+    }
+  std::vector<caf::actor> up_receivers(n);
+  up_receivers[a] = aggregator;
+  network up_net{sup, ctx, up, up_receivers, links};
+  network down_net{sup, ctx, down, workers, links};
+  std::vector<caf::actor> to_workers(n);
+  for (std::uint32_t i = 0; i < n; ++i)
+    to_workers[i] = i == a ? workers[i] : down_net.route(a, i);
+  sup->send(aggregator, init_atom::value, std::move(to_workers));
+  for (std::uint32_t i = 0; i < n; ++i)
+    sup->send(workers[i], init_atom::value, i == a ? aggregator : up_net.route(i, a));
+  for (const auto& w : workers)
+    sup->send(w, start_atom::value);
+  return nodes;
+}
+
+} // namespace atrain
