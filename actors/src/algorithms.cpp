@@ -6,6 +6,7 @@
 #include "atrain/actors/dpsgd.hpp"
 #include "atrain/actors/local_sgd.hpp"
 #include "atrain/actors/rfast.hpp"
+#include "atrain/actors/sgp.hpp"
 
 namespace atrain {
 
@@ -17,6 +18,8 @@ bool algorithm_implemented(proto::AlgorithmSpec::KindCase kind) {
     case proto::AlgorithmSpec::kAdpsgd:
     case proto::AlgorithmSpec::kAllreduce:
     case proto::AlgorithmSpec::kLocalSgd:
+    case proto::AlgorithmSpec::kSgp:
+    case proto::AlgorithmSpec::kOsgp:
       return true;
     default:
       return false;
@@ -39,6 +42,9 @@ caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* 
       return spawn_allreduce(sup, ctx, links);
     case proto::AlgorithmSpec::kLocalSgd:
       return spawn_local_sgd(sup, ctx, links);
+    case proto::AlgorithmSpec::kSgp:
+    case proto::AlgorithmSpec::kOsgp:
+      return spawn_sgp(sup, ctx, links);
     default:
       return caf::make_error(caf::sec::invalid_argument,
                              "algorithm '" + ctx->plan->algorithm_name() +
