@@ -7,6 +7,7 @@
 #include "atrain/actors/local_sgd.hpp"
 #include "atrain/actors/loscar.hpp"
 #include "atrain/actors/rfast.hpp"
+#include "atrain/actors/sgp.hpp"
 
 namespace atrain {
 
@@ -19,6 +20,8 @@ bool algorithm_implemented(proto::AlgorithmSpec::KindCase kind) {
     case proto::AlgorithmSpec::kAllreduce:
     case proto::AlgorithmSpec::kLocalSgd:
     case proto::AlgorithmSpec::kLoscar:
+    case proto::AlgorithmSpec::kSgp:
+    case proto::AlgorithmSpec::kOsgp:
       return true;
     default:
       return false;
@@ -43,6 +46,9 @@ caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* 
       return spawn_local_sgd(sup, ctx, links);
     case proto::AlgorithmSpec::kLoscar:
       return spawn_loscar(sup, ctx, links);
+    case proto::AlgorithmSpec::kSgp:
+    case proto::AlgorithmSpec::kOsgp:
+      return spawn_sgp(sup, ctx, links);
     default:
       return caf::make_error(caf::sec::invalid_argument,
                              "algorithm '" + ctx->plan->algorithm_name() +

@@ -68,10 +68,8 @@ virtual_run::virtual_run(std::shared_ptr<const run_plan> plan, run_options opts)
   : impl_(std::make_unique<impl>()), ctx_(std::make_shared<run_context>()) {
   ctx_->plan = std::move(plan);
   ctx_->probe = opts.probe;
-  if (ctx_->probe) {
-    ctx_->probe->trackers.assign(ctx_->plan->nodes(), nullptr);
-    ctx_->probe->models.assign(ctx_->plan->nodes(), nullptr);
-  }
+  if (ctx_->probe)
+    ctx_->probe->assign_nodes(ctx_->plan->nodes());
   impl_->sup = spawn_supervisor(impl_->sys, ctx_, caf::actor{}, impl_->sink,
                                 want_progress(*ctx_->plan, opts));
 }
@@ -137,10 +135,8 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
     auto ctx = std::make_shared<run_context>();
     ctx->plan = plan;
     ctx->probe = opts.probe;
-    if (ctx->probe) {
-      ctx->probe->trackers.assign(plan->nodes(), nullptr);
-      ctx->probe->models.assign(plan->nodes(), nullptr);
-    }
+    if (ctx->probe)
+      ctx->probe->assign_nodes(plan->nodes());
     auto sup = spawn_supervisor(sys, ctx, caf::actor{}, sink, want_progress(*plan, opts));
     sup = nullptr;
     sys.await_all_actors_done();

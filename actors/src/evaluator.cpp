@@ -108,6 +108,47 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
   }
 }
 
+/// True when some node reports a push-sum weight other than 1 (SGP/OSGP).
+bool uses_push_sum(const std::vector<model_snapshot>& models) {
+  return std::any_of(models.begin(), models.end(),
+                     [](const model_snapshot& s) { return s.weight != 1.0; });
+}
+
+/// evaluated = (1/n) sum_i x_i; returns the consensus error (1/n) sum_i |x_i - evaluated|^2.
+double node_average(const std::vector<model_snapshot>& models, std::vector<float>& evaluated) {
+  const std::size_t dim = evaluated.size();
+  std::vector<double> mean(dim, 0.0);
+  for (const auto& s : models)
+    vec::axpy(1.0 / static_cast<double>(models.size()), s.params.ptr(), mean.data(), dim);
+  vec::copy(mean.data(), evaluated.data(), dim);
+  double consensus = 0;
+  for (const auto& s : models)
+    consensus += vec::squared_distance(s.params.ptr(), evaluated.data(), dim);
+  return consensus / static_cast<double>(models.size());
+}
+
+/// Push-sum (params = numerator x_i, weight w_i): evaluated = sum_i x_i /
+/// sum_i w_i; returns the consensus error of the de-biased models z_i =
+/// x_i / w_i around it, (1/n) sum_i |z_i - evaluated|^2.
+double push_sum_average(const std::vector<model_snapshot>& models, std::vector<float>& evaluated) {
+  const std::size_t dim = evaluated.size();
+  std::vector<double> num(dim, 0.0);
+  double weight = 0;
+  for (const auto& s : models) {
+    vec::axpy(1.0, s.params.ptr(), num.data(), dim);
+    weight += s.weight;
+  }
+  for (std::size_t k = 0; k < dim; ++k)
+    evaluated[k] = static_cast<float>(num[k] / weight);
+  double consensus = 0;
+  for (const auto& s : models)
+    for (std::size_t k = 0; k < dim; ++k) {
+      const double e = static_cast<double>(s.params.ptr()[k]) / s.weight - evaluated[k];
+      consensus += e * e;
+    }
+  return consensus / static_cast<double>(models.size());
+}
+
 /// Evaluates the gathered models into one metric row (and the report's totals).
 metric_sample evaluate(caf::stateful_actor<eval_state>* self, const gathering& g) {
   auto& st = self->state;
@@ -115,23 +156,18 @@ metric_sample evaluate(caf::stateful_actor<eval_state>* self, const gathering& g
   const std::size_t dim = plan.dim();
   metric_sample row;
   row.time_seconds = st.ctx->seconds(self);
-  std::vector<double> mean(dim, 0.0);
   for (const auto& s : g.models) {
     row.gradients += s.gradients;
     row.messages += s.messages_sent;
     row.bytes += s.bytes_sent;
-    vec::axpy(1.0 / static_cast<double>(g.models.size()), s.params.ptr(), mean.data(), dim);
   }
   row.messages += g.buffer_messages;
   row.bytes += g.buffer_bytes;
   for (const auto& l : g.links)
     row.dropped += l.dropped;
   std::vector<float> evaluated(dim);
-  vec::copy(mean.data(), evaluated.data(), dim);
-  double consensus = 0;
-  for (const auto& s : g.models)
-    consensus += vec::squared_distance(s.params.ptr(), evaluated.data(), dim);
-  row.consensus_error = consensus / static_cast<double>(g.models.size());
+  row.consensus_error = uses_push_sum(g.models) ? push_sum_average(g.models, evaluated)
+                                                : node_average(g.models, evaluated);
   single_threaded_kernels();
   if (plan.topo && plan.topo->tree) {
     const auto root = plan.topo->roots.front();
@@ -262,8 +298,11 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   r.set_staleness_max(s_max);
   if (!g.masses.empty())
     r.set_mass_residual(mass_residual(g.masses));
+  const auto& algo = plan.spec.algorithm();
   if (plan.topo && plan.topo->tree)
     r.set_evaluated_model("common root (node " + std::to_string(plan.topo->roots.front()) + ")");
+  else if ((algo.has_sgp() || algo.has_osgp()) && g.models.size() > 1)
+    r.set_evaluated_model("push-sum average (sum x / sum w)");
   else
     r.set_evaluated_model(g.models.size() > 1 ? "node average" : "single node");
   for (const auto& e : g.errors)

@@ -1,7 +1,7 @@
 #pragma once
-/// What the two gossip baselines (D-PSGD, AD-PSGD) share: one actor per node
-/// holding x_i, packets to single neighbours over the undirected graph g_r,
-/// packet checks, the decaying step size and the model snapshot.
+/// What the gossip baselines (D-PSGD, AD-PSGD, and SGP/OSGP over their own
+/// peer schedule) share: one actor per node holding x_i, packets to single
+/// neighbours, packet checks, the decaying step size and the model snapshot.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -88,17 +88,18 @@ stats(const node_base& st) {
   return {0, 0, st.rejected};
 }
 
-/// Spawns one worker per node with `spawn_one(i)`, wires the links of the
-/// undirected graph g_r, sends every worker (init_atom, routes to its
-/// neighbours), then every worker (start_atom): with the real clock a node
+/// Spawns one worker per node with `spawn_one(i)`, wires the links i -> j
+/// for every j in out[i], sends every worker (init_atom, routes to out[i] in
+/// that order), then every worker (start_atom): with the real clock a node
 /// that starts early may already send to one not yet started, which must
-/// know its routes to answer. A node's worker is also its "buffer" for the evaluator: it
-/// answers (stats_atom) with (messages, bytes, rejected) = (0, 0, rejected),
-/// its traffic being in its snapshot.
+/// know its routes to answer. A node's worker is also its "buffer" for the
+/// evaluator: it answers (stats_atom) with (messages, bytes, rejected) =
+/// (0, 0, rejected), its traffic being in its snapshot.
 template <class SpawnOne>
 std::vector<node_actors> spawn_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
-                                     std::vector<caf::actor>& links, SpawnOne spawn_one) {
-  const auto& g = ctx->plan->topo->g_r;
+                                     std::vector<caf::actor>& links,
+                                     const std::vector<std::vector<std::uint32_t>>& out,
+                                     SpawnOne spawn_one) {
   const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
   std::vector<node_actors> nodes(n);
   std::vector<caf::actor> workers(n);
@@ -108,18 +109,30 @@ std::vector<node_actors> spawn_nodes(caf::event_based_actor* sup, const context_
     nodes[i].buffer = workers[i];
   }
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
-  for (const auto& e : g.edges())
-    edges.emplace_back(e.from, e.to);
+  for (std::uint32_t i = 0; i < n; ++i)
+    for (auto j : out.at(i))
+      edges.emplace_back(i, j);
   network net{sup, ctx, edges, workers, links};
   for (std::uint32_t i = 0; i < n; ++i) {
     std::vector<caf::actor> routes;
-    for (auto j : g.out(i))
+    for (auto j : out[i])
       routes.push_back(net.route(i, j));
     sup->send(workers[i], init_atom::value, std::move(routes));
   }
   for (const auto& w : workers)
     sup->send(w, start_atom::value);
   return nodes;
+}
+
+/// The same over the undirected graph g_r of the plan's topology.
+template <class SpawnOne>
+std::vector<node_actors> spawn_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
+                                     std::vector<caf::actor>& links, SpawnOne spawn_one) {
+  const auto& g = ctx->plan->topo->g_r;
+  std::vector<std::vector<std::uint32_t>> out(g.size());
+  for (std::uint32_t i = 0; i < g.size(); ++i)
+    out[i] = g.out(i);
+  return spawn_nodes(sup, ctx, links, out, spawn_one);
 }
 
 } // namespace atrain::gossip

@@ -32,6 +32,11 @@ bool exactly_once::first_time(std::uint32_t from, std::uint32_t kind, std::uint6
   return true;
 }
 
+std::uint64_t exactly_once::first_unseen(std::uint32_t from, std::uint32_t kind) const {
+  auto it = seen_.find({from, kind});
+  return it == seen_.end() ? 1 : it->second.below;
+}
+
 namespace {
 
 /// A packet an acknowledged link has sent and not yet seen acknowledged.

@@ -245,7 +245,7 @@ caf::behavior loscar_worker(worker_ptr self, std::uint32_t id, loscar_steps coun
   const auto& plan = *ctx->plan;
   const auto& algo = plan.spec.algorithm().loscar();
   auto& st = self->state;
-  st.cu.emplace(plan, id);
+  st.cu.emplace(*ctx, id);
   st.x = plan.x0;
   st.aggregator = algo.aggregator();
   st.neighbours = {st.aggregator};

@@ -17,6 +17,7 @@
 namespace atrain {
 
 class rfast_tracker;
+struct pushsum_node;
 
 /// Test hook: with the virtual clock (one thread) a test may read every
 /// registered tracker between two scheduler steps.
@@ -25,6 +26,14 @@ struct run_probe {
   std::vector<const std::vector<float>*> models;  // worker's x, index = node; null when gone
   std::vector<caf::actor_addr> workers;        // index = node (fault tests)
   std::vector<caf::actor_addr> buffers;        // index = node; empty without buffers
+  std::vector<const pushsum_node*> pushsum;    // SGP/OSGP state and ledger, index = node
+
+  /// Empties the per-node slots for a run of n nodes.
+  void assign_nodes(std::size_t n) {
+    trackers.assign(n, nullptr);
+    models.assign(n, nullptr);
+    pushsum.assign(n, nullptr);
+  }
 };
 
 struct run_context {

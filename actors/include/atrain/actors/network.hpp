@@ -30,6 +30,8 @@ namespace atrain {
 class exactly_once {
 public:
   [[nodiscard]] bool first_time(std::uint32_t from, std::uint32_t kind, std::uint64_t seq);
+  /// The lowest seq >= 1 not yet seen on (from, kind).
+  [[nodiscard]] std::uint64_t first_unseen(std::uint32_t from, std::uint32_t kind) const;
 
 private:
   struct stream {

@@ -125,13 +125,16 @@ struct model_snapshot {
   std::uint64_t rejected = 0;  // packets this node's worker refused (malformed, unknown sender)
   float_blob params;
   std::vector<std::uint64_t> fault_hits;  // per injected fault: gradients slowed / corrupted
+  /// Push-sum weight w_i (SGP/OSGP: params is the numerator x_i and the
+  /// evaluated model is sum x_i / sum w_i); 1 for every other algorithm.
+  double weight = 1;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, model_snapshot& x) {
   return f(caf::meta::type_name("atrain_model_snapshot"), x.node, x.gradients, x.messages_sent,
            x.bytes_sent, x.staleness_sum, x.staleness_max, x.staleness_count, x.rejected,
-           x.params, x.fault_hits);
+           x.params, x.fault_hits, x.weight);
 }
 
 /// One tracker-mass account of an R-FAST gradient buffer (for the invariant):

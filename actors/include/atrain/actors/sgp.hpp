@@ -1,0 +1,69 @@
+#pragma once
+/// SGP and OSGP, push-sum gossip (ALGORITHMS.md §7): the one-peer rotating
+/// schedule, the spawn function for a whole network (both algorithms: OSGP
+/// is SGP without waiting) and a test hook on each node's push-sum state.
+#include <cstdint>
+#include <vector>
+
+#include "atrain/actors/context.hpp"
+#include "atrain/messages/wire.hpp"
+
+namespace atrain {
+
+/// Packet stream of push-sum: (x_i/2, w_i/2) of the sender's step s,
+/// seq = s + 1, the numerator half in `d`, the weight half in scalars[0].
+enum pushsum_stream : std::uint32_t { pushsum_mass = 31 };
+
+/// m = ceil(log2 n): the period of the rotation (0 for n = 1, no messages).
+[[nodiscard]] std::uint32_t pushsum_period(std::uint32_t n);
+
+/// The one out-neighbour of node i at step k: (i + 2^(k mod m)) mod n.
+/// Requires n > 1.
+[[nodiscard]] std::uint32_t pushsum_peer(std::uint32_t i, std::uint64_t k, std::uint32_t n);
+
+/// The one in-neighbour of node i at step k: (i - 2^(k mod m)) mod n.
+/// Requires n > 1.
+[[nodiscard]] std::uint32_t pushsum_source(std::uint32_t i, std::uint64_t k, std::uint32_t n);
+
+/// One message a node sent: the half of (x, w) of its step `step`.
+struct pushsum_sent {
+  std::uint32_t to = 0;
+  std::uint64_t step = 0;
+  double_blob x;  // the packet's own payload (shared, not copied)
+  double w = 0;
+};
+
+/// One message a node added to its (x, w), once (duplicates are not added).
+struct pushsum_added {
+  std::uint32_t from = 0;
+  std::uint64_t step = 0;      // the sender's step
+  std::uint64_t at_steps = 0;  // the receiver's completed steps when it was added
+};
+
+/// One gradient step: x_i -= gamma g.
+struct pushsum_descent {
+  std::uint64_t step = 0;
+  double gamma = 0;
+  std::vector<float> g;
+};
+
+/// One node's push-sum state. A virtual run with a run_probe exposes it in
+/// run_probe::pushsum (readable between two scheduler steps) and keeps the
+/// ledger: what the node sent, added and descended, in order.
+struct pushsum_node {
+  std::vector<double> x;   // numerator x_i (float64: push-sum mass is exact)
+  double w = 1;            // weight w_i
+  std::uint64_t steps = 0; // completed steps
+  bool record = false;     // keep the ledger below (probe only)
+  std::vector<pushsum_sent> sent;
+  std::vector<pushsum_added> added;
+  std::vector<pushsum_descent> descents;
+};
+
+/// Spawns the SGP or OSGP network (the spec's algorithm: one worker per
+/// node, links i -> i + 2^a mod n for a < m) as children of `sup`.
+[[nodiscard]] std::vector<node_actors> spawn_sgp(caf::event_based_actor* sup,
+                                                 const context_ptr& ctx,
+                                                 std::vector<caf::actor>& links);
+
+} // namespace atrain
