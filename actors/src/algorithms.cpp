@@ -3,6 +3,7 @@
 #include "atrain/actors/allreduce.hpp"
 #include "atrain/actors/adpsgd.hpp"
 #include "atrain/actors/centralized.hpp"
+#include "atrain/actors/dasgd.hpp"
 #include "atrain/actors/dpsgd.hpp"
 #include "atrain/actors/local_sgd.hpp"
 #include "atrain/actors/rfast.hpp"
@@ -17,6 +18,7 @@ bool algorithm_implemented(proto::AlgorithmSpec::KindCase kind) {
     case proto::AlgorithmSpec::kAdpsgd:
     case proto::AlgorithmSpec::kAllreduce:
     case proto::AlgorithmSpec::kLocalSgd:
+    case proto::AlgorithmSpec::kDasgd:
       return true;
     default:
       return false;
@@ -39,6 +41,8 @@ caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* 
       return spawn_allreduce(sup, ctx, links);
     case proto::AlgorithmSpec::kLocalSgd:
       return spawn_local_sgd(sup, ctx, links);
+    case proto::AlgorithmSpec::kDasgd:
+      return spawn_dasgd(sup, ctx, links);
     default:
       return caf::make_error(caf::sec::invalid_argument,
                              "algorithm '" + ctx->plan->algorithm_name() +

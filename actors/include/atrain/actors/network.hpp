@@ -30,6 +30,8 @@ namespace atrain {
 class exactly_once {
 public:
   [[nodiscard]] bool first_time(std::uint32_t from, std::uint32_t kind, std::uint64_t seq);
+  /// Whether first_time(from, kind, seq) was already true once (no change).
+  [[nodiscard]] bool seen(std::uint32_t from, std::uint32_t kind, std::uint64_t seq) const;
 
 private:
   struct stream {
