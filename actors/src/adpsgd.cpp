@@ -182,13 +182,7 @@ caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, cont
 } // namespace
 
 std::vector<adpsgd_exchange> adpsgd_take_exchanges(const caf::actor_addr& worker) {
-  auto handle = caf::actor_cast<caf::actor>(worker);
-  if (!handle)
-    return {};
-  auto* w = dynamic_cast<adpsgd_ptr>(caf::actor_cast<caf::abstract_actor*>(handle));
-  if (w == nullptr)
-    return {};
-  return std::exchange(w->state.ledger, {});
+  return gossip::take_from_worker(worker, &adpsgd_state::ledger);
 }
 
 std::vector<node_actors> spawn_adpsgd(caf::event_based_actor* sup, const context_ptr& ctx,

@@ -3,6 +3,7 @@
 #include "atrain/actors/allreduce.hpp"
 #include "atrain/actors/adpsgd.hpp"
 #include "atrain/actors/centralized.hpp"
+#include "atrain/actors/dasgd.hpp"
 #include "atrain/actors/dpsgd.hpp"
 #include "atrain/actors/local_sgd.hpp"
 #include "atrain/actors/loscar.hpp"
@@ -22,6 +23,7 @@ bool algorithm_implemented(proto::AlgorithmSpec::KindCase kind) {
     case proto::AlgorithmSpec::kLoscar:
     case proto::AlgorithmSpec::kSgp:
     case proto::AlgorithmSpec::kOsgp:
+    case proto::AlgorithmSpec::kDasgd:
       return true;
     default:
       return false;
@@ -49,6 +51,8 @@ caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* 
     case proto::AlgorithmSpec::kSgp:
     case proto::AlgorithmSpec::kOsgp:
       return spawn_sgp(sup, ctx, links);
+    case proto::AlgorithmSpec::kDasgd:
+      return spawn_dasgd(sup, ctx, links);
     default:
       return caf::make_error(caf::sec::invalid_argument,
                              "algorithm '" + ctx->plan->algorithm_name() +

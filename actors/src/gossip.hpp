@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "atrain/actors/compute.hpp"
@@ -86,6 +87,21 @@ inline void take_routes(node_base& st, const std::vector<caf::actor>& routes) {
 [[nodiscard]] inline std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>
 stats(const node_base& st) {
   return {0, 0, st.rejected};
+}
+
+/// Test hook body (virtual clock, between two scheduler steps): moves
+/// `field` out of the state of the worker at `worker`; a default T when the
+/// actor is gone or not a stateful_actor<State>.
+template <class State, class T>
+[[nodiscard]] T take_from_worker(const caf::actor_addr& worker, T State::*field) {
+  auto handle = caf::actor_cast<caf::actor>(worker);
+  if (!handle)
+    return {};
+  auto* w =
+    dynamic_cast<caf::stateful_actor<State>*>(caf::actor_cast<caf::abstract_actor*>(handle));
+  if (w == nullptr)
+    return {};
+  return std::exchange(w->state.*field, T{});
 }
 
 /// Spawns one worker per node with `spawn_one(i)`, wires the links i -> j

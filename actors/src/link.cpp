@@ -37,6 +37,14 @@ std::uint64_t exactly_once::first_unseen(std::uint32_t from, std::uint32_t kind)
   return it == seen_.end() ? 1 : it->second.below;
 }
 
+bool exactly_once::seen(std::uint32_t from, std::uint32_t kind, std::uint64_t seq) const {
+  auto it = seen_.find({from, kind});
+  if (it == seen_.end())
+    return false;
+  const auto& s = it->second;
+  return seq == 0 ? s.zero_seen : seq < s.below || s.above.count(seq) > 0;
+}
+
 namespace {
 
 /// A packet an acknowledged link has sent and not yet seen acknowledged.

@@ -32,6 +32,8 @@ public:
   [[nodiscard]] bool first_time(std::uint32_t from, std::uint32_t kind, std::uint64_t seq);
   /// The lowest seq >= 1 not yet seen on (from, kind).
   [[nodiscard]] std::uint64_t first_unseen(std::uint32_t from, std::uint32_t kind) const;
+  /// Whether first_time(from, kind, seq) was already true once (no change).
+  [[nodiscard]] bool seen(std::uint32_t from, std::uint32_t kind, std::uint64_t seq) const;
 
 private:
   struct stream {

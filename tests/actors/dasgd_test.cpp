@@ -1,0 +1,333 @@
+/// DASGD (ALGORITHMS.md §2) on the actor runtime: exactly-once application of
+/// every gradient over lossy acknowledged links, each replica equal to x0
+/// minus the gradients its ledger says it applied, staleness against an
+/// independent count, batching (broadcast_every), coalescing on
+/// bandwidth-bound links, malformed packets, the quickstart target, replay
+/// and the real clock.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "atrain/actors/dasgd.hpp"
+#include "fixtures.hpp"
+#include "gossip_fixtures.hpp"
+
+namespace t = atrain::test;
+namespace g = atrain::test::gossip;
+
+namespace {
+
+using key = std::pair<std::uint32_t, std::uint64_t>;  // (origin, local gradient number)
+
+std::vector<std::string> spec(std::vector<std::string> extra) {
+  return g::with({"algorithm.dasgd.step_size=0.2", "nodes=4", "stop.stop_at_target=false",
+                  "eval.period_seconds=0.5", "progress=false"},
+                 std::move(extra));
+}
+
+/// Drives a virtual run with a probe, harvesting every node's ledger after
+/// each scheduler step and checking, every `check_every` steps, that each
+/// live replica equals x0 - sum gamma_k g_k over the gradients its ledger
+/// says it applied (recomputed in double, independently of the worker).
+struct ledger_run {
+  std::shared_ptr<const atrain::run_plan> plan;
+  std::vector<atrain::dasgd_ledger> nodes;
+  std::map<key, atrain::dasgd_ledger::created> made;
+  std::vector<std::vector<double>> applied_sum;  // per node: sum gamma g of applied gradients
+  std::vector<std::map<key, int>> times_applied;
+  double worst_model_error = 0;
+  std::size_t model_checks = 0;
+  atrain::proto::RunReport report;
+
+  /// `inject(probe)` runs once after `inject_at` scheduler steps.
+  explicit ledger_run(std::shared_ptr<const atrain::run_plan> p,
+                      std::function<void(atrain::run_probe&)> inject = {},
+                      std::uint64_t inject_at = 2000, std::uint64_t check_every = 500)
+    : plan(std::move(p)) {
+    const std::size_t n = plan->nodes();
+    const std::size_t dim = plan->dim();
+    nodes.resize(n);
+    applied_sum.assign(n, std::vector<double>(dim, 0.0));
+    times_applied.resize(n);
+    auto probe = std::make_shared<atrain::run_probe>();
+    atrain::run_options opts;
+    opts.probe = probe;
+    atrain::virtual_run run{plan, opts};
+    std::uint64_t steps = 0;
+    while (run.step()) {
+      harvest(*probe);
+      if (inject && steps == inject_at)
+        inject(*probe);
+      if (++steps % check_every == 0)
+        check_models(*probe);
+    }
+    auto r = run.run();
+    BOOST_REQUIRE(r);
+    report = *r;
+    BOOST_TEST(report.error().empty(), report.error());
+  }
+
+  void harvest(const atrain::run_probe& probe) {
+    std::vector<atrain::dasgd_ledger> fresh;
+    for (const auto& w : probe.workers)
+      fresh.push_back(atrain::dasgd_take_ledger(w));
+    fresh.resize(nodes.size());
+    for (std::uint32_t i = 0; i < fresh.size(); ++i)
+      for (auto& c : fresh[i].made)
+        made[{i, c.index}] = c;
+    for (std::uint32_t i = 0; i < fresh.size(); ++i) {
+      auto& f = fresh[i];
+      for (const auto& u : f.used) {
+        ++times_applied[i][{u.origin, u.index}];
+        auto it = made.find({u.origin, u.index});
+        BOOST_REQUIRE_MESSAGE(it != made.end(), "node " << i << " applied an unknown gradient");
+        const auto& c = it->second;
+        for (std::size_t k = 0; k < c.g.size(); ++k)
+          applied_sum[i][k] += c.gamma * static_cast<double>(c.g[k]);
+      }
+      auto& n = nodes[i];
+      n.made.insert(n.made.end(), std::make_move_iterator(f.made.begin()),
+                    std::make_move_iterator(f.made.end()));
+      n.used.insert(n.used.end(), f.used.begin(), f.used.end());
+      n.packets_applied += f.packets_applied;
+    }
+  }
+
+  void check_models(const atrain::run_probe& probe) {
+    for (std::size_t i = 0; i < probe.models.size(); ++i) {
+      const auto* x = probe.models[i];
+      if (x == nullptr)
+        continue;
+      ++model_checks;
+      for (std::size_t k = 0; k < x->size(); ++k) {
+        const double expect = static_cast<double>(plan->x0[k]) - applied_sum[i][k];
+        const double error = std::abs(static_cast<double>((*x)[k]) - expect);
+        worst_model_error = std::max(worst_model_error, error / (1 + std::abs(expect)));
+      }
+    }
+  }
+
+  /// Gradients created before `until_ns` not applied exactly once by every
+  /// node (returned), and the number applied more than once anywhere.
+  std::pair<std::size_t, std::size_t> missing_and_twice(std::int64_t until_ns) const {
+    std::size_t missing = 0, twice = 0;
+    for (const auto& per : times_applied)
+      for (const auto& [k, count] : per)
+        twice += count > 1 ? 1 : 0;
+    for (const auto& [k, c] : made)
+      if (c.done_ns < until_ns)
+        for (const auto& per : times_applied) {
+          auto it = per.find(k);
+          missing += (it == per.end() || it->second != 1) ? 1 : 0;
+        }
+    return {missing, twice};
+  }
+
+  /// Staleness of each of node i's gradients counted from the ledgers alone:
+  /// gradients created (done) strictly before its read, minus those among
+  /// the node's applied entries before the read created strictly before it.
+  double ledger_staleness_mean(std::uint32_t i) const {
+    const auto& n = nodes[i];
+    double sum = 0;
+    for (const auto& c : n.made) {
+      std::size_t earlier = 0, applied = 0;
+      for (const auto& [k, other] : made)
+        earlier += other.done_ns < c.read_ns ? 1 : 0;
+      for (std::size_t u = 0; u < c.applied_before; ++u)
+        applied += made.at({n.used[u].origin, n.used[u].index}).done_ns < c.read_ns ? 1 : 0;
+      sum += static_cast<double>(earlier - applied);
+    }
+    return n.made.empty() ? 0 : sum / static_cast<double>(n.made.size());
+  }
+};
+
+std::int64_t ns(double seconds) {
+  return static_cast<std::int64_t>(seconds * 1e9);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(dasgd)
+
+BOOST_AUTO_TEST_CASE(every_gradient_applied_exactly_once_everywhere_over_30_percent_loss) {
+  ledger_run r{t::config("algorithms/dasgd.textproto",
+                         spec({"stop.time_seconds=2", "link.loss=0.3",
+                               "link.latency_seconds=0.002", "link.duplicate=0.1",
+                               "link.reorder=0.3", "link.reorder_delay_seconds=0.005"}))};
+  const auto [missing, twice] = r.missing_and_twice(ns(r.report.duration_seconds() - 0.2));
+  std::size_t remote = 0;
+  for (const auto& n : r.nodes)
+    remote += n.used.size() - n.made.size();
+  BOOST_TEST_MESSAGE(r.made.size() << " gradients, " << remote << " remote applications, "
+                                   << r.report.packets_dropped() << " dropped, "
+                                   << r.report.packets_retransmitted() << " retransmitted; "
+                                   << missing << " missing, " << twice
+                                   << " twice; worst model error " << r.worst_model_error
+                                   << " over " << r.model_checks << " checks");
+  BOOST_TEST(r.report.packets_dropped() > 100u);
+  BOOST_TEST(r.report.packets_retransmitted() > 100u);
+  BOOST_TEST(r.made.size() > 500u);
+  BOOST_TEST(missing == 0u);
+  BOOST_TEST(twice == 0u);
+  BOOST_TEST(r.model_checks > 100u);
+  BOOST_TEST(r.worst_model_error < 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(staleness_is_zero_in_lock_step_and_grows_with_latency_matching_the_ledger) {
+  auto run = [](const std::string& latency) {
+    return ledger_run{t::config("algorithms/dasgd.textproto",
+                                spec({"stop.time_seconds=1", "cost.jitter=0",
+                                      "link.latency_seconds=" + latency}))};
+  };
+  for (const auto& latency : {"0", "0.025"}) {
+    auto r = run(latency);
+    double reported = 0;
+    for (const auto& n : r.report.per_node())
+      reported += n.staleness_mean() / r.report.per_node_size();
+    const double node0 = r.report.per_node(0).staleness_mean();
+    const double ledger0 = r.ledger_staleness_mean(0);
+    BOOST_TEST_MESSAGE("latency " << latency << ": mean staleness " << reported << " (max "
+                                  << r.report.staleness_max() << "), node 0 " << node0
+                                  << " reported vs " << ledger0 << " from the ledger");
+    BOOST_TEST(std::abs(node0 - ledger0) < 1e-9);
+    const double node1 = r.report.per_node(1).staleness_mean();
+    BOOST_TEST(std::abs(node1 - r.ledger_staleness_mean(1)) < 1e-9);
+    if (std::string{latency} == "0")
+      BOOST_TEST(reported < 0.01);
+    else
+      BOOST_TEST(reported > 4.0);  // 2.5 tau in flight: at least 2 gradients of 3 others
+  }
+}
+
+BOOST_AUTO_TEST_CASE(broadcast_every_4_sends_a_quarter_of_the_messages) {
+  auto run = [](std::uint32_t every) {
+    auto report = atrain::run_experiment(t::config(
+      "algorithms/dasgd.textproto",
+      spec({"stop.time_seconds=1", "algorithm.dasgd.broadcast_every=" + std::to_string(every)})));
+    BOOST_REQUIRE(report);
+    BOOST_TEST(report->error().empty(), report->error());
+    return *report;
+  };
+  const auto one = run(1);
+  const auto four = run(4);
+  for (const auto* r : {&one, &four}) {
+    const std::uint64_t every = r == &one ? 1 : 4;
+    for (const auto& n : r->per_node()) {
+      // messages = (n-1) floor(completed / k) with n - 1 = 3; the last
+      // gradient read may still be running at the stop.
+      const std::uint64_t sends = n.messages_sent() / 3;
+      BOOST_TEST(n.messages_sent() % 3 == 0u);
+      BOOST_TEST((sends == n.gradients() / every || sends == (n.gradients() - 1) / every),
+                 "node " << n.node() << ": " << n.messages_sent() << " messages for "
+                         << n.gradients() << " gradients, every " << every);
+    }
+  }
+  const double ratio = static_cast<double>(four.messages_sent()) / four.gradients_total() /
+                       (static_cast<double>(one.messages_sent()) / one.gradients_total());
+  BOOST_TEST_MESSAGE("messages per gradient: every 1 "
+                     << 1.0 * one.messages_sent() / one.gradients_total() << ", every 4 "
+                     << 1.0 * four.messages_sent() / four.gradients_total() << " (ratio " << ratio
+                     << ")");
+  BOOST_TEST(std::abs(ratio - 0.25) < 0.02);
+  g::expect_target("dasgd broadcast_every 4",
+                   t::config("algorithms/dasgd.textproto",
+                             {"algorithm.dasgd.broadcast_every=4", "progress=false"}));
+}
+
+BOOST_AUTO_TEST_CASE(coalescing_on_a_bandwidth_bound_link_merges_packets_and_replicas_agree) {
+  // 524-byte packets at 25 kB/s: 21 ms on the wire for one gradient per 10 ms.
+  auto run = [](const std::string& coalesce) {
+    return ledger_run{t::config(
+      "algorithms/dasgd.textproto",
+      spec({"stop.time_seconds=1.5", "link.bandwidth_bytes_per_second=25000",
+            "algorithm.dasgd.coalesce=" + coalesce, "link.loss=0.1"}))};
+  };
+  for (const std::string coalesce : {"true", "false"}) {
+    auto r = run(coalesce);
+    std::size_t remote = 0, packets = 0;
+    for (const auto& n : r.nodes) {
+      remote += n.used.size() - n.made.size();
+      packets += n.packets_applied;
+    }
+    const auto [missing, twice] = r.missing_and_twice(ns(r.report.duration_seconds() - 0.3));
+    BOOST_TEST_MESSAGE("coalesce " << coalesce << ": " << remote << " remote gradients arrived in "
+                                   << packets << " packets; " << missing
+                                   << " (gradient, node) pairs older than 0.3 s not applied, "
+                                   << twice << " twice; worst model error " << r.worst_model_error
+                                   << ", accuracy " << r.report.final().test_accuracy());
+    BOOST_TEST(twice == 0u);
+    BOOST_TEST(r.model_checks > 50u);
+    BOOST_TEST(r.worst_model_error < 1e-5);
+    if (coalesce == "true") {
+      BOOST_TEST(packets < remote / 2);
+      BOOST_TEST(missing == 0u);
+    } else {
+      BOOST_TEST(packets == remote);
+      BOOST_TEST(missing > 0u);  // a FIFO per link falls behind the gradients
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
+  auto plan = t::config("algorithms/dasgd.textproto", spec({"stop.time_seconds=0.5"}));
+  const std::size_t dim = plan->dim();
+  std::vector<atrain::packet> bad(9);
+  for (auto& p : bad) {
+    p.from = 0;
+    p.to = 1;
+    p.kind = atrain::dasgd_gradients;
+    p.seq = 1000000;
+    p.f = atrain::float_blob{std::vector<float>(dim, 1.f)};
+    p.scalars = {1};
+  }
+  bad[0].from = 99;                                                 // unknown sender
+  bad[1].from = 1;                                                  // itself
+  bad[2].f = atrain::float_blob{std::vector<float>(dim + 1, 0.f)};  // wrong size
+  bad[3].f = atrain::float_blob{std::vector<float>(dim, std::nanf(""))};
+  bad[4].kind = 77;                                                 // unknown stream
+  bad[5].scalars = {};                                              // no count
+  bad[6].scalars = {0};                                             // count 0
+  bad[7].seq = 2;                                                   // count > seq
+  bad[7].scalars = {3};
+  bad[8].scalars = {1000000};  // covers gradient 1 of node 0, already received
+  bool sent = false;
+  // Every replica, node 1 included, must still equal x0 minus its ledger's
+  // gradients: a bad packet applied would show as a model error of ~1.
+  ledger_run r{plan, [&](atrain::run_probe& probe) {
+                 BOOST_REQUIRE(probe.workers.size() == 4u);
+                 auto target = caf::actor_cast<caf::actor>(probe.workers[1]);
+                 for (auto& p : bad)
+                   caf::anon_send(target, atrain::deliver_atom::value, p);
+                 sent = true;
+               }, 2000, 100};
+  BOOST_TEST(sent);
+  BOOST_TEST(r.times_applied[1].count({0, 1}) == 1u);  // gradient 1 of node 0 was already in
+  BOOST_TEST(r.report.packets_rejected() == bad.size());
+  BOOST_TEST(r.model_checks > 20u);
+  BOOST_TEST(r.worst_model_error < 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(reaches_the_quickstart_target_with_its_config) {
+  g::expect_target("dasgd", t::config("algorithms/dasgd.textproto", {"progress=false"}));
+}
+
+BOOST_AUTO_TEST_CASE(reaches_the_target_over_lossy_acknowledged_links) {
+  t::expect_target_over_lossy_links("dasgd.textproto");
+}
+
+BOOST_AUTO_TEST_CASE(reaches_the_target_on_the_real_clock) {
+  g::expect_target_real(
+    t::config("quickstart_real.textproto", {"algorithm.dasgd.step_size=0.2", "progress=false"}));
+}
+
+BOOST_AUTO_TEST_CASE(same_seed_same_trace_other_seed_differs) {
+  g::expect_replay({"algorithm.dasgd.step_size=0.2", "algorithm.dasgd.coalesce=true",
+                    "progress=false", "stop.time_seconds=1", "stop.stop_at_target=false",
+                    "link.loss=0.2", "link.duplicate=0.2", "link.reorder=0.3",
+                    "link.reorder_delay_seconds=0.01", "link.bandwidth_bytes_per_second=50000"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
