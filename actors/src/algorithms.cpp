@@ -2,6 +2,7 @@
 
 #include "atrain/actors/allreduce.hpp"
 #include "atrain/actors/adpsgd.hpp"
+#include "atrain/actors/async_ps.hpp"
 #include "atrain/actors/centralized.hpp"
 #include "atrain/actors/dpsgd.hpp"
 #include "atrain/actors/local_sgd.hpp"
@@ -17,6 +18,7 @@ bool algorithm_implemented(proto::AlgorithmSpec::KindCase kind) {
     case proto::AlgorithmSpec::kAdpsgd:
     case proto::AlgorithmSpec::kAllreduce:
     case proto::AlgorithmSpec::kLocalSgd:
+    case proto::AlgorithmSpec::kAsyncPs:
       return true;
     default:
       return false;
@@ -25,7 +27,8 @@ bool algorithm_implemented(proto::AlgorithmSpec::KindCase kind) {
 
 caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* sup,
                                                         const context_ptr& ctx,
-                                                        std::vector<caf::actor>& links) {
+                                                        std::vector<caf::actor>& links,
+                                                        caf::actor& server) {
   switch (ctx->plan->spec.algorithm().kind_case()) {
     case proto::AlgorithmSpec::kRfast:
       return spawn_rfast(sup, ctx, links);
@@ -39,6 +42,8 @@ caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* 
       return spawn_allreduce(sup, ctx, links);
     case proto::AlgorithmSpec::kLocalSgd:
       return spawn_local_sgd(sup, ctx, links);
+    case proto::AlgorithmSpec::kAsyncPs:
+      return spawn_async_ps(sup, ctx, links, server);
     default:
       return caf::make_error(caf::sec::invalid_argument,
                              "algorithm '" + ctx->plan->algorithm_name() +

@@ -149,10 +149,11 @@ void checker::run() {
   dataset();
   model();
   algorithm();
-  // centralized has one node and no graph; the all-reduce algorithms ring over node ids.
+  // centralized has one node and no graph; the all-reduce algorithms ring over
+  // node ids; the parameter server talks to every worker by node id.
   const auto kind = sp.algorithm().kind_case();
   if (kind != proto::AlgorithmSpec::kCentralized && kind != proto::AlgorithmSpec::kAllreduce &&
-      kind != proto::AlgorithmSpec::kLocalSgd)
+      kind != proto::AlgorithmSpec::kLocalSgd && kind != proto::AlgorithmSpec::kAsyncPs)
     topology(nodes_ok);
   cost(nodes_ok);
   link();

@@ -25,6 +25,7 @@ struct run_probe {
   std::vector<const std::vector<float>*> models;  // worker's x, index = node; null when gone
   std::vector<caf::actor_addr> workers;        // index = node (fault tests)
   std::vector<caf::actor_addr> buffers;        // index = node; empty without buffers
+  caf::actor_addr server;                      // the parameter server (async_ps); empty otherwise
 };
 
 struct run_context {
