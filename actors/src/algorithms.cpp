@@ -2,6 +2,7 @@
 
 #include "atrain/actors/allreduce.hpp"
 #include "atrain/actors/adpsgd.hpp"
+#include "atrain/actors/async_ps.hpp"
 #include "atrain/actors/centralized.hpp"
 #include "atrain/actors/dasgd.hpp"
 #include "atrain/actors/dpsgd.hpp"
@@ -24,6 +25,7 @@ bool algorithm_implemented(proto::AlgorithmSpec::KindCase kind) {
     case proto::AlgorithmSpec::kSgp:
     case proto::AlgorithmSpec::kOsgp:
     case proto::AlgorithmSpec::kDasgd:
+    case proto::AlgorithmSpec::kAsyncPs:
       return true;
     default:
       return false;
@@ -32,7 +34,8 @@ bool algorithm_implemented(proto::AlgorithmSpec::KindCase kind) {
 
 caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* sup,
                                                         const context_ptr& ctx,
-                                                        std::vector<caf::actor>& links) {
+                                                        std::vector<caf::actor>& links,
+                                                        caf::actor& server) {
   switch (ctx->plan->spec.algorithm().kind_case()) {
     case proto::AlgorithmSpec::kRfast:
       return spawn_rfast(sup, ctx, links);
@@ -53,6 +56,8 @@ caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* 
       return spawn_sgp(sup, ctx, links);
     case proto::AlgorithmSpec::kDasgd:
       return spawn_dasgd(sup, ctx, links);
+    case proto::AlgorithmSpec::kAsyncPs:
+      return spawn_async_ps(sup, ctx, links, server);
     default:
       return caf::make_error(caf::sec::invalid_argument,
                              "algorithm '" + ctx->plan->algorithm_name() +

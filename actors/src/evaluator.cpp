@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/rfast.hpp"
@@ -16,6 +17,7 @@ namespace {
 /// What one evaluation collects from the nodes and links.
 struct gathering {
   std::vector<model_snapshot> models;
+  std::optional<model_snapshot> server;  // the parameter server's, when there is one
   std::uint64_t buffer_messages = 0;
   std::uint64_t buffer_bytes = 0;
   std::uint64_t rejected = 0;
@@ -31,6 +33,7 @@ struct eval_state {
   context_ptr ctx;
   std::vector<node_actors> nodes;
   std::vector<caf::actor> links;
+  caf::actor server;  // holds the evaluated model (async_ps); invalid otherwise
   caf::actor supervisor;
   bool progress = false;
   std::unique_ptr<model> m;
@@ -96,6 +99,15 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
               finish_one();
             },
             [fail, i](caf::error& e) { fail("node " + std::to_string(i) + " buffer", e); });
+  }
+  if (st.server) {
+    ++g->pending;
+    self->request(st.server, caf::infinite, model_atom::value)
+      .then([g, finish_one](model_snapshot& s) {
+              g->server = std::move(s);
+              finish_one();
+            },
+            [fail](caf::error& e) { fail("parameter server", e); });
   }
   for (const auto& link : st.links) {
     ++g->pending;
@@ -166,8 +178,20 @@ metric_sample evaluate(caf::stateful_actor<eval_state>* self, const gathering& g
   for (const auto& l : g.links)
     row.dropped += l.dropped;
   std::vector<float> evaluated(dim);
-  row.consensus_error = uses_push_sum(g.models) ? push_sum_average(g.models, evaluated)
-                                                : node_average(g.models, evaluated);
+  if (g.server) {
+    // The parameter server's model is the evaluated one; the consensus error
+    // measures the workers' copies around it.
+    row.messages += g.server->messages_sent;
+    row.bytes += g.server->bytes_sent;
+    std::copy_n(g.server->params.ptr(), dim, evaluated.data());
+    double consensus = 0;
+    for (const auto& s : g.models)
+      consensus += vec::squared_distance(s.params.ptr(), evaluated.data(), dim);
+    row.consensus_error = consensus / static_cast<double>(g.models.size());
+  } else {
+    row.consensus_error = uses_push_sum(g.models) ? push_sum_average(g.models, evaluated)
+                                                  : node_average(g.models, evaluated);
+  }
   single_threaded_kernels();
   if (plan.topo && plan.topo->tree) {
     const auto root = plan.topo->roots.front();
@@ -277,6 +301,8 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   std::uint64_t rejected = g.rejected;  // by buffers
   for (const auto& s : g.models)
     rejected += s.rejected;              // by workers that receive packets themselves
+  if (g.server)
+    rejected += g.server->rejected;
   r.set_packets_rejected(rejected);
   r.set_consensus_error(row.consensus_error);
   r.set_duration_seconds(row.time_seconds);
@@ -288,6 +314,10 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
     n->set_gradients(s.gradients);
     n->set_messages_sent(s.messages_sent);
     n->set_bytes_sent(s.bytes_sent);
+    if (g.server && g.server->node == s.node) {  // the server runs on this node
+      n->set_messages_sent(s.messages_sent + g.server->messages_sent);
+      n->set_bytes_sent(s.bytes_sent + g.server->bytes_sent);
+    }
     n->set_staleness_mean(s.staleness_count ? s.staleness_sum / s.staleness_count : 0.0);
     n->set_staleness_max(s.staleness_max);
     s_sum += s.staleness_sum;
@@ -299,7 +329,9 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   if (!g.masses.empty())
     r.set_mass_residual(mass_residual(g.masses));
   const auto& algo = plan.spec.algorithm();
-  if (plan.topo && plan.topo->tree)
+  if (g.server)
+    r.set_evaluated_model("parameter server (node " + std::to_string(g.server->node) + ")");
+  else if (plan.topo && plan.topo->tree)
     r.set_evaluated_model("common root (node " + std::to_string(plan.topo->roots.front()) + ")");
   else if ((algo.has_sgp() || algo.has_osgp()) && g.models.size() > 1)
     r.set_evaluated_model("push-sum average (sum x / sum w)");
@@ -314,12 +346,13 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
 
 caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr ctx,
                               std::vector<node_actors> nodes, std::vector<caf::actor> links,
-                              caf::actor supervisor, bool progress) {
+                              caf::actor server, caf::actor supervisor, bool progress) {
   auto& st = self->state;
   const auto& plan = *ctx->plan;
   st.ctx = ctx;
   st.nodes = std::move(nodes);
   st.links = std::move(links);
+  st.server = std::move(server);
   st.supervisor = std::move(supervisor);
   st.progress = progress;
   st.m = plan.prototype->clone();
@@ -364,9 +397,9 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
 
 caf::actor spawn_evaluator(caf::event_based_actor* supervisor, const context_ptr& ctx,
                            std::vector<node_actors> nodes, std::vector<caf::actor> links,
-                           bool progress) {
+                           caf::actor server, bool progress) {
   return supervisor->spawn(evaluator_actor, ctx, std::move(nodes), std::move(links),
-                           caf::actor_cast<caf::actor>(supervisor), progress);
+                           std::move(server), caf::actor_cast<caf::actor>(supervisor), progress);
 }
 
 } // namespace atrain

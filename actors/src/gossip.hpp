@@ -58,12 +58,7 @@ inline void reject(caf::local_actor* self, run_context& ctx, node_base& st, std:
 /// Sends `p` to neighbour `to` only (counted like a broadcast).
 inline void send_to(caf::event_based_actor* self, run_context& ctx, node_base& st,
                     std::uint32_t to, packet p) {
-  const auto k = neighbour_index(st, to);
-  p.to = to;
-  ++st.out.messages;
-  st.out.bytes += p.bytes();
-  ctx.events.record(ctx.ns(self), p.from, event_kind::send, to, p.seq);
-  self->send(st.out.routes.at(*k).second, deliver_atom::value, std::move(p));
+  st.out.send(self, ctx, *neighbour_index(st, to), std::move(p));
 }
 
 /// Loads the plan's start: compute unit, x^0, neighbours (init), and the

@@ -317,13 +317,17 @@ caf::actor network::route(std::uint32_t from, std::uint32_t to) const {
 }
 
 void outbox::broadcast(caf::event_based_actor* self, run_context& ctx, packet p) {
-  for (const auto& [node, handle] : routes) {
-    p.to = node;
-    ++messages;
-    bytes += p.bytes();
-    ctx.events.record(ctx.ns(self), p.from, event_kind::send, node, p.seq);
-    self->send(handle, deliver_atom::value, p);
-  }
+  for (std::size_t k = 0; k < routes.size(); ++k)
+    send(self, ctx, k, p);
+}
+
+void outbox::send(caf::event_based_actor* self, run_context& ctx, std::size_t k, packet p) {
+  const auto& [node, handle] = routes.at(k);
+  p.to = node;
+  ++messages;
+  bytes += p.bytes();
+  ctx.events.record(ctx.ns(self), p.from, event_kind::send, node, p.seq);
+  self->send(handle, deliver_atom::value, std::move(p));
 }
 
 model_snapshot make_snapshot(std::uint32_t node, const compute_unit& cu, const outbox& out,

@@ -115,26 +115,32 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
   });
   const auto& spec = ctx->plan->spec;
   std::vector<caf::actor> links;
-  auto spawned = spawn_algorithm(self, ctx, links);
+  caf::actor server;
+  auto spawned = spawn_algorithm(self, ctx, links, server);
   if (!spawned) {
     fail(self, caf::to_string(spawned.error()));
     return {};
   }
   auto nodes = std::move(*spawned);
-  if (ctx->probe)
+  if (ctx->probe) {
+    if (server)
+      ctx->probe->server = server.address();
     for (const auto& n : nodes) {
       ctx->probe->workers.push_back(n.worker.address());
       if (n.buffer)
         ctx->probe->buffers.push_back(n.buffer.address());
     }
+  }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     adopt(self, nodes[i].worker, "node " + std::to_string(i) + " worker");
     if (nodes[i].buffer && nodes[i].buffer != nodes[i].worker)  // gossip: one actor per node
       adopt(self, nodes[i].buffer, "node " + std::to_string(i) + " gradient buffer");
   }
+  if (server)
+    adopt(self, server, "parameter server");
   for (const auto& l : links)
     adopt(self, l, "link");
-  st.evaluator = spawn_evaluator(self, ctx, nodes, links, progress);
+  st.evaluator = spawn_evaluator(self, ctx, nodes, links, server, progress);
   adopt(self, st.evaluator, "evaluator");
   self->send(st.evaluator, eval_atom::value);
   if (spec.stop().time_seconds() > 0)

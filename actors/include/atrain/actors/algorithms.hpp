@@ -11,9 +11,11 @@ namespace atrain {
 [[nodiscard]] bool algorithm_implemented(proto::AlgorithmSpec::KindCase kind);
 
 /// Spawns the node actors (and their links, appended to `links`) of the
-/// algorithm the plan's spec names, as children of `sup`.
+/// algorithm the plan's spec names, as children of `sup`. `server` receives
+/// the parameter server (the root aggregator whose model is evaluated) when
+/// the algorithm has one (async_ps) and stays invalid otherwise.
 [[nodiscard]] caf::expected<std::vector<node_actors>>
 spawn_algorithm(caf::event_based_actor* sup, const context_ptr& ctx,
-                std::vector<caf::actor>& links);
+                std::vector<caf::actor>& links, caf::actor& server);
 
 } // namespace atrain

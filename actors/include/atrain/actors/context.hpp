@@ -26,6 +26,7 @@ struct run_probe {
   std::vector<const std::vector<float>*> models;  // worker's x, index = node; null when gone
   std::vector<caf::actor_addr> workers;        // index = node (fault tests)
   std::vector<caf::actor_addr> buffers;        // index = node; empty without buffers
+  caf::actor_addr server;                      // the parameter server (async_ps); empty otherwise
   std::vector<const pushsum_node*> pushsum;    // SGP/OSGP state and ledger, index = node
 
   /// Empties the per-node slots for a run of n nodes.

@@ -1,7 +1,8 @@
 #pragma once
 /// The evaluator samples every node's model each eval period, evaluates the
-/// evaluated model (node average, or the common root's model on a tree pair),
-/// tells the supervisor, draws the progress line, and builds the run report.
+/// evaluated model (node average, the common root's model on a tree pair, or
+/// the parameter server's model), tells the supervisor, draws the progress
+/// line, and builds the run report.
 #include <vector>
 
 #include "atrain/actors/context.hpp"
@@ -11,10 +12,14 @@ namespace atrain {
 /// Messages it understands:
 ///   (eval_atom)              periodic evaluation (it arms its own timer)
 ///   (final_atom) -> report_bytes   last evaluation and the finished report
+/// `server` (may be invalid) answers (model_atom) with a model_snapshot like
+/// a worker: its params are the evaluated model, its counters are added to
+/// its node's.
 /// It sends (metric_atom, metric_sample) and, when the stop rule says so,
 /// (stop_atom, std::string reason) to `supervisor`.
 [[nodiscard]] caf::actor spawn_evaluator(caf::event_based_actor* supervisor,
                                          const context_ptr& ctx, std::vector<node_actors> nodes,
-                                         std::vector<caf::actor> links, bool progress);
+                                         std::vector<caf::actor> links, caf::actor server,
+                                         bool progress);
 
 } // namespace atrain

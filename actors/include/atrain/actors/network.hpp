@@ -67,6 +67,8 @@ struct outbox {
 
   /// Sends `p` (p.to is set per receiver) to every route.
   void broadcast(caf::event_based_actor* self, run_context& ctx, packet p);
+  /// Sends `p` to routes[k] only (p.to is set to its receiver).
+  void send(caf::event_based_actor* self, run_context& ctx, std::size_t k, packet p);
 };
 
 /// What a node's worker reports to the evaluator (model_atom).

@@ -1,0 +1,51 @@
+#pragma once
+/// Asynchronous parameter server (ALGORITHMS.md §9): the packet streams, a
+/// test hook on the server, and the spawn function for a whole run (n
+/// workers and the server).
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "atrain/actors/context.hpp"
+#include "atrain/messages/wire.hpp"
+
+namespace atrain {
+
+/// Packet streams of the parameter server. A worker's gradient carries
+/// seq = its request number (1, 2, 3, ...) and scalars = {version of the
+/// model it was computed on}; the server's reply carries the same seq and
+/// scalars = {server version after applying it}.
+enum async_ps_stream : std::uint32_t { async_ps_gradient = 91, async_ps_model = 92 };
+
+/// One gradient as the server applied it.
+struct async_ps_applied {
+  std::uint32_t worker = 0;
+  std::uint64_t seq = 0;           // the worker's request number
+  std::uint64_t read_version = 0;  // version of the model the gradient was computed on
+  std::uint64_t version = 0;       // server updates before this one (k of gamma_k)
+  float_blob g;
+};
+
+/// What the test hook sees of the server.
+struct async_ps_view {
+  std::vector<async_ps_applied> applied;  // applied since the last call, in order
+  std::vector<double> x;                  // the server's model now (float64 master copy)
+  std::uint64_t version = 0;              // updates applied so far
+  std::uint64_t duplicates = 0;           // gradient packets ignored as already applied
+};
+
+/// Test hook (virtual clock with a run_probe only, between two scheduler
+/// steps): moves out the ledger of gradients the server at `server` applied
+/// since the last call, with a copy of its model. nullopt for any other actor
+/// or once it is gone.
+[[nodiscard]] std::optional<async_ps_view> async_ps_take(const caf::actor_addr& server);
+
+/// Spawns the workers (one per node), the server (at node
+/// spec.algorithm.async_ps.server) and the links between them as children of
+/// `sup`; `server` receives the server's handle.
+[[nodiscard]] std::vector<node_actors> spawn_async_ps(caf::event_based_actor* sup,
+                                                      const context_ptr& ctx,
+                                                      std::vector<caf::actor>& links,
+                                                      caf::actor& server);
+
+} // namespace atrain

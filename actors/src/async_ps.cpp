@@ -1,0 +1,280 @@
+/// Asynchronous parameter server (ALGORITHMS.md §9): one worker actor per
+/// node and one server actor (the root aggregator) at node s =
+/// algorithm.async_ps.server.
+///
+/// Worker i, holding the model x it last received and its version v
+/// (initially x^0, v = 0):
+///   1. g = g_i(x)                                   (takes tau_i: the wake)
+///   2. send (seq, g, v) to the server, seq = 1, 2, 3, ... per worker
+///   3. wait for the server's reply to request seq: x = x_server, v = its
+///      version; record the staleness of g; go to 1.
+/// Server, on each arriving gradient (worker i, seq, g, v):
+///   x_s -= gamma_k g,  gamma_k = gamma / (1 + decay k),  k = updates so far;
+///   k += 1; reply (seq, x_s, k) to worker i only.
+/// Staleness of g = server updates since the worker read its model
+/// = (server version when g is applied) - v = k_reply - 1 - v, recorded by
+/// the worker that computed g when the reply arrives (make_snapshot).
+///
+/// Choices:
+/// - The server keeps its model in float64 (the master copy; each gradient
+///   is applied once, so rounding would otherwise accumulate over the whole
+///   run) and sends a float32 copy.
+/// - The evaluated model is the server's (evaluator: "parameter server
+///   (node s)"); the consensus error is (1/n) sum_i |x_i - x_s|^2, the
+///   workers' copies around the server's model.
+/// - The worker on node s shares its machine with the server: they talk by
+///   direct actor messages, no link (no latency, no loss). Every other
+///   worker i talks over the link pair i -> s, s -> i. Those direct packets
+///   are counted in messages and bytes like any other.
+/// - The server's messages and bytes count towards node s in the report.
+///
+/// Links are acknowledged: every packet arrives at least once, perhaps
+/// duplicated and reordered. A worker has one request outstanding, so the
+/// server keeps per worker the last seq applied: seq = last + 1 is applied
+/// (exactly once), seq <= last is a duplicate and ignored, anything else
+/// (seq = 0, a seq further ahead, a version stamp other than the version the
+/// server last returned to that worker) is impossible and rejected. A worker
+/// takes only the reply to its outstanding request: older seqs (or a second
+/// copy) are ignored, newer ones, other senders and versions that do not
+/// move forward are rejected. Rejected packets are counted, traced
+/// (event_kind::reject) and never applied.
+#include "atrain/actors/async_ps.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "atrain/actors/compute.hpp"
+#include "atrain/actors/network.hpp"
+#include "atrain/kernels/vector_ops.hpp"
+
+namespace atrain {
+
+namespace {
+
+/// A model or gradient packet of stream `kind`: `dim` finite floats and one
+/// finite, integral, non-negative version stamp.
+[[nodiscard]] bool well_formed(const packet& p, std::uint32_t kind, std::size_t dim) {
+  if (p.kind != kind || p.f.size() != dim || !p.d.empty() || p.scalars.size() != 1)
+    return false;
+  const double v = p.scalars.front();
+  return std::isfinite(v) && v >= 0 && v == std::floor(v) && vec::all_finite(p.f.ptr(), dim);
+}
+
+/// Counts and traces a rejected packet.
+void reject(caf::local_actor* self, run_context& ctx, std::uint32_t node, std::uint64_t& rejected,
+            const packet& p) {
+  ++rejected;
+  ctx.events.record(ctx.ns(self), node, event_kind::reject, p.from, p.seq);
+}
+
+// ------------------------------------------------------------------ server
+
+struct server_state {
+  std::uint32_t node = 0;
+  std::vector<double> x;
+  std::uint64_t version = 0;  // updates applied so far
+  double gamma = 0;
+  double decay = 0;
+  std::vector<std::uint64_t> applied;       // per worker: last seq applied
+  std::vector<std::uint64_t> sent_version;  // per worker: version last returned
+  outbox out;                               // routes[i] reaches worker i
+  std::uint64_t rejected = 0;
+  std::uint64_t duplicates = 0;
+  bool record = false;  // keep the ledger (test probe only)
+  std::vector<async_ps_applied> ledger;
+  static inline const char* name = "atrain_async_ps_server";
+};
+using server_ptr = caf::stateful_actor<server_state>*;
+
+void apply(server_ptr self, run_context& ctx, const packet& p) {
+  auto& st = self->state;
+  const double gamma = st.gamma / (1.0 + st.decay * static_cast<double>(st.version));
+  const float* g = p.f.ptr();
+  for (std::size_t k = 0; k < st.x.size(); ++k)
+    st.x[k] -= gamma * static_cast<double>(g[k]);
+  if (st.record)
+    st.ledger.push_back({p.from, p.seq, st.sent_version[p.from], st.version, p.f});
+  ++st.version;
+  st.applied[p.from] = p.seq;
+  st.sent_version[p.from] = st.version;
+  packet reply;
+  reply.from = st.node;
+  reply.kind = async_ps_model;
+  reply.seq = p.seq;
+  reply.f = float_blob{std::vector<float>(st.x.begin(), st.x.end())};
+  reply.scalars = {static_cast<double>(st.version)};
+  st.out.send(self, ctx, p.from, std::move(reply));
+}
+
+caf::behavior server_actor(server_ptr self, std::uint32_t node, context_ptr ctx) {
+  const auto& plan = *ctx->plan;
+  const auto& algo = plan.spec.algorithm().async_ps();
+  auto& st = self->state;
+  st.node = node;
+  st.x.assign(plan.x0.begin(), plan.x0.end());
+  st.gamma = algo.step_size();
+  st.decay = algo.decay();
+  st.applied.assign(plan.nodes(), 0);
+  st.sent_version.assign(plan.nodes(), 0);
+  st.record = ctx->probe != nullptr;
+  const std::size_t dim = plan.dim();
+  return {
+    [=](init_atom, const std::vector<caf::actor>& routes) {
+      for (std::uint32_t i = 0; i < routes.size(); ++i)
+        self->state.out.routes.emplace_back(i, routes[i]);
+    },
+    [=](deliver_atom, const packet& p) {
+      auto& st = self->state;
+      ctx->events.record(ctx->ns(self), st.node, event_kind::receive, p.from, p.seq);
+      if (!well_formed(p, async_ps_gradient, dim) || p.from >= st.applied.size() || p.seq == 0)
+        return reject(self, *ctx, st.node, st.rejected, p);
+      if (p.seq <= st.applied[p.from]) {
+        ++st.duplicates;  // applied already
+        return;
+      }
+      if (p.seq != st.applied[p.from] + 1 ||
+          p.scalars.front() != static_cast<double>(st.sent_version[p.from]))
+        return reject(self, *ctx, st.node, st.rejected, p);
+      apply(self, *ctx, p);
+    },
+    [=](model_atom) {
+      const auto& st = self->state;
+      model_snapshot s;
+      s.node = st.node;
+      s.messages_sent = st.out.messages;
+      s.bytes_sent = st.out.bytes;
+      s.rejected = st.rejected;
+      s.params = float_blob{std::vector<float>(st.x.begin(), st.x.end())};
+      return s;
+    },
+  };
+}
+
+// ------------------------------------------------------------------ worker
+
+struct worker_state {
+  std::optional<compute_unit> cu;
+  std::vector<float> x;  // the model last received
+  std::vector<float> g;
+  std::uint64_t version = 0;  // of x
+  std::uint64_t seq = 0;      // requests sent
+  bool waiting = false;       // request `seq` is outstanding
+  std::uint32_t server = 0;   // the server's node
+  outbox out;                 // one route: the server
+  std::uint64_t rejected = 0;
+  staleness_stats staleness;
+  static inline const char* name = "atrain_async_ps_worker";
+};
+using worker_ptr = caf::stateful_actor<worker_state>*;
+
+void compute(worker_ptr self) {
+  auto& st = self->state;
+  const double wait = st.cu->gradient(self, st.x.data(), st.g);          // 1
+  send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value);
+}
+
+caf::behavior worker_actor(worker_ptr self, std::uint32_t id, std::uint32_t server,
+                           context_ptr ctx) {
+  const auto& plan = *ctx->plan;
+  auto& st = self->state;
+  st.cu.emplace(*ctx, id);
+  st.x = plan.x0;
+  st.server = server;
+  const std::size_t dim = plan.dim();
+  return {
+    [=](init_atom, const caf::actor& route) {
+      self->state.out.routes.emplace_back(self->state.server, route);
+    },
+    [=](start_atom) { compute(self); },
+    [=](wake_atom) {
+      auto& st = self->state;
+      ctx->events.record(ctx->ns(self), id, event_kind::wake, st.seq);
+      packet p;                                                          // 2
+      p.from = id;
+      p.kind = async_ps_gradient;
+      p.seq = ++st.seq;
+      p.f = float_blob{st.g};
+      p.scalars = {static_cast<double>(st.version)};
+      st.waiting = true;
+      st.out.send(self, *ctx, 0, std::move(p));
+    },
+    [=](deliver_atom, const packet& p) {                                 // 3
+      auto& st = self->state;
+      ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
+      if (!well_formed(p, async_ps_model, dim) || p.from != st.server || p.seq > st.seq ||
+          (p.seq == st.seq && st.waiting &&
+           p.scalars.front() < static_cast<double>(st.version + 1)))
+        return reject(self, *ctx, id, st.rejected, p);
+      if (p.seq < st.seq || !st.waiting)
+        return;  // a duplicate of a reply already taken
+      const auto version = static_cast<std::uint64_t>(p.scalars.front());
+      st.staleness.add(static_cast<double>(version - 1 - st.version));
+      st.version = version;
+      st.x = p.f.vec();
+      st.waiting = false;
+      compute(self);
+    },
+    [=](model_atom) {
+      const auto& st = self->state;
+      auto s = make_snapshot(id, *st.cu, st.out, st.staleness, st.x);
+      s.rejected = st.rejected;
+      return s;
+    },
+  };
+}
+
+} // namespace
+
+std::optional<async_ps_view> async_ps_take(const caf::actor_addr& server) {
+  auto handle = caf::actor_cast<caf::actor>(server);
+  if (!handle)
+    return std::nullopt;
+  auto* s = dynamic_cast<server_ptr>(caf::actor_cast<caf::abstract_actor*>(handle));
+  // Its state exists only between the behaviour's start and the exit.
+  using flags = caf::abstract_actor;
+  if (s == nullptr || !s->getf(flags::is_initialized_flag) ||
+      s->getf(flags::is_terminated_flag | flags::is_cleaned_up_flag))
+    return std::nullopt;
+  async_ps_view v;
+  v.applied = std::exchange(s->state.ledger, {});
+  v.x = s->state.x;
+  v.version = s->state.version;
+  v.duplicates = s->state.duplicates;
+  return v;
+}
+
+std::vector<node_actors> spawn_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,
+                                        std::vector<caf::actor>& links, caf::actor& server) {
+  const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
+  const std::uint32_t s = ctx->plan->spec.algorithm().async_ps().server();
+  server = sup->spawn(server_actor, s, ctx);
+  std::vector<node_actors> nodes(n);
+  std::vector<caf::actor> workers(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    workers[i] = sup->spawn(worker_actor, i, s, ctx);
+    nodes[i].worker = workers[i];
+  }
+  // Links end at the server for i -> s and at worker i for s -> i; no link
+  // ends at worker s (it shares node s with the server).
+  std::vector<caf::actor> receivers = workers;
+  receivers[s] = server;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (i != s) {
+      edges.emplace_back(i, s);
+      edges.emplace_back(s, i);
+    }
+  network net{sup, ctx, edges, receivers, links};
+  std::vector<caf::actor> to_workers(n);
+  for (std::uint32_t i = 0; i < n; ++i)
+    to_workers[i] = i == s ? workers[s] : net.route(s, i);
+  sup->send(server, init_atom::value, std::move(to_workers));
+  for (std::uint32_t i = 0; i < n; ++i)
+    sup->send(workers[i], init_atom::value, i == s ? server : net.route(i, s));
+  for (const auto& w : workers)
+    sup->send(w, start_atom::value);
+  return nodes;
+}
+
+} // namespace atrain
