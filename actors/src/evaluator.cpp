@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <optional>
 
 #include "atrain/actors/compute.hpp"
@@ -41,6 +42,14 @@ struct eval_state {
   proto::RunReport report;
   bool stop_sent = false;
   bool finished = false;
+  /// Injected crashes (supervision): a node's worker (buffer) is down until
+  /// restarted; counters of dead incarnations are kept in `retired` (as of
+  /// their last evaluation) so the report still counts their work.
+  std::vector<bool> worker_down;
+  std::vector<bool> buffer_down;
+  std::vector<model_snapshot> last;
+  std::vector<model_snapshot> retired;
+  std::map<std::size_t, std::string> fault_effects;  // describe() index -> what happened
 };
 
 /// Rows `rows` of `d` as a dataset of their own (contiguous for the model).
@@ -55,6 +64,30 @@ dataset subset(const dataset& d, const std::vector<std::uint32_t>& rows) {
     out.labels[k] = d.labels[rows[k]];
   }
   return out;
+}
+
+/// a's counters plus b's (params stay a's).
+model_snapshot add_counters(model_snapshot a, const model_snapshot& b) {
+  a.gradients += b.gradients;
+  a.messages_sent += b.messages_sent;
+  a.bytes_sent += b.bytes_sent;
+  a.staleness_sum += b.staleness_sum;
+  a.staleness_count += b.staleness_count;
+  a.staleness_max = std::max(a.staleness_max, b.staleness_max);
+  a.rejected += b.rejected;
+  if (a.fault_hits.size() < b.fault_hits.size())
+    a.fault_hits.resize(b.fault_hits.size(), 0);
+  for (std::size_t i = 0; i < b.fault_hits.size(); ++i)
+    a.fault_hits[i] += b.fault_hits[i];
+  return a;
+}
+
+/// The counters of node i's dead incarnations, without a model.
+model_snapshot retired_only(const eval_state& st, std::size_t i) {
+  auto s = st.retired[i];
+  s.node = static_cast<std::uint32_t>(i);
+  s.params = {};
+  return s;
 }
 
 template <class Done>
@@ -72,14 +105,26 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
     finish_one();
   };
   for (std::size_t i = 0; i < st.nodes.size(); ++i) {
-    ++g->pending;
-    self->request(st.nodes[i].worker, caf::infinite, model_atom::value)
-      .then([g, i, finish_one](model_snapshot& s) {
-              g->models[i] = std::move(s);
-              finish_one();
-            },
-            [fail, i](caf::error& e) { fail("node " + std::to_string(i) + " worker", e); });
-    if (!st.nodes[i].buffer)
+    if (st.worker_down[i]) {
+      g->models[i] = retired_only(st, i);
+    } else {
+      ++g->pending;
+      self->request(st.nodes[i].worker, caf::infinite, model_atom::value)
+        .then(
+          [self, g, i, finish_one](model_snapshot& s) {
+            auto& st = self->state;
+            st.last[i] = s;
+            g->models[i] = add_counters(std::move(s), st.retired[i]);
+            finish_one();
+          },
+          [self, g, i, fail, finish_one](caf::error& e) {
+            if (!self->state.worker_down[i])
+              return fail("node " + std::to_string(i) + " worker", e);
+            g->models[i] = retired_only(self->state, i);  // crashed meanwhile
+            finish_one();
+          });
+    }
+    if (!st.nodes[i].buffer || st.buffer_down[i])
       continue;
     ++g->pending;
     self->request(st.nodes[i].buffer, caf::infinite, stats_atom::value)
@@ -89,7 +134,11 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
               g->rejected += rejected;
               finish_one();
             },
-            [fail, i](caf::error& e) { fail("node " + std::to_string(i) + " buffer", e); });
+            [self, i, fail, finish_one](caf::error& e) {
+              if (!self->state.buffer_down[i])
+                return fail("node " + std::to_string(i) + " buffer", e);
+              finish_one();
+            });
     if (!with_mass)
       continue;
     ++g->pending;
@@ -98,7 +147,11 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
               g->masses.push_back(std::move(a));
               finish_one();
             },
-            [fail, i](caf::error& e) { fail("node " + std::to_string(i) + " buffer", e); });
+            [self, i, fail, finish_one](caf::error& e) {
+              if (!self->state.buffer_down[i])
+                return fail("node " + std::to_string(i) + " buffer", e);
+              finish_one();
+            });
   }
   if (st.server) {
     ++g->pending;
@@ -177,25 +230,33 @@ metric_sample evaluate(caf::stateful_actor<eval_state>* self, const gathering& g
   row.bytes += g.buffer_bytes;
   for (const auto& l : g.links)
     row.dropped += l.dropped;
+  // Models of the nodes that are up (a crashed worker has none).
+  std::vector<model_snapshot> alive;
+  for (const auto& s : g.models)
+    if (!s.params.empty())
+      alive.push_back(s);
   std::vector<float> evaluated(dim);
-  if (g.server) {
+  if (alive.empty()) {
+    std::copy(plan.x0.begin(), plan.x0.end(), evaluated.begin());
+  } else if (g.server) {
     // The parameter server's model is the evaluated one; the consensus error
     // measures the workers' copies around it.
     row.messages += g.server->messages_sent;
     row.bytes += g.server->bytes_sent;
     std::copy_n(g.server->params.ptr(), dim, evaluated.data());
     double consensus = 0;
-    for (const auto& s : g.models)
+    for (const auto& s : alive)
       consensus += vec::squared_distance(s.params.ptr(), evaluated.data(), dim);
-    row.consensus_error = consensus / static_cast<double>(g.models.size());
+    row.consensus_error = consensus / static_cast<double>(alive.size());
   } else {
-    row.consensus_error = uses_push_sum(g.models) ? push_sum_average(g.models, evaluated)
-                                                  : node_average(g.models, evaluated);
+    row.consensus_error = uses_push_sum(alive) ? push_sum_average(alive, evaluated)
+                                                  : node_average(alive, evaluated);
   }
   single_threaded_kernels();
   if (plan.topo && plan.topo->tree) {
     const auto root = plan.topo->roots.front();
-    std::copy_n(g.models.at(root).params.ptr(), dim, evaluated.data());
+    if (!g.models.at(root).params.empty())  // else the root is down: the live nodes' average
+      std::copy_n(g.models.at(root).params.ptr(), dim, evaluated.data());
   }
   row.train_loss = st.m->loss(whole(st.train_subset), evaluated.data());
   row.test_accuracy = st.m->accuracy(whole(*plan.test), evaluated.data());
@@ -247,7 +308,8 @@ void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row,
 
 /// The report's faults section: each injected fault with how often it
 /// acted, summed over the compute units and links that counted it.
-void fill_faults(proto::RunReport& r, const fault_schedule& faults, const gathering& g) {
+void fill_faults(proto::RunReport& r, const fault_schedule& faults, const gathering& g,
+                 const std::map<std::size_t, std::string>& effects) {
   std::vector<std::uint64_t> hits(faults.size(), 0);
   auto add = [&](const std::vector<std::uint64_t>& h) {
     for (std::size_t i = 0; i < h.size() && i < hits.size(); ++i)
@@ -275,6 +337,8 @@ void fill_faults(proto::RunReport& r, const fault_schedule& faults, const gather
       f->set_effect(n + " packet transmissions exposed to the burst");
     else if (d.kind == "delay_spike")
       f->set_effect(n + " packet transmissions delayed");
+    else if (d.kind == "crash")
+      f->set_effect(effects.count(i) > 0 ? effects.at(i) : "not injected: the run ended first");
     else
       f->set_effect(n + " gradients corrupted");
   }
@@ -339,7 +403,7 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
     r.set_evaluated_model(g.models.size() > 1 ? "node average" : "single node");
   for (const auto& e : g.errors)
     r.add_warnings("evaluation: " + e);
-  fill_faults(r, plan.faults, g);
+  fill_faults(r, plan.faults, g, st.fault_effects);
   r.set_trace_hash(st.ctx->events.hex());
   r.set_trace_events(st.ctx->events.events());
 }
@@ -357,6 +421,10 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
   st.progress = progress;
   st.m = plan.prototype->clone();
   st.train_subset = subset(*plan.train, plan.train_eval_rows);
+  st.worker_down.assign(st.nodes.size(), false);
+  st.buffer_down.assign(st.nodes.size(), false);
+  st.last.resize(st.nodes.size());
+  st.retired.resize(st.nodes.size());
   const double period = plan.spec.eval().period_seconds();
   return {
     [=](eval_atom) {
@@ -372,6 +440,21 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
         record_row(self, evaluate(self, g), false);
       });
       self->delayed_send(self, to_timespan(period), eval_atom::value);
+    },
+    [=](crash_atom, std::uint32_t k, bool whole, std::uint64_t fault, std::string& effect) {
+      auto& st = self->state;
+      st.worker_down.at(k) = true;
+      st.buffer_down.at(k) = st.buffer_down.at(k) || whole;
+      st.retired[k] = add_counters(st.retired[k], st.last[k]);
+      st.last[k] = {};
+      st.fault_effects[fault] = std::move(effect);
+    },
+    [=](restart_atom, std::uint32_t k, caf::actor& worker, std::uint64_t fault,
+        std::string& effect) {
+      auto& st = self->state;
+      st.nodes.at(k).worker = std::move(worker);
+      st.worker_down[k] = false;
+      st.fault_effects[fault] = std::move(effect);
     },
     [=](final_atom) {
       auto rp = self->make_response_promise<report_bytes>();

@@ -77,7 +77,11 @@ fault_schedule::fault_schedule(const proto::FaultSchedule& spec) : spec_(spec) {
 std::size_t fault_schedule::size() const {
   return static_cast<std::size_t>(spec_.straggle_size() + spec_.partition_size() +
                                   spec_.loss_burst_size() + spec_.delay_spike_size() +
-                                  spec_.bad_gradients_size());
+                                  spec_.bad_gradients_size() + spec_.crash_size());
+}
+
+std::size_t fault_schedule::crash_index(int i) const {
+  return size() - static_cast<std::size_t>(spec_.crash_size()) + static_cast<std::size_t>(i);
 }
 
 // Index bases of each kind in describe() order.
@@ -159,7 +163,8 @@ bool fault_schedule::touches_links() const {
 }
 
 bool fault_schedule::empty() const {
-  return !touches_links() && spec_.straggle_size() == 0 && spec_.bad_gradients_size() == 0;
+  return !touches_links() && spec_.straggle_size() == 0 && spec_.bad_gradients_size() == 0 &&
+         spec_.crash_size() == 0;
 }
 
 std::vector<fault_schedule::description> fault_schedule::describe() const {
@@ -190,6 +195,16 @@ std::vector<fault_schedule::description> fault_schedule::describe() const {
                      (b.kind() == proto::BadGradients::NOT_FINITE ? " sends NaN gradients"
                                                                   : " gradients x" + num(b.factor())),
                    b.from_seconds(), b.to_seconds()});
+  for (const auto& c : spec_.crash())
+    out.push_back({"crash",
+                   "node " + std::to_string(c.node()) +
+                     (c.whole_node() ? " (worker and gradient buffer)" : " worker") +
+                     (c.has_restart_after_seconds()
+                        ? ", restart after " + num(c.restart_after_seconds()) + " s"
+                        : ", no restart"),
+                   c.at_seconds(),
+                   c.has_restart_after_seconds() ? c.at_seconds() + c.restart_after_seconds()
+                                                 : 0.0});
   return out;
 }
 

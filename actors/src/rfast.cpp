@@ -183,6 +183,7 @@ struct buffer_state {
   std::vector<std::uint64_t> v_seq;
   std::vector<std::uint64_t> v_age;    // own wakes since v^_j was refreshed
   std::uint64_t rejected = 0;
+  std::uint64_t tracks = 0;            // wakes served (a restarted worker resumes from it)
   static inline const char* name = "atrain_rfast_buffer";
 };
 
@@ -263,6 +264,7 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
     [=](track_atom, const float_blob& g) {
       auto& st = self->state;
       auto& tr = *st.tracker;
+      ++st.tracks;
       tr.correct(g.ptr());                                   // 4
       packet p;                                              // 5
       p.from = id;
@@ -279,6 +281,7 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
       return caf::make_message(std::move(d), st.v_hat, std::move(ages));
     },
     [=](mass_atom) { return self->state.tracker->account(); },
+    [=](resume_atom) { return self->state.tracks; },
     [=](stats_atom) {
       return std::make_tuple(self->state.out_c.messages, self->state.out_c.bytes,
                              self->state.rejected);
@@ -293,14 +296,17 @@ void schedule_next(caf::stateful_actor<worker_state>* self) {
              float_blob{st.g});
 }
 
+/// `x_start` empty: a fresh worker (x = x^0, initialises the tracker);
+/// otherwise a restarted one (see respawn_rfast_worker).
 caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_t id,
-                           caf::actor buffer, context_ptr ctx) {
+                           caf::actor buffer, context_ptr ctx, std::vector<float> x_start) {
   const auto& plan = *ctx->plan;
   const auto& topo = *plan.topo;
   const auto& algo = plan.spec.algorithm().rfast();
   auto& st = self->state;
   st.cu.emplace(*ctx, id);
-  st.x = plan.x0;
+  const bool restarted = !x_start.empty();
+  st.x = restarted ? std::move(x_start) : plan.x0;
   if (ctx->probe) {
     ctx->probe->models.at(id) = &st.x;
     self->attach_functor([probe = ctx->probe, id] { probe->models.at(id) = nullptr; });
@@ -318,6 +324,16 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
       const auto& targets = ctx->plan->topo->g_r.out(id);
       for (std::size_t k = 0; k < targets.size(); ++k)
         st.out_r.routes.emplace_back(targets[k], out.at(k));
+      if (restarted) {
+        // Receivers keep the newest model by sequence number: continue above
+        // every number the crashed worker may have used.
+        self->request(st.buffer, caf::infinite, resume_atom::value)
+          .then([=](std::uint64_t tracks) {
+            self->state.seq = tracks;
+            schedule_next(self);
+          });
+        return;
+      }
       (void)st.cu->gradient(self, st.x.data(), st.g);  // g_i(x^0) initialises the tracker
       self->send(st.buffer, init_atom::value, float_blob{st.g});
       schedule_next(self);
@@ -370,7 +386,7 @@ std::vector<node_actors> spawn_rfast(caf::event_based_actor* sup, const context_
   for (std::uint32_t i = 0; i < n; ++i) {
     buffers[i] = sup->spawn(rfast_buffer, i, ctx);
     nodes[i].buffer = buffers[i];
-    nodes[i].worker = sup->spawn(rfast_worker, i, buffers[i], ctx);
+    nodes[i].worker = sup->spawn(rfast_worker, i, buffers[i], ctx, std::vector<float>{});
   }
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
   for (const auto& e : topo.g_r.edges())
@@ -385,9 +401,19 @@ std::vector<node_actors> spawn_rfast(caf::event_based_actor* sup, const context_
     for (auto j : topo.g_r.out(i))
       out_r.push_back(net.route(i, j));
     sup->send(nodes[i].buffer, start_atom::value, std::move(out_c));
+    nodes[i].worker_routes = out_r;
     sup->send(nodes[i].worker, start_atom::value, std::move(out_r));
   }
   return nodes;
+}
+
+caf::actor respawn_rfast_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                                std::uint32_t id, const node_actors& node, std::vector<float> x) {
+  if (x.empty())
+    x = ctx->plan->x0;
+  auto w = sup->spawn(rfast_worker, id, node.buffer, ctx, std::move(x));
+  sup->send(w, start_atom::value, node.worker_routes);
+  return w;
 }
 
 } // namespace atrain

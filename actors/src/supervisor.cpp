@@ -4,6 +4,7 @@
 
 #include "atrain/actors/algorithms.hpp"
 #include "atrain/actors/evaluator.hpp"
+#include "atrain/actors/rfast.hpp"
 
 namespace atrain {
 
@@ -17,6 +18,9 @@ struct sup_state {
   std::shared_ptr<std::vector<caf::actor>> children = std::make_shared<std::vector<caf::actor>>();
   std::map<caf::actor_addr, std::string> names;  // for error messages
   caf::actor evaluator;
+  std::vector<node_actors> nodes;
+  /// Actors killed by an injected crash: their down message is expected.
+  std::set<caf::actor_addr> crashed;
   bool stopping = false;
   std::string stop_reason;
   static inline const char* name = "atrain_supervisor";
@@ -99,6 +103,100 @@ void fail(sup_ptr self, const std::string& what) {
   finish(self, std::move(r));
 }
 
+/// Algorithms whose every step needs every node: losing one for good ends the run.
+[[nodiscard]] bool needs_every_node(const proto::AlgorithmSpec& a) {
+  return a.has_allreduce() || a.has_local_sgd() || a.has_dpsgd() || a.has_sgp() ||
+         a.has_loscar() || a.has_centralized();
+}
+
+/// Injected crash i: kill the worker (and the buffer for a whole node), tell
+/// the evaluator, arm the restart or, when the algorithm cannot go on
+/// without the node, end the run saying so.
+void inject_crash(sup_ptr self, int i) {
+  auto& st = self->state;
+  if (st.stopping)
+    return;
+  const auto& plan = *st.ctx->plan;
+  const auto& c = plan.spec.faults().crash(i);
+  const auto k = c.node();
+  auto& node = st.nodes.at(k);
+  st.ctx->events.record(st.ctx->ns(self), k, event_kind::crash, static_cast<std::uint64_t>(i));
+  auto kill = [&](const caf::actor& a) {
+    if (!a)
+      return;
+    st.crashed.insert(a.address());
+    self->send_exit(a, caf::exit_reason::kill);
+  };
+  kill(node.worker);
+  const bool whole = c.whole_node() && node.buffer && node.buffer != node.worker;
+  if (whole)
+    kill(node.buffer);
+  const double t = st.ctx->seconds(self);
+  std::string effect = "killed at " + std::to_string(t) + " s";
+  if (c.has_restart_after_seconds()) {
+    self->delayed_send(self, to_timespan(c.restart_after_seconds()), restart_atom::value,
+                       static_cast<std::uint64_t>(i));
+  } else if (needs_every_node(plan.spec.algorithm())) {
+    fail(self, "node " + std::to_string(k) + " crashed at " + std::to_string(t) +
+                 " s and is not restarted: " + plan.algorithm_name() +
+                 " cannot go on without it (every step needs every node)");
+    return;
+  } else {
+    effect += whole ? "; node lost for good (its gradient buffer's state with it), the others "
+                      "go on"
+                    : "; worker lost for good, the others go on";
+  }
+  self->send(st.evaluator, crash_atom::value, k, whole,
+             static_cast<std::uint64_t>(plan.faults.crash_index(i)), effect);
+}
+
+/// Restart after crash i (rfast only, checked by the spec): a neighbour's
+/// model (its G_R in-neighbour's, else any live node's) and the buffer's
+/// durable state.
+void restart_worker(sup_ptr self, int i) {
+  auto& st = self->state;
+  if (st.stopping)
+    return;
+  const auto& plan = *st.ctx->plan;
+  const auto k = plan.spec.faults().crash(i).node();
+  std::vector<std::uint32_t> donors = plan.topo->g_r.in(k);
+  for (std::uint32_t j = 0; j < st.nodes.size(); ++j)
+    donors.push_back(j);
+  std::uint32_t donor = k;
+  for (auto j : donors)
+    if (j != k && st.crashed.count(st.nodes[j].worker.address()) == 0) {
+      donor = j;
+      break;
+    }
+  const auto fault = static_cast<std::uint64_t>(plan.faults.crash_index(i));
+  const double at = plan.spec.faults().crash(i).at_seconds();
+  auto respawn = [self, k, i, fault, at](std::vector<float> x, std::string source) {
+    auto& st = self->state;
+    if (st.stopping)
+      return;
+    auto w = respawn_rfast_worker(self, st.ctx, k, st.nodes[k], std::move(x));
+    st.nodes[k].worker = w;
+    adopt(self, w, "node " + std::to_string(k) + " worker");
+    if (st.ctx->probe && k < st.ctx->probe->workers.size())
+      st.ctx->probe->workers[k] = w.address();
+    st.ctx->events.record(st.ctx->ns(self), k, event_kind::restart, static_cast<std::uint64_t>(i));
+    const double t = st.ctx->seconds(self);
+    self->send(st.evaluator, restart_atom::value, k, w, fault,
+               "killed at " + std::to_string(at) + " s, restarted at " + std::to_string(t) +
+                 " s with " + source + "; tracker state kept in the gradient buffer");
+  };
+  if (donor == k) {
+    respawn({}, "x^0 (no live node to copy from)");
+    return;
+  }
+  self->request(st.nodes[donor].worker, caf::infinite, model_atom::value)
+    .then(
+      [respawn, donor](const model_snapshot& s) {
+        respawn(s.params.vec(), "node " + std::to_string(donor) + "'s model");
+      },
+      [respawn](const caf::error&) { respawn({}, "x^0 (the donor did not answer)"); });
+}
+
 caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listener,
                                std::shared_ptr<run_sink> sink, bool progress) {
   auto& st = self->state;
@@ -140,15 +238,19 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
     adopt(self, server, "parameter server");
   for (const auto& l : links)
     adopt(self, l, "link");
+  st.nodes = nodes;
   st.evaluator = spawn_evaluator(self, ctx, nodes, links, server, progress);
   adopt(self, st.evaluator, "evaluator");
+  for (int i = 0; i < spec.faults().crash_size(); ++i)
+    self->delayed_send(self, to_timespan(spec.faults().crash(i).at_seconds()), crash_atom::value,
+                       static_cast<std::uint64_t>(i));
   self->send(st.evaluator, eval_atom::value);
   if (spec.stop().time_seconds() > 0)
     self->delayed_send(self, to_timespan(spec.stop().time_seconds()), stop_atom::value,
                        std::string{"time budget spent"});
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
-    if (st.stopping || !dm.reason)
+    if (st.stopping || !dm.reason || st.crashed.count(dm.source) > 0)
       return;
     auto it = st.names.find(dm.source);
     const std::string who = it != st.names.end() ? it->second : "an actor";
@@ -164,6 +266,8 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
       if (st.listener)
         self->send(st.listener, metric_atom::value, row);
     },
+    [=](crash_atom, std::uint64_t i) { inject_crash(self, static_cast<int>(i)); },
+    [=](restart_atom, std::uint64_t i) { restart_worker(self, static_cast<int>(i)); },
     [=](stop_atom) { begin_stop(self, "stopped by request"); },
     [=](stop_atom, std::string& reason) { begin_stop(self, std::move(reason)); },
   };

@@ -456,6 +456,23 @@ void checker::faults(bool nodes_ok) {
     positive(p + ".extra_latency_seconds", x.extra_latency_seconds());
     window(p, x.from_seconds(), x.to_seconds());
   }
+  for (int i = 0; i < f.crash_size(); ++i) {
+    const auto& x = f.crash(i);
+    const std::string p = idx(base + ".crash", i);
+    node_in_range(p + ".node", x.node(), nodes_ok);
+    non_negative(p + ".at_seconds", x.at_seconds());
+    if (x.has_restart_after_seconds()) {
+      positive(p + ".restart_after_seconds", x.restart_after_seconds());
+      if (x.whole_node())
+        bad(p + ".restart_after_seconds",
+            "a whole node cannot be restarted: its gradient buffer's durable state is gone "
+            "(crash only the worker to restart it)");
+      else if (!s_.spec.algorithm().has_rfast())
+        bad(p + ".restart_after_seconds",
+            "restarting a crashed worker is implemented for rfast only (its durable state "
+            "lives in the gradient buffer; the other algorithms keep theirs in the worker)");
+    }
+  }
   for (int i = 0; i < f.bad_gradients_size(); ++i) {
     const auto& x = f.bad_gradients(i);
     const std::string p = idx(base + ".bad_gradients", i);

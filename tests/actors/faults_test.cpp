@@ -36,6 +36,18 @@ std::uint64_t hits_of(const atrain::proto::FaultRecord& f) {
   return std::stoull(f.effect().substr(0, f.effect().find(' ')));
 }
 
+/// An R-FAST run checked for mass after every event; it must reach the target.
+atrain::proto::RunReport rfast_to_target_keeping_mass(std::shared_ptr<const atrain::run_plan> plan) {
+  std::size_t checks = 0;
+  double worst = 0;
+  auto r = t::run_checking_mass(std::move(plan), checks, worst);
+  BOOST_TEST(r.error().empty(), r.error());
+  expect_target(r);
+  BOOST_TEST(checks > 1000u);
+  BOOST_TEST(r.mass_residual() < 1e-10);
+  return r;
+}
+
 const std::string half_partition =
   "faults.partition=[{side_a: [0, 1, 2, 3] from_seconds: 0.2 to_seconds: 0.8}]";
 
@@ -96,13 +108,7 @@ BOOST_AUTO_TEST_CASE(schedule_windows_sides_and_corruption) {
 
 BOOST_AUTO_TEST_CASE(rfast_through_a_healing_partition_keeps_its_mass_and_reaches_the_target) {
   auto plan = t::quickstart({half_partition, "progress=false"});
-  std::size_t checks = 0;
-  double worst = 0;
-  auto r = t::run_checking_mass(plan, checks, worst);
-  BOOST_TEST(r.error().empty(), r.error());
-  expect_target(r);
-  BOOST_TEST(checks > 1000u);
-  BOOST_TEST(r.mass_residual() < 1e-10);
+  auto r = rfast_to_target_keeping_mass(plan);
   BOOST_REQUIRE(r.faults_size() == 1);
   BOOST_TEST(r.faults(0).kind() == "partition");
   BOOST_TEST(r.faults(0).to_seconds() == 0.8);
@@ -186,6 +192,54 @@ BOOST_AUTO_TEST_CASE(scaled_gradients_are_injected_and_rfast_recovers) {
   BOOST_TEST(r.mass_residual() < 1e-10);
 }
 
+BOOST_AUTO_TEST_CASE(a_crashed_rfast_worker_is_restarted_and_the_mass_stays_conserved) {
+  auto plan = t::quickstart(
+    {"faults.crash=[{node: 2 at_seconds: 0.3 restart_after_seconds: 0.2}]", "progress=false"});
+  auto r = rfast_to_target_keeping_mass(plan);
+  BOOST_REQUIRE(r.faults_size() == 1);
+  BOOST_TEST(r.faults(0).kind() == "crash");
+  BOOST_TEST(r.faults(0).effect().find("restarted at") != std::string::npos, r.faults(0).effect());
+  // The model came from a G_R in-neighbour of node 2, not from x^0.
+  bool from_neighbour = false;
+  for (auto j : plan->topo->g_r.in(2))
+    from_neighbour = from_neighbour || r.faults(0).effect().find(
+                                         "node " + std::to_string(j) + "'s model") != std::string::npos;
+  BOOST_TEST(from_neighbour, r.faults(0).effect());
+  // Node 2 worked before the crash and after the restart (both counted).
+  const auto base = run("quickstart.textproto", {});
+  BOOST_TEST(r.per_node(2).gradients() > 0u);
+  BOOST_TEST(r.per_node(2).gradients() < r.per_node(3).gradients());
+  BOOST_TEST_MESSAGE("rfast crash of node 2 at 0.3 s, restart 0.2 s later: target at "
+                     << r.time_to_target() << " s (no crash: " << base.time_to_target()
+                     << " s); " << r.faults(0).effect());
+}
+
+BOOST_AUTO_TEST_CASE(a_node_lost_for_good_is_reported_and_rfast_goes_on) {
+  const auto r = run("quickstart.textproto",
+                     {"faults.crash=[{node: 5 at_seconds: 0.3 whole_node: true}]",
+                      "stop.stop_at_target=false", "stop.time_seconds=2"});
+  BOOST_TEST(r.stop_reason() == "time budget spent");
+  BOOST_REQUIRE(r.faults_size() == 1);
+  BOOST_TEST(r.faults(0).effect().find("lost for good") != std::string::npos, r.faults(0).effect());
+  BOOST_TEST(std::isfinite(r.final().train_loss()));
+  BOOST_TEST(r.final().test_accuracy() > 0.78);
+  // What is lost: node 5's tracker mass (its share of the gradient sum).
+  BOOST_TEST(r.mass_residual() > 1e-3);
+  BOOST_TEST(r.per_node(5).gradients() > 0u);  // its work before the crash still counts
+  BOOST_TEST_MESSAGE("rfast without node 5: accuracy " << r.final().test_accuracy()
+                                                       << ", mass residual " << r.mass_residual());
+}
+
+BOOST_AUTO_TEST_CASE(a_synchronous_ring_that_loses_a_node_fails_with_the_reason) {
+  auto report = atrain::run_experiment(t::config(
+    "algorithms/allreduce.textproto",
+    {"faults.crash=[{node: 3 at_seconds: 0.5}]", "progress=false"}));
+  BOOST_REQUIRE(report);
+  BOOST_TEST(report->stop_reason() == "error");
+  BOOST_TEST(report->error().find("node 3 crashed") != std::string::npos, report->error());
+  BOOST_TEST(report->error().find("cannot go on without it") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_session_with_several_faults_replays_exactly) {
   t::expect_replay([](std::uint64_t seed) {
     return t::quickstart(
@@ -193,7 +247,8 @@ BOOST_AUTO_TEST_CASE(a_session_with_several_faults_replays_exactly) {
        "progress=false", half_partition,
        "faults.straggle=[{node: 5 factor: 3 from_seconds: 0.1 to_seconds: 0.5}]",
        "faults.loss_burst=[{loss: 0.3 from_seconds: 0.4 to_seconds: 0.9}]",
-       "faults.delay_spike=[{extra_latency_seconds: 0.02 from_seconds: 0.5}]"});
+       "faults.delay_spike=[{extra_latency_seconds: 0.02 from_seconds: 0.5}]",
+       "faults.crash=[{node: 6 at_seconds: 0.3 restart_after_seconds: 0.1}]"});
   });
 }
 

@@ -56,6 +56,9 @@ using context_ptr = std::shared_ptr<run_context>;
 struct node_actors {
   caf::actor worker;
   caf::actor buffer;
+  /// The routes the worker got with start_atom, kept for a restarted worker
+  /// (empty for algorithms that cannot restart one).
+  std::vector<caf::actor> worker_routes;
 };
 
 /// Converts seconds of the run clock to a CAF duration.

@@ -89,4 +89,13 @@ private:
                                                    const context_ptr& ctx,
                                                    std::vector<caf::actor>& links);
 
+/// Respawns node `id`'s crashed worker as a child of `sup` (supervision): the
+/// tracker state (z, g_prev, rho, rho~) never left the gradient buffer, so
+/// only the model is new: `x` (a neighbour's). The new worker continues the
+/// sequence numbers from the buffer's count of served wakes and does not
+/// re-initialise the tracker, so the tracker mass stays conserved.
+[[nodiscard]] caf::actor respawn_rfast_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                                              std::uint32_t id, const node_actors& node,
+                                              std::vector<float> x);
+
 } // namespace atrain

@@ -35,6 +35,9 @@ using release_atom = caf::atom_constant<caf::atom("release")>;
 using final_atom = caf::atom_constant<caf::atom("final")>;
 using ack_atom = caf::atom_constant<caf::atom("ack")>;
 using resend_atom = caf::atom_constant<caf::atom("resend")>;
+using crash_atom = caf::atom_constant<caf::atom("crash")>;
+using restart_atom = caf::atom_constant<caf::atom("restart")>;
+using resume_atom = caf::atom_constant<caf::atom("resume")>;
 
 /// Immutable shared vector that serializes as one raw block.
 template <class T>
