@@ -1,0 +1,129 @@
+/// Property test of fault injection and supervision: 50 fault schedules drawn
+/// from a seeded generator, each injected into a small R-FAST run. Every run
+/// must end (no hang: the virtual clock runs out of events or hits the time
+/// budget), without an engine error, with the tracker mass conserved after
+/// every event (faults never touch the gradient buffers' accounts, except a
+/// whole node lost for good, which is not drawn here), and a finite model.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <sstream>
+
+#include "atrain/kernels/rng.hpp"
+#include "fixtures.hpp"
+
+namespace t = atrain::test;
+
+namespace {
+
+constexpr std::uint32_t nodes = 6;
+constexpr double horizon = 0.6;  // virtual seconds per run
+
+/// One random window [from, to) inside the run, as text-format fields.
+std::string window(atrain::rng& gen) {
+  const double from = gen.uniform(0, horizon);
+  const double to = gen.chance(0.2) ? 0.0 : from + gen.uniform(0.01, horizon);
+  std::ostringstream os;
+  os << "from_seconds: " << from << " to_seconds: " << to;
+  return os.str();
+}
+
+std::uint32_t node(atrain::rng& gen) {
+  return static_cast<std::uint32_t>(gen.uniform(0, nodes)) % nodes;
+}
+
+/// A random schedule: 1-4 faults of any kind but NaN gradients and lost
+/// whole nodes (which legitimately break the mass account: tested apart).
+std::vector<std::string> random_faults(atrain::rng& gen) {
+  std::vector<std::string> straggle, partition, burst, spike, scaled, crash;
+  const int count = 1 + static_cast<int>(gen.uniform(0, 4));
+  for (int k = 0; k < count; ++k) {
+    std::ostringstream f;
+    switch (static_cast<int>(gen.uniform(0, 6))) {
+      case 0:
+        f << "{node: " << node(gen) << " factor: " << gen.uniform(1, 8) << " " << window(gen) << "}";
+        straggle.push_back(f.str());
+        break;
+      case 1: {
+        const auto a = node(gen), b = node(gen);
+        f << "{side_a: [" << a << (b != a ? ", " + std::to_string(b) : std::string{}) << "] "
+          << window(gen) << "}";
+        partition.push_back(f.str());
+        break;
+      }
+      case 2:
+        f << "{loss: " << gen.uniform(0, 1) << " " << window(gen) << "}";
+        burst.push_back(f.str());
+        break;
+      case 3:
+        f << "{extra_latency_seconds: " << gen.uniform(0.001, 0.1) << " " << window(gen) << "}";
+        spike.push_back(f.str());
+        break;
+      case 4:
+        f << "{node: " << node(gen) << " kind: SCALED factor: " << gen.uniform(-5, 5) << " "
+          << window(gen) << "}";
+        scaled.push_back(f.str());
+        break;
+      default:
+        f << "{node: " << node(gen) << " at_seconds: " << gen.uniform(0, horizon);
+        if (gen.chance(0.7))
+          f << " restart_after_seconds: " << gen.uniform(0.01, 0.3);
+        f << "}";
+        crash.push_back(f.str());
+        break;
+    }
+  }
+  std::vector<std::string> o;
+  auto add = [&](const char* kind, const std::vector<std::string>& xs) {
+    if (xs.empty())
+      return;
+    std::string list = std::string{"faults."} + kind + "=[";
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      list += (i ? ", " : "") + xs[i];
+    o.push_back(list + "]");
+  };
+  add("straggle", straggle);
+  add("partition", partition);
+  add("loss_burst", burst);
+  add("delay_spike", spike);
+  add("bad_gradients", scaled);
+  add("crash", crash);
+  return o;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(fault_property)
+
+BOOST_AUTO_TEST_CASE(fifty_random_schedules_end_cleanly_and_keep_the_mass) {
+  atrain::rng gen{20261129};
+  std::size_t total_checks = 0;
+  int crashes = 0;
+  for (int run = 0; run < 50; ++run) {
+    auto o = random_faults(gen);
+    std::string what;
+    for (const auto& s : o)
+      what += s + " ";
+    for (const auto& s : o)
+      crashes += s.rfind("faults.crash", 0) == 0 ? 1 : 0;
+    o.insert(o.end(), {"dataset.max_train_samples=2000", "dataset.max_test_samples=500",
+                       "nodes=" + std::to_string(nodes), "stop.stop_at_target=false",
+                       "stop.time_seconds=" + std::to_string(horizon), "eval.period_seconds=0.2",
+                       "link.latency_seconds=0.002", "progress=false",
+                       "seed=" + std::to_string(run + 1)});
+    std::size_t checks = 0;
+    double worst = 0;
+    auto r = t::run_checking_mass(t::quickstart(o), checks, worst);
+    BOOST_TEST(r.error().empty(), "run " << run << " (" << what << "): " << r.error());
+    BOOST_TEST(r.stop_reason() == "time budget spent", "run " << run << ": " << r.stop_reason());
+    BOOST_TEST(r.mass_residual() < 1e-10, "run " << run << " (" << what << ")");
+    BOOST_TEST(std::isfinite(r.final().train_loss()), "run " << run << " (" << what << ")");
+    BOOST_TEST(r.faults_size() >= 1);
+    total_checks += checks;
+  }
+  BOOST_TEST(crashes > 0);
+  BOOST_TEST_MESSAGE("50 schedules, " << crashes << " crash faults, " << total_checks
+                                      << " mass checks");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
