@@ -3,6 +3,8 @@
 ///   atrain run SPEC [--set field.path=value]... [--out DIR] [--progress|--no-progress]
 ///   atrain topology SPEC [--set ...]... [--dot FILE]
 ///   atrain check SPEC [--set ...]...
+///   atrain compare SPEC --algorithms NAME[,NAME]... [--seeds N] [--set ...]... [--out DIR]
+///                  [--progress|--no-progress]
 ///
 /// Exit status: 0 success, 1 the run failed, 2 bad spec / bad arguments.
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "compare.hpp"
 
 namespace {
 
@@ -21,8 +24,18 @@ void usage(std::ostream& out) {
          "  atrain run SPEC [--set field.path=value]... [--out DIR] [--progress|--no-progress]\n"
          "  atrain topology SPEC [--set field.path=value]... [--dot FILE]\n"
          "  atrain check SPEC [--set field.path=value]...\n"
+         "  atrain compare SPEC --algorithms NAME[,NAME]... [--seeds N] [--set field.path=value]...\n"
+         "                 [--out DIR] [--progress|--no-progress]\n"
          "\n"
          "SPEC is an ExperimentSpec in protobuf text format (see config/ and messages/atrain.proto).\n"
+         "compare runs SPEC's task once per algorithm and seed (seed .. seed+N-1): the algorithm\n"
+         "block, and the topology block when there is one, come from\n"
+         "config/algorithms/NAME.textproto, everything else from SPEC; --set applies to every run\n"
+         "(an algorithm.NAME.* override only to that algorithm's runs). It writes\n"
+         "DIR/compare.md, compare.json, curves.csv, bars.csv, staleness.csv, NAME_seedS/ per run,\n"
+         "and PNG/SVG figures when gnuplot is on PATH (DIR defaults to compare_<SPEC name>).\n"
+         "NAME: rfast, dasgd, loscar, loscar_naive, allreduce, dpsgd, adpsgd, sgp, osgp,\n"
+         "local_sgd, async_ps, centralized.\n"
          "Exit status: 0 success, 1 the run failed, 2 bad spec or arguments.\n";
 }
 
@@ -40,6 +53,14 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = args[0];
   args.erase(args.begin());
+  if (cmd == "compare") {
+    atrain::cli::compare_args c;
+    if (!atrain::cli::parse_compare(args, c)) {
+      usage(std::cerr);
+      return 2;
+    }
+    return atrain::cli::compare(c);
+  }
   atrain::cli::parsed p;
   if (!atrain::cli::parse(args, p)) {
     usage(std::cerr);

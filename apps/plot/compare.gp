@@ -1,0 +1,89 @@
+# Figures of an `atrain compare` directory (PNG and SVG of each):
+#
+#   gnuplot -e "dir='DIR'" apps/plot/compare.gp
+#
+# Reads DIR/series.gp (algorithms, seeds, target, bar heights), DIR/curves.csv, DIR/bars.csv
+# and DIR/staleness.csv; writes into DIR:
+#   accuracy_vs_time   test accuracy of the evaluated model vs run-clock time
+#   loss_vs_time       training loss vs time
+#   consensus_vs_time  consensus error (1/n) sum ||x_i - xbar||^2 vs time (log scale)
+#   time_to_target     mean time to the target accuracy per algorithm, +- sample std
+#   staleness          mean staleness per node per algorithm
+# Every seed is drawn, one colour per algorithm (the same in every figure).
+if (!exists("dir")) dir = "."
+load dir."/series.gp"
+set datafile separator ","
+set datafile columnheaders
+na = words(algorithms)
+ns = words(seeds)
+csv(name) = dir."/".name.".csv"
+# y of column c for algorithm i and seed j, undefined (a gap) on other rows
+pick(c, i, j) = (strcol(1) eq word(algorithms, i) && strcol(2) eq word(seeds, j)) ? column(c) : NaN
+positive(y) = y > 0 ? y : NaN
+alg_title(i, j) = j == 1 ? word(algorithms, i) : ""
+# twelve distinct colours, one per algorithm compare knows (tab10 + two)
+array palette[12] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", \
+                     "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000080", "#808000"]
+do for [k=1:12] { set linetype k lc rgb palette[k] lw 1.5 }
+set linetype cycle 12
+tlabel = target > 0 ? sprintf("target %g", target) : ""
+
+do for [fmt in "png svg"] {
+  if (fmt eq "png") {
+    set terminal pngcairo size 960,600 font "sans,11" noenhanced
+  } else {
+    set terminal svg size 960,600 font "sans,11" noenhanced dynamic background "white"
+  }
+  set grid
+  set key outside right top
+  set xlabel "time (s, run clock)"
+  unset logscale y
+  set style data lines
+
+  set output dir."/accuracy_vs_time.".fmt
+  set title "Test accuracy vs time"
+  set ylabel "test accuracy (fraction correct)"
+  set autoscale y
+  plot for [i=1:na] for [j=1:ns] csv("curves") using 3:(pick(6, i, j)) lc i lw 1.5 title alg_title(i, j), \
+       (target > 0 ? target : NaN) dt 2 lc "black" title tlabel
+
+  set output dir."/loss_vs_time.".fmt
+  set title "Training loss vs time"
+  set ylabel "training loss (mean logistic loss)"
+  plot for [i=1:na] for [j=1:ns] csv("curves") using 3:(pick(5, i, j)) lc i lw 1.5 title alg_title(i, j)
+
+  set output dir."/consensus_vs_time.".fmt
+  set title "Consensus error vs time (zero for one shared model: not drawn)"
+  set ylabel "consensus error (1/n) sum |x_i - xbar|^2"
+  set logscale y
+  plot for [i=1:na] for [j=1:ns] csv("curves") using 3:(positive(pick(7, i, j))) lc i lw 1.5 title alg_title(i, j)
+  unset logscale y
+
+  set output dir."/time_to_target.".fmt
+  set title "Time to ".tlabel." (mean +- sample std over seeds; missing bar: not reached in every seed)"
+  set ylabel "time to target (s, run clock)"
+  set xlabel "algorithm"
+  set yrange [0:(time_to_target_max > 0 ? 1.1 * time_to_target_max : 1)]
+  set xrange [-0.6:na-0.4]
+  set style fill solid 0.7 border -1
+  set boxwidth 0.7
+  unset key
+  plot csv("bars") using 0:4:($0+1):xtic(1) with boxes lc variable, \
+       "" using 0:4:5 with yerrorbars lc "black" pt 0, \
+       "" using 0:(0):(strcol(4) eq "nan" ? "not reached" : "") with labels offset 0,1
+  set autoscale x
+  set autoscale y
+
+  set output dir."/staleness.".fmt
+  set title "Mean staleness per node (each algorithm's unit, see ALGORITHMS.md)"
+  set ylabel "staleness (mean per node)"
+  set xlabel "node"
+  set key outside right top
+  set style data histograms
+  set style histogram clustered gap 1
+  set yrange [0:(staleness_max > 0 ? 1.1 * staleness_max : 1)]
+  plot for [i=1:na] csv("staleness") using (column(i+1)):xtic(1) lc i title word(algorithms, i)
+  set autoscale y
+  set style data lines
+  unset output
+}
