@@ -441,10 +441,10 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
       });
       self->delayed_send(self, to_timespan(period), eval_atom::value);
     },
-    [=](crash_atom, std::uint32_t k, bool whole, std::uint64_t fault, std::string& effect) {
+    [=](crash_atom, std::uint32_t k, bool buffer_gone, std::uint64_t fault, std::string& effect) {
       auto& st = self->state;
       st.worker_down.at(k) = true;
-      st.buffer_down.at(k) = st.buffer_down.at(k) || whole;
+      st.buffer_down.at(k) = st.buffer_down.at(k) || buffer_gone;
       st.retired[k] = add_counters(st.retired[k], st.last[k]);
       st.last[k] = {};
       st.fault_effects[fault] = std::move(effect);

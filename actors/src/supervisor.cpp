@@ -103,10 +103,23 @@ void fail(sup_ptr self, const std::string& what) {
   finish(self, std::move(r));
 }
 
-/// Algorithms whose every step needs every node: losing one for good ends the run.
-[[nodiscard]] bool needs_every_node(const proto::AlgorithmSpec& a) {
-  return a.has_allreduce() || a.has_local_sgd() || a.has_dpsgd() || a.has_sgp() ||
-         a.has_loscar() || a.has_centralized();
+/// Why the algorithm cannot go on after losing a node for good (empty: it
+/// can; the run continues without the node).
+[[nodiscard]] std::string needs_every_node(const proto::AlgorithmSpec& a) {
+  if (a.has_allreduce() || a.has_local_sgd())
+    return "every step is a ring all-reduce over every node";
+  if (a.has_dpsgd())
+    return "every round waits for every neighbour's model";
+  if (a.has_sgp())
+    return "every step waits for its in-neighbour's push-sum message";
+  if (a.has_osgp())
+    return "the push-sum mass sent to the lost node would vanish with it (the average "
+           "diverges)";
+  if (a.has_loscar())
+    return "every round's average waits for every worker";
+  if (a.has_centralized())
+    return "it is the only node";
+  return {};
 }
 
 /// Injected crash i: kill the worker (and the buffer for a whole node), tell
@@ -136,17 +149,19 @@ void inject_crash(sup_ptr self, int i) {
   if (c.has_restart_after_seconds()) {
     self->delayed_send(self, to_timespan(c.restart_after_seconds()), restart_atom::value,
                        static_cast<std::uint64_t>(i));
-  } else if (needs_every_node(plan.spec.algorithm())) {
+  } else if (const auto why = needs_every_node(plan.spec.algorithm()); !why.empty()) {
     fail(self, "node " + std::to_string(k) + " crashed at " + std::to_string(t) +
                  " s and is not restarted: " + plan.algorithm_name() +
-                 " cannot go on without it (every step needs every node)");
+                 " cannot go on without it (" + why + ")");
     return;
   } else {
     effect += whole ? "; node lost for good (its gradient buffer's state with it), the others "
                       "go on"
                     : "; worker lost for good, the others go on";
   }
-  self->send(st.evaluator, crash_atom::value, k, whole,
+  // Gossip-style workers are their own "buffer": both are gone for the evaluator.
+  const bool buffer_gone = whole || node.buffer == node.worker;
+  self->send(st.evaluator, crash_atom::value, k, buffer_gone,
              static_cast<std::uint64_t>(plan.faults.crash_index(i)), effect);
 }
 

@@ -240,6 +240,24 @@ BOOST_AUTO_TEST_CASE(a_synchronous_ring_that_loses_a_node_fails_with_the_reason)
   BOOST_TEST(report->error().find("cannot go on without it") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(asynchronous_algorithms_go_on_without_a_crashed_node) {
+  for (const char* a : {"dasgd", "adpsgd", "async_ps"}) {
+    const auto r = run(std::string{"algorithms/"} + a + ".textproto",
+                       {"faults.crash=[{node: 2 at_seconds: 0.3}]"});
+    BOOST_TEST_CONTEXT(a) {
+      expect_target(r);
+      BOOST_REQUIRE(r.faults_size() == 1);
+      BOOST_TEST(r.faults(0).effect().find("lost for good") != std::string::npos);
+    }
+  }
+  // Push-sum cannot: the mass it sends to the lost node is gone.
+  auto r = atrain::run_experiment(t::config("algorithms/osgp.textproto",
+                                            {"faults.crash=[{node: 2 at_seconds: 0.3}]",
+                                             "progress=false"}));
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->error().find("osgp cannot go on without it") != std::string::npos, r->error());
+}
+
 BOOST_AUTO_TEST_CASE(a_session_with_several_faults_replays_exactly) {
   t::expect_replay([](std::uint64_t seed) {
     return t::quickstart(
