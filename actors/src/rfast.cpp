@@ -202,6 +202,19 @@ struct worker_state {
   static inline const char* name = "atrain_rfast_worker";
 };
 
+/// Step 5: push the tracker's running sums to the G_C out-neighbours.
+void push_mass(caf::stateful_actor<buffer_state>* self, std::uint32_t id, run_context& ctx) {
+  auto& st = self->state;
+  auto& tr = *st.tracker;
+  packet p;
+  p.from = id;
+  p.kind = rfast_mass;
+  p.d = tr.push();
+  p.seq = tr.pushes();
+  p.scalars = {tr.sigma_sent()};
+  st.out_c.broadcast(self, ctx, std::move(p));
+}
+
 caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_t id,
                            context_ptr ctx) {
   const auto& plan = *ctx->plan;
@@ -266,13 +279,7 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
       auto& tr = *st.tracker;
       ++st.tracks;
       tr.correct(g.ptr());                                   // 4
-      packet p;                                              // 5
-      p.from = id;
-      p.kind = rfast_mass;
-      p.d = tr.push();
-      p.seq = tr.pushes();
-      p.scalars = {tr.sigma_sent()};
-      st.out_c.broadcast(self, *ctx, std::move(p));
+      push_mass(self, id, *ctx);                             // 5
       auto d = float_blob{tr.direction()};                   // (for 1)
       tr.absorb();                                           // 3
       std::vector<std::uint64_t> ages = st.v_age;
@@ -282,6 +289,22 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
     },
     [=](mass_atom) { return self->state.tracker->account(); },
     [=](resume_atom) { return self->state.tracks; },
+    // The worker is lost for good: withdraw this node's gradient from the
+    // tracked sum (correct with g = 0, so the others track the remaining
+    // nodes' objective) and keep relaying tracker mass every tau, so the mass
+    // that reaches this buffer is not stuck here.
+    [=](retire_atom) {
+      auto& st = self->state;
+      const std::vector<float> zero(dim, 0.0f);
+      st.tracker->correct(zero.data());
+      self->send(self, relay_atom::value);
+    },
+    [=](relay_atom) {
+      auto& st = self->state;
+      push_mass(self, id, *ctx);
+      st.tracker->absorb();
+      send_after(self, caf::actor_cast<caf::actor>(self), ctx->plan->tau.at(id), relay_atom::value);
+    },
     [=](stats_atom) {
       return std::make_tuple(self->state.out_c.messages, self->state.out_c.bytes,
                              self->state.rejected);

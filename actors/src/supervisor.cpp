@@ -154,6 +154,10 @@ void inject_crash(sup_ptr self, int i) {
                  " s and is not restarted: " + plan.algorithm_name() +
                  " cannot go on without it (" + why + ")");
     return;
+  } else if (!whole && plan.spec.algorithm().has_rfast()) {
+    self->send(node.buffer, retire_atom::value);
+    effect += "; worker lost for good: its gradient buffer withdrew the node's gradient from "
+              "the tracked sum and relays tracker mass, the others go on";
   } else {
     effect += whole ? "; node lost for good (its gradient buffer's state with it), the others "
                       "go on"

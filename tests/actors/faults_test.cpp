@@ -214,6 +214,23 @@ BOOST_AUTO_TEST_CASE(a_crashed_rfast_worker_is_restarted_and_the_mass_stays_cons
                      << " s); " << r.faults(0).effect());
 }
 
+BOOST_AUTO_TEST_CASE(an_rfast_worker_lost_for_good_leaves_its_buffer_relaying_the_mass) {
+  auto plan = t::quickstart({"faults.crash=[{node: 2 at_seconds: 0.3}]", "stop.time_seconds=3",
+                             "stop.stop_at_target=false", "progress=false"});
+  std::size_t checks = 0;
+  double worst = 0;
+  auto r = t::run_checking_mass(plan, checks, worst);
+  BOOST_TEST(r.error().empty(), r.error());
+  BOOST_TEST(r.mass_residual() < 1e-10);
+  BOOST_TEST(checks > 1000u);
+  BOOST_REQUIRE(r.faults_size() == 1);
+  BOOST_TEST(r.faults(0).effect().find("withdrew the node's gradient") != std::string::npos,
+             r.faults(0).effect());
+  BOOST_TEST(std::isfinite(r.final().train_loss()));
+  BOOST_TEST_MESSAGE("rfast without node 2's worker: accuracy " << r.final().test_accuracy()
+                                                                << " at 3 s");
+}
+
 BOOST_AUTO_TEST_CASE(a_node_lost_for_good_is_reported_and_rfast_goes_on) {
   const auto r = run("quickstart.textproto",
                      {"faults.crash=[{node: 5 at_seconds: 0.3 whole_node: true}]",

@@ -38,6 +38,8 @@ using resend_atom = caf::atom_constant<caf::atom("resend")>;
 using crash_atom = caf::atom_constant<caf::atom("crash")>;
 using restart_atom = caf::atom_constant<caf::atom("restart")>;
 using resume_atom = caf::atom_constant<caf::atom("resume")>;
+using retire_atom = caf::atom_constant<caf::atom("retire")>;
+using relay_atom = caf::atom_constant<caf::atom("relay")>;
 
 /// Immutable shared vector that serializes as one raw block.
 template <class T>
