@@ -255,25 +255,7 @@ std::vector<node_actors> spawn_async_ps(caf::event_based_actor* sup, const conte
     workers[i] = sup->spawn(worker_actor, i, s, ctx);
     nodes[i].worker = workers[i];
   }
-  // Links end at the server for i -> s and at worker i for s -> i; no link
-  // ends at worker s (it shares node s with the server).
-  std::vector<caf::actor> receivers = workers;
-  receivers[s] = server;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
-  for (std::uint32_t i = 0; i < n; ++i)
-    if (i != s) {
-      edges.emplace_back(i, s);
-      edges.emplace_back(s, i);
-    }
-  network net{sup, ctx, edges, receivers, links};
-  std::vector<caf::actor> to_workers(n);
-  for (std::uint32_t i = 0; i < n; ++i)
-    to_workers[i] = i == s ? workers[s] : net.route(s, i);
-  sup->send(server, init_atom::value, std::move(to_workers));
-  for (std::uint32_t i = 0; i < n; ++i)
-    sup->send(workers[i], init_atom::value, i == s ? server : net.route(i, s));
-  for (const auto& w : workers)
-    sup->send(w, start_atom::value);
+  wire_star(sup, ctx, links, s, server, workers);
   return nodes;
 }
 

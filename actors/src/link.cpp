@@ -316,6 +316,29 @@ caf::actor network::route(std::uint32_t from, std::uint32_t to) const {
   return routes_.at({from, to});
 }
 
+void wire_star(caf::event_based_actor* sup, const context_ptr& ctx,
+               std::vector<caf::actor>& links, std::uint32_t at, const caf::actor& hub,
+               const std::vector<caf::actor>& workers) {
+  const auto n = static_cast<std::uint32_t>(workers.size());
+  std::vector<caf::actor> receivers = workers;
+  receivers[at] = hub;  // i -> at ends at the hub; at -> i at worker i
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (i != at) {
+      edges.emplace_back(i, at);
+      edges.emplace_back(at, i);
+    }
+  network net{sup, ctx, edges, receivers, links};
+  std::vector<caf::actor> to_workers(n);
+  for (std::uint32_t i = 0; i < n; ++i)
+    to_workers[i] = i == at ? workers[at] : net.route(at, i);
+  sup->send(hub, init_atom::value, std::move(to_workers));
+  for (std::uint32_t i = 0; i < n; ++i)
+    sup->send(workers[i], init_atom::value, i == at ? hub : net.route(i, at));
+  for (const auto& w : workers)
+    sup->send(w, start_atom::value);
+}
+
 void outbox::broadcast(caf::event_based_actor* self, run_context& ctx, packet p) {
   for (std::size_t k = 0; k < routes.size(); ++k)
     send(self, ctx, k, p);

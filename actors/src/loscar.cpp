@@ -379,24 +379,7 @@ std::vector<node_actors> spawn_loscar(caf::event_based_actor* sup, const context
   }
   auto aggregator = sup->spawn(loscar_aggregator, ctx);
   nodes[a].buffer = aggregator;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> up, down;
-  for (std::uint32_t i = 0; i < n; ++i)
-    if (i != a) {
-      up.emplace_back(i, a);
-      down.emplace_back(a, i);
-    }
-  std::vector<caf::actor> up_receivers(n);
-  up_receivers[a] = aggregator;
-  network up_net{sup, ctx, up, up_receivers, links};
-  network down_net{sup, ctx, down, workers, links};
-  std::vector<caf::actor> to_workers(n);
-  for (std::uint32_t i = 0; i < n; ++i)
-    to_workers[i] = i == a ? workers[i] : down_net.route(a, i);
-  sup->send(aggregator, init_atom::value, std::move(to_workers));
-  for (std::uint32_t i = 0; i < n; ++i)
-    sup->send(workers[i], init_atom::value, i == a ? aggregator : up_net.route(i, a));
-  for (const auto& w : workers)
-    sup->send(w, start_atom::value);
+  wire_star(sup, ctx, links, a, aggregator, workers);
   return nodes;
 }
 
