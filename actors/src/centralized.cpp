@@ -45,6 +45,8 @@ caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx) 
       s.gradients = st.cu->gradients();
       s.params = float_blob{st.x};
       s.fault_hits = st.cu->fault_hits();
+      s.refused = st.cu->refused();
+      s.refused_since = st.cu->refused_since();
       return s;
     },
   };

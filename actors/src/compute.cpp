@@ -1,6 +1,10 @@
 #include "atrain/actors/compute.hpp"
 
+#include <algorithm>
+
 #include <omp.h>
+
+#include "atrain/kernels/vector_ops.hpp"
 
 namespace atrain {
 
@@ -40,6 +44,11 @@ double compute_unit::gradient(caf::local_actor* self, const float* x, std::vecto
   last_loss_ = model_->loss_and_gradient(sampler_.next(), x, g.data());
   ++gradients_;
   faults.corrupt(node_, t, g.data(), dim_, &fault_hits_);
+  if (!vec::all_finite(g.data(), dim_)) {
+    std::fill(g.begin(), g.end(), 0.0f);
+    if (refused_++ == 0)
+      refused_since_ = t;
+  }
   const double slow = slowdown_ * faults.compute_factor(node_, t, &fault_hits_);
   // Draw the jitter on both clocks so the generator stream is the same.
   const double factor = jitter_ > 0 ? gen_.uniform(1.0 - jitter_, 1.0 + jitter_) : 1.0;

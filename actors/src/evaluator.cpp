@@ -75,6 +75,9 @@ model_snapshot add_counters(model_snapshot a, const model_snapshot& b) {
   a.staleness_count += b.staleness_count;
   a.staleness_max = std::max(a.staleness_max, b.staleness_max);
   a.rejected += b.rejected;
+  if (b.refused > 0 && (a.refused == 0 || b.refused_since < a.refused_since))
+    a.refused_since = b.refused_since;
+  a.refused += b.refused;
   if (a.fault_hits.size() < b.fault_hits.size())
     a.fault_hits.resize(b.fault_hits.size(), 0);
   for (std::size_t i = 0; i < b.fault_hits.size(); ++i)
@@ -404,6 +407,13 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   for (const auto& e : g.errors)
     r.add_warnings("evaluation: " + e);
   fill_faults(r, plan.faults, g, st.fault_effects);
+  for (const auto& s : g.models)
+    if (s.refused > 0) {
+      auto* q = r.add_quarantined();
+      q->set_node(s.node);
+      q->set_since_seconds(s.refused_since);
+      q->set_gradients_refused(s.refused);
+    }
   r.set_trace_hash(st.ctx->events.hex());
   r.set_trace_events(st.ctx->events.events());
 }

@@ -365,6 +365,8 @@ model_snapshot make_snapshot(std::uint32_t node, const compute_unit& cu, const o
   s.staleness_count = staleness.count;
   s.params = float_blob{x};
   s.fault_hits = cu.fault_hits();
+  s.refused = cu.refused();
+  s.refused_since = cu.refused_since();
   return s;
 }
 

@@ -275,6 +275,28 @@ BOOST_AUTO_TEST_CASE(asynchronous_algorithms_go_on_without_a_crashed_node) {
   BOOST_TEST(r->error().find("osgp cannot go on without it") != std::string::npos, r->error());
 }
 
+BOOST_AUTO_TEST_CASE(a_node_computing_nan_is_quarantined_at_the_source) {
+  const std::string nan =
+    "faults.bad_gradients=[{node: 2 kind: NOT_FINITE from_seconds: 0.1 to_seconds: 0.6}]";
+  auto r = rfast_to_target_keeping_mass(t::quickstart({nan, "progress=false"}));
+  BOOST_REQUIRE(r.faults_size() == 1);
+  BOOST_REQUIRE(r.quarantined_size() == 1);
+  BOOST_TEST(r.quarantined(0).node() == 2u);
+  BOOST_TEST(r.quarantined(0).since_seconds() >= 0.1);
+  BOOST_TEST(r.quarantined(0).since_seconds() < 0.15);
+  BOOST_TEST(r.quarantined(0).gradients_refused() == hits_of(r.faults(0)));
+  BOOST_TEST(r.packets_rejected() == 0u);  // nothing non-finite ever left node 2
+  const auto d = run("algorithms/dpsgd.textproto", {nan});
+  expect_target(d);
+  BOOST_REQUIRE(d.quarantined_size() == 1);
+  BOOST_TEST(d.quarantined(0).gradients_refused() > 10u);
+  BOOST_TEST(std::isfinite(d.consensus_error()));
+  BOOST_TEST_MESSAGE("rfast: node 2 quarantined from " << r.quarantined(0).since_seconds() << " s, "
+                                                     << r.quarantined(0).gradients_refused()
+                                                     << " gradients refused, target at "
+                                                     << r.time_to_target() << " s");
+}
+
 BOOST_AUTO_TEST_CASE(a_session_with_several_faults_replays_exactly) {
   t::expect_replay([](std::uint64_t seed) {
     return t::quickstart(

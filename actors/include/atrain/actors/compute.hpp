@@ -22,6 +22,10 @@ public:
   /// slowdown x straggle x jitter; real clock, the compute already took real
   /// time, so only the injected slowdown (factor - 1) x measured time
   /// remains. A bad-gradients fault corrupts g here.
+  ///
+  /// Quarantine at the source: a gradient with a NaN or Inf is refused —
+  /// replaced by zeros (the step is skipped, as mixed-precision trainers do)
+  /// and counted — so the node's model and everything it sends stay finite.
   double gradient(caf::local_actor* self, const float* x, std::vector<float>& g);
 
   [[nodiscard]] std::uint64_t gradients() const noexcept { return gradients_; }
@@ -29,6 +33,9 @@ public:
   [[nodiscard]] std::size_t dim() const noexcept { return dim_; }
   /// How often each injected fault touched this unit (faults.hpp hits).
   [[nodiscard]] const fault_schedule::hits& fault_hits() const noexcept { return fault_hits_; }
+  /// Non-finite gradients refused so far, and the run time of the first (< 0: none).
+  [[nodiscard]] std::uint64_t refused() const noexcept { return refused_; }
+  [[nodiscard]] double refused_since() const noexcept { return refused_since_; }
 
 private:
   compute_unit(const run_context& ctx, const run_plan& plan, std::uint32_t node);
@@ -36,6 +43,8 @@ private:
   const run_context* ctx_;
   std::uint32_t node_;
   fault_schedule::hits fault_hits_;
+  std::uint64_t refused_ = 0;
+  double refused_since_ = -1;
   std::unique_ptr<model> model_;
   minibatch_sampler sampler_;
   rng gen_;

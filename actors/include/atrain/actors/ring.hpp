@@ -174,6 +174,8 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
       s.rejected = st.ring->rejected();
       s.params = float_blob{st.x};
       s.fault_hits = st.cu->fault_hits();
+      s.refused = st.cu->refused();
+      s.refused_since = st.cu->refused_since();
       return s;
     },
   };
