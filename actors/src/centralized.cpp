@@ -47,6 +47,7 @@ caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx) 
       s.fault_hits = st.cu->fault_hits();
       s.refused = st.cu->refused();
       s.refused_since = st.cu->refused_since();
+      s.busy_seconds = st.cu->busy_seconds();
       return s;
     },
   };

@@ -52,10 +52,14 @@ double compute_unit::gradient(caf::local_actor* self, const float* x, std::vecto
   const double slow = slowdown_ * faults.compute_factor(node_, t, &fault_hits_);
   // Draw the jitter on both clocks so the generator stream is the same.
   const double factor = jitter_ > 0 ? gen_.uniform(1.0 - jitter_, 1.0 + jitter_) : 1.0;
-  if (virtual_clock_)
-    return tau_ * slow * factor;
+  if (virtual_clock_) {
+    const double wait = tau_ * slow * factor;
+    busy_seconds_ += wait;
+    return wait;
+  }
   const double took =
     std::chrono::duration<double>(self->clock().now() - before).count();
+  busy_seconds_ += slow * took;
   return (slow - 1.0) * took;
 }
 

@@ -50,6 +50,10 @@ struct eval_state {
   std::vector<model_snapshot> last;
   std::vector<model_snapshot> retired;
   std::map<std::size_t, std::string> fault_effects;  // describe() index -> what happened
+  /// Straggler detection: each node's (gradients, busy seconds) at the last
+  /// evaluation, and what was found so far (index = node).
+  std::vector<std::pair<std::uint64_t, double>> heartbeat;
+  std::map<std::uint32_t, proto::Straggler> stragglers;
 };
 
 /// Rows `rows` of `d` as a dataset of their own (contiguous for the model).
@@ -78,6 +82,7 @@ model_snapshot add_counters(model_snapshot a, const model_snapshot& b) {
   if (b.refused > 0 && (a.refused == 0 || b.refused_since < a.refused_since))
     a.refused_since = b.refused_since;
   a.refused += b.refused;
+  a.busy_seconds += b.busy_seconds;
   if (a.fault_hits.size() < b.fault_hits.size())
     a.fault_hits.resize(b.fault_hits.size(), 0);
   for (std::size_t i = 0; i < b.fault_hits.size(); ++i)
@@ -276,6 +281,48 @@ void print_progress(const run_plan& plan, const metric_sample& row, bool last) {
   std::fflush(stderr);
 }
 
+/// Compares every node's seconds per gradient over the last period with the
+/// median: above 2x it is a straggler (recorded once, with its worst
+/// factor); back under 1.5x it has recovered. Works for synchronous
+/// algorithms too, where every node makes as many gradients but the
+/// straggler spends longer on each.
+void detect_stragglers(eval_state& st, const gathering& g, double now) {
+  std::vector<std::pair<std::uint32_t, double>> cost;  // node, seconds per gradient
+  for (const auto& s : g.models) {
+    auto& [grads, busy] = st.heartbeat.at(s.node);
+    if (!s.params.empty() && s.gradients > grads)
+      cost.emplace_back(s.node, (s.busy_seconds - busy) / static_cast<double>(s.gradients - grads));
+    grads = s.gradients;
+    busy = s.busy_seconds;
+  }
+  if (cost.size() < 3)
+    return;  // no meaningful median
+  std::vector<double> sorted;
+  for (const auto& c : cost)
+    sorted.push_back(c.second);
+  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  if (!(median > 0))
+    return;
+  for (const auto& [node, c] : cost) {
+    const double factor = c / median;
+    auto it = st.stragglers.find(node);
+    if (factor > 2) {
+      if (it == st.stragglers.end()) {
+        proto::Straggler s;
+        s.set_node(node);
+        s.set_detected_seconds(now);
+        s.set_slowest_factor(factor);
+        st.stragglers.emplace(node, s);
+      } else {
+        it->second.set_slowest_factor(std::max(it->second.slowest_factor(), factor));
+      }
+    } else if (it != st.stragglers.end() && factor < 1.5 && !it->second.has_recovered_seconds()) {
+      it->second.set_recovered_seconds(now);
+    }
+  }
+}
+
 void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row, bool last) {
   auto& st = self->state;
   const auto& spec = st.ctx->plan->spec;
@@ -407,6 +454,8 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   for (const auto& e : g.errors)
     r.add_warnings("evaluation: " + e);
   fill_faults(r, plan.faults, g, st.fault_effects);
+  for (const auto& [node, s] : st.stragglers)
+    *r.add_stragglers() = s;
   for (const auto& s : g.models)
     if (s.refused > 0) {
       auto* q = r.add_quarantined();
@@ -435,6 +484,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
   st.buffer_down.assign(st.nodes.size(), false);
   st.last.resize(st.nodes.size());
   st.retired.resize(st.nodes.size());
+  st.heartbeat.assign(st.nodes.size(), {0, 0.0});
   const double period = plan.spec.eval().period_seconds();
   return {
     [=](eval_atom) {
@@ -447,7 +497,9 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
           self->send(self->state.supervisor, stop_atom::value, "evaluation failed: " + e);
         if (!g.errors.empty())
           return;
-        record_row(self, evaluate(self, g), false);
+        const auto row = evaluate(self, g);
+        detect_stragglers(self->state, g, row.time_seconds);
+        record_row(self, row, false);
       });
       self->delayed_send(self, to_timespan(period), eval_atom::value);
     },

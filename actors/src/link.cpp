@@ -367,6 +367,7 @@ model_snapshot make_snapshot(std::uint32_t node, const compute_unit& cu, const o
   s.fault_hits = cu.fault_hits();
   s.refused = cu.refused();
   s.refused_since = cu.refused_since();
+  s.busy_seconds = cu.busy_seconds();
   return s;
 }
 

@@ -157,10 +157,35 @@ BOOST_AUTO_TEST_CASE(a_straggler_window_slows_one_node_and_the_others_go_on) {
   for (const auto& n : ring.per_node())
     BOOST_TEST(n.gradients() <= ring.per_node(3).gradients() + 1);
   BOOST_TEST(std::isfinite(ring.final().train_loss()));
+  // Both report node 3, and only node 3, as a straggler (seconds per
+  // gradient from the heartbeats: about 4x the median; jitter alone stays
+  // under 1.5x), detected at the first evaluation.
+  for (const auto* rep : {&r, &ring}) {
+    BOOST_REQUIRE(rep->stragglers_size() == 1);
+    BOOST_TEST(rep->stragglers(0).node() == 3u);
+    BOOST_TEST(rep->stragglers(0).detected_seconds() <= 0.25 + 1e-9);
+    BOOST_TEST(rep->stragglers(0).slowest_factor() > 3.0);
+    BOOST_TEST(rep->stragglers(0).slowest_factor() < 5.5);
+    BOOST_TEST(!rep->stragglers(0).has_recovered_seconds());
+  }
+  BOOST_TEST(plain.stragglers_size() == 0);
   BOOST_TEST_MESSAGE("rfast node 3 x4: " << r.per_node(3).gradients() << " gradients vs node 0 "
                                          << r.per_node(0).gradients() << "; allreduce "
                                          << ring.gradients_total() << " vs "
                                          << plain.gradients_total() << " gradients");
+}
+
+BOOST_AUTO_TEST_CASE(a_straggler_window_is_detected_and_its_recovery_too) {
+  const auto r = run("quickstart.textproto",
+                     {"faults.straggle=[{node: 6 factor: 5 from_seconds: 0.5 to_seconds: 1.0}]",
+                      "stop.stop_at_target=false", "stop.time_seconds=2"});
+  BOOST_REQUIRE(r.stragglers_size() == 1);
+  BOOST_TEST(r.stragglers(0).node() == 6u);
+  BOOST_TEST(r.stragglers(0).detected_seconds() >= 0.5);
+  BOOST_TEST(r.stragglers(0).detected_seconds() <= 1.0);
+  BOOST_REQUIRE(r.stragglers(0).has_recovered_seconds());
+  BOOST_TEST(r.stragglers(0).recovered_seconds() > 1.0);
+  BOOST_TEST(r.stragglers(0).recovered_seconds() <= 1.5);
 }
 
 BOOST_AUTO_TEST_CASE(loss_bursts_and_delay_spikes_are_absorbed) {

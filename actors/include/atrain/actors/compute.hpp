@@ -36,6 +36,9 @@ public:
   /// Non-finite gradients refused so far, and the run time of the first (< 0: none).
   [[nodiscard]] std::uint64_t refused() const noexcept { return refused_; }
   [[nodiscard]] double refused_since() const noexcept { return refused_since_; }
+  /// Run-clock seconds spent computing gradients (the heartbeat the
+  /// evaluator uses to spot stragglers: seconds per gradient).
+  [[nodiscard]] double busy_seconds() const noexcept { return busy_seconds_; }
 
 private:
   compute_unit(const run_context& ctx, const run_plan& plan, std::uint32_t node);
@@ -45,6 +48,7 @@ private:
   fault_schedule::hits fault_hits_;
   std::uint64_t refused_ = 0;
   double refused_since_ = -1;
+  double busy_seconds_ = 0;
   std::unique_ptr<model> model_;
   minibatch_sampler sampler_;
   rng gen_;

@@ -176,6 +176,7 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
       s.fault_hits = st.cu->fault_hits();
       s.refused = st.cu->refused();
       s.refused_since = st.cu->refused_since();
+      s.busy_seconds = st.cu->busy_seconds();
       return s;
     },
   };

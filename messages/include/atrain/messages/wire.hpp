@@ -132,6 +132,7 @@ struct model_snapshot {
   std::vector<std::uint64_t> fault_hits;  // per injected fault: gradients slowed / corrupted
   std::uint64_t refused = 0;              // non-finite gradients refused at the source
   double refused_since = -1;              // run time of the first (< 0: none)
+  double busy_seconds = 0;                // run-clock seconds spent computing gradients
   /// Push-sum weight w_i (SGP/OSGP: params is the numerator x_i and the
   /// evaluated model is sum x_i / sum w_i); 1 for every other algorithm.
   double weight = 1;
@@ -141,7 +142,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, model_snapshot& x) {
   return f(caf::meta::type_name("atrain_model_snapshot"), x.node, x.gradients, x.messages_sent,
            x.bytes_sent, x.staleness_sum, x.staleness_max, x.staleness_count, x.rejected,
-           x.params, x.fault_hits, x.weight, x.refused, x.refused_since);
+           x.params, x.fault_hits, x.weight, x.refused, x.refused_since, x.busy_seconds);
 }
 
 /// One tracker-mass account of an R-FAST gradient buffer (for the invariant):
