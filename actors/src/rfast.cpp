@@ -198,6 +198,7 @@ struct worker_state {
   double gamma = 0;
   double decay = 0;
   std::uint64_t seq = 0;
+  std::uint64_t stale_limit = 0;  // wakes; 0 = keep every in-neighbour
   staleness_stats staleness;
   static inline const char* name = "atrain_rfast_worker";
 };
@@ -340,6 +341,7 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
     st.r_in.push_back(topo.r(id, j));
   st.gamma = algo.step_size();
   st.decay = algo.decay();
+  st.stale_limit = algo.has_stale_model_wakes() ? algo.stale_model_wakes() : 50;
   const std::size_t dim = plan.dim();
   return {
     [=](start_atom, const std::vector<caf::actor>& out) {
@@ -381,11 +383,18 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
           st.out_r.broadcast(self, *ctx, p);                 //    send v at once
           std::vector<const float*> parts{v.data()};         // 2. pull consensus
           std::vector<double> weights{st.r_self};
+          double kept = st.r_self;
           for (std::size_t k = 0; k < v_hat.size(); ++k) {
+            st.staleness.add(static_cast<double>(ages[k]));
+            if (st.stale_limit > 0 && ages[k] > st.stale_limit)
+              continue;  // silent in-neighbour: its model would only drag x back
             parts.push_back(v_hat[k].ptr());
             weights.push_back(st.r_in[k]);
-            st.staleness.add(static_cast<double>(ages[k]));
+            kept += st.r_in[k];
           }
+          if (weights.size() < v_hat.size() + 1)
+            for (auto& w : weights)
+              w /= kept;  // row stochastic again over the neighbours kept
           vec::weighted_sum(parts, weights, st.x.data(), dim);
           schedule_next(self);                               // next gradient at x
         });
