@@ -39,16 +39,7 @@ caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx) 
       compute_next(self);
     },
     [=](model_atom) {
-      auto& st = self->state;
-      model_snapshot s;
-      s.node = 0;
-      s.gradients = st.cu->gradients();
-      s.params = float_blob{st.x};
-      s.fault_hits = st.cu->fault_hits();
-      s.refused = st.cu->refused();
-      s.refused_since = st.cu->refused_since();
-      s.busy_seconds = st.cu->busy_seconds();
-      return s;
+      return compute_snapshot(0, *self->state.cu, self->state.x);
     },
   };
 }

@@ -26,6 +26,19 @@ compute_unit::compute_unit(const run_context& ctx, const run_plan& plan, std::ui
     virtual_clock_(plan.virtual_clock()) {
 }
 
+model_snapshot compute_snapshot(std::uint32_t node, const compute_unit& cu,
+                                const std::vector<float>& x) {
+  model_snapshot s;
+  s.node = node;
+  s.gradients = cu.gradients();
+  s.params = float_blob{x};
+  s.fault_hits = cu.fault_hits();
+  s.refused = cu.refused();
+  s.refused_since = cu.refused_since();
+  s.busy_seconds = cu.busy_seconds();
+  return s;
+}
+
 void single_threaded_kernels() {
   // oneDNN runs on OpenMP here. OMP_NUM_THREADS is read when libgomp loads, so
   // setting it from main() is too late; the thread-local ICV is not. Nodes

@@ -355,19 +355,12 @@ void outbox::send(caf::event_based_actor* self, run_context& ctx, std::size_t k,
 
 model_snapshot make_snapshot(std::uint32_t node, const compute_unit& cu, const outbox& out,
                              const staleness_stats& staleness, const std::vector<float>& x) {
-  model_snapshot s;
-  s.node = node;
-  s.gradients = cu.gradients();
+  auto s = compute_snapshot(node, cu, x);
   s.messages_sent = out.messages;
   s.bytes_sent = out.bytes;
   s.staleness_sum = staleness.sum;
   s.staleness_max = staleness.max;
   s.staleness_count = staleness.count;
-  s.params = float_blob{x};
-  s.fault_hits = cu.fault_hits();
-  s.refused = cu.refused();
-  s.refused_since = cu.refused_since();
-  s.busy_seconds = cu.busy_seconds();
   return s;
 }
 

@@ -173,9 +173,8 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
     plan->shard = shard_iid(plan->train->size(), n, shard_seed);
 
   const auto kind = spec.algorithm().kind_case();
-  const bool ring_over_ids = !uses_topology(kind);
   const bool gossip = kind == proto::AlgorithmSpec::kDpsgd || kind == proto::AlgorithmSpec::kAdpsgd;
-  if (!single && !ring_over_ids) {
+  if (uses_topology(kind)) {  // the others talk over node ids
     plan->topo = build_topology(ls, n);
     for (const auto& w : plan->topo->warnings)
       plan->warnings.push_back("topology: " + w);

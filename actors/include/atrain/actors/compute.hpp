@@ -61,6 +61,12 @@ private:
   double last_loss_ = 0;
 };
 
+/// A snapshot of node `node` with the model x and everything the compute
+/// unit counts (gradients, fault hits, refused gradients, busy seconds);
+/// traffic and staleness are the algorithm's to add.
+[[nodiscard]] model_snapshot compute_snapshot(std::uint32_t node, const compute_unit& cu,
+                                              const std::vector<float>& x);
+
 /// Makes oneDNN calls on this thread single-threaded (call before computing
 /// inside an actor: actors move between scheduler threads).
 void single_threaded_kernels();

@@ -166,17 +166,10 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
     },
     [=](model_atom) {
       const auto& st = self->state;
-      model_snapshot s;
-      s.node = id;
-      s.gradients = st.cu->gradients();
+      auto s = compute_snapshot(id, *st.cu, st.x);
       s.messages_sent = st.ring->messages();
       s.bytes_sent = st.ring->bytes();
       s.rejected = st.ring->rejected();
-      s.params = float_blob{st.x};
-      s.fault_hits = st.cu->fault_hits();
-      s.refused = st.cu->refused();
-      s.refused_since = st.cu->refused_since();
-      s.busy_seconds = st.cu->busy_seconds();
       return s;
     },
   };
