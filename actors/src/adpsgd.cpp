@@ -185,14 +185,18 @@ std::vector<adpsgd_exchange> adpsgd_take_exchanges(const caf::actor_addr& worker
   return gossip::take_from_worker(worker, &adpsgd_state::ledger);
 }
 
-std::vector<node_actors> spawn_adpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
-                                      std::vector<caf::actor>& links) {
+node_actors spawn_adpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                              std::uint32_t i) {
   const auto split = bipartite_split(ctx->plan->topo->g_r);
   if (!split)
     throw topology_error("AD-PSGD needs a bipartite graph (active/passive split)");
-  return gossip::spawn_nodes(sup, ctx, links, [&](std::uint32_t i) {
-    return sup->spawn(adpsgd_worker, i, static_cast<bool>((*split)[i]), ctx);
-  });
+  return gossip::one_actor_node(
+    parent->spawn(adpsgd_worker, i, static_cast<bool>((*split).at(i)), ctx));
+}
+
+void wire_adpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
+                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+  gossip::wire_nodes(sup, ctx, nodes, links);
 }
 
 } // namespace atrain

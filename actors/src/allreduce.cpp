@@ -41,10 +41,11 @@ caf::behavior allreduce_worker(caf::stateful_actor<allreduce_state>* self, std::
 
 } // namespace
 
-std::vector<node_actors> spawn_allreduce(caf::event_based_actor* sup, const context_ptr& ctx,
-                                         std::vector<caf::actor>& links) {
-  return spawn_ring(sup, ctx, links,
-                    [&](std::uint32_t i) { return sup->spawn(allreduce_worker, i, ctx); });
+node_actors spawn_allreduce_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                                 std::uint32_t i) {
+  node_actors node;
+  node.worker = parent->spawn(allreduce_worker, i, ctx);
+  return node;
 }
 
 } // namespace atrain

@@ -244,19 +244,23 @@ std::optional<async_ps_view> async_ps_take(const caf::actor_addr& server) {
   return v;
 }
 
-std::vector<node_actors> spawn_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,
-                                        std::vector<caf::actor>& links, caf::actor& server) {
-  const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
+node_actors spawn_async_ps_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                                std::uint32_t i) {
   const std::uint32_t s = ctx->plan->spec.algorithm().async_ps().server();
-  server = sup->spawn(server_actor, s, ctx);
-  std::vector<node_actors> nodes(n);
-  std::vector<caf::actor> workers(n);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    workers[i] = sup->spawn(worker_actor, i, s, ctx);
-    nodes[i].worker = workers[i];
-  }
-  wire_star(sup, ctx, links, s, server, workers);
-  return nodes;
+  node_actors node;
+  if (i == s)
+    node.hub = parent->spawn(server_actor, s, ctx);
+  node.worker = parent->spawn(worker_actor, i, s, ctx);
+  return node;
+}
+
+void wire_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,
+                   std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+  const std::uint32_t s = ctx->plan->spec.algorithm().async_ps().server();
+  std::vector<caf::actor> workers;
+  for (const auto& node : nodes)
+    workers.push_back(node.worker);
+  wire_star(sup, ctx, links, s, nodes.at(s).hub, workers);
 }
 
 } // namespace atrain

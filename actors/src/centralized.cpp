@@ -46,11 +46,16 @@ caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx) 
 
 } // namespace
 
-std::vector<node_actors> spawn_centralized(caf::event_based_actor* sup, const context_ptr& ctx) {
+node_actors spawn_centralized_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                                   std::uint32_t) {
   node_actors node;
-  node.worker = sup->spawn(sgd_worker, ctx);
-  sup->send(node.worker, start_atom::value);
-  return {node};
+  node.worker = parent->spawn(sgd_worker, ctx);
+  return node;
+}
+
+void wire_centralized(caf::event_based_actor* sup, const context_ptr&,
+                      std::vector<node_actors>& nodes, std::vector<caf::actor>&) {
+  sup->send(nodes.at(0).worker, start_atom::value);
 }
 
 } // namespace atrain

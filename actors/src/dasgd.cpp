@@ -104,7 +104,7 @@ constexpr double max_packet_gradients = 1 << 24;
 constexpr double min_wait = 1e-6;
 
 struct dasgd_state : gossip::node_base {
-  std::shared_ptr<creation_record> created;
+  std::shared_ptr<creation_record> created;  // null: staleness not measured (multi-process)
   std::uint32_t n = 0;
   double gamma = 0;
   double decay = 0;
@@ -131,7 +131,7 @@ using dasgd_ptr = caf::stateful_actor<dasgd_state>*;
 void note_applied(dasgd_state& st, std::uint32_t origin, std::uint64_t index,
                   std::int64_t now_ns) {
   ++st.applied;
-  if (st.created->at(origin, index) == now_ns) {
+  if (st.created && st.created->at(origin, index) == now_ns) {
     if (st.instant_ns != now_ns) {
       st.instant_ns = now_ns;
       st.applied_now = 0;
@@ -150,7 +150,7 @@ void begin_cycle(dasgd_ptr self, run_context& ctx) {
   st.read_ns = now;
   const std::uint64_t same_instant = st.instant_ns == now ? st.applied_now : 0;
   const std::uint64_t applied_earlier = st.applied - same_instant;
-  const std::uint64_t earlier = st.created->before(now);
+  const std::uint64_t earlier = st.created ? st.created->before(now) : 0;
   st.read_staleness =
     earlier > applied_earlier ? static_cast<double>(earlier - applied_earlier) : 0.0;
   st.used_at_read = st.used_total;
@@ -172,8 +172,10 @@ void wake(dasgd_ptr self, run_context& ctx, std::uint32_t id) {
   }
   st.inbox.clear();
   const double gamma = gossip::step_size(st.gamma, st.decay, st.steps++);  // 2
-  st.created->add(id, now);
-  st.staleness.add(st.read_staleness);  // recorded once the gradient exists
+  if (st.created) {  // measured in one process only
+    st.created->add(id, now);
+    st.staleness.add(st.read_staleness);  // recorded once the gradient exists
+  }
   vec::axpy(static_cast<float>(-gamma), st.g.data(), st.x.data(), dim);
   note_applied(st, id, st.steps, now);
   if (st.record)
@@ -266,17 +268,26 @@ dasgd_ledger dasgd_take_ledger(const caf::actor_addr& worker) {
   return gossip::take_from_worker(worker, &dasgd_state::ledger);
 }
 
-std::vector<node_actors> spawn_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
-                                     std::vector<caf::actor>& links) {
-  const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
-  auto created = std::make_shared<creation_record>(n);
-  std::vector<node_actors> nodes(n);
+node_actors spawn_dasgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                             std::uint32_t i) {
+  std::shared_ptr<creation_record> created;
+  if (!ctx->spans_processes)
+    created = process_shared<creation_record>(*ctx, "dasgd.created", [&] {
+      return std::make_shared<creation_record>(ctx->plan->nodes());
+    });
+  node_actors node;
+  node.worker = parent->spawn(dasgd_worker, i, ctx, std::move(created));
+  node.buffer = node.worker;  // answers stats_atom with its rejected count
+  return node;
+}
+
+void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
+                std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+  const auto n = static_cast<std::uint32_t>(nodes.size());
   std::vector<caf::actor> workers(n);
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
   for (std::uint32_t i = 0; i < n; ++i) {
-    workers[i] = sup->spawn(dasgd_worker, i, ctx, created);
-    nodes[i].worker = workers[i];
-    nodes[i].buffer = workers[i];  // answers stats_atom with its rejected count
+    workers[i] = nodes[i].worker;
     for (std::uint32_t j = 0; j < n; ++j)
       if (j != i)
         edges.emplace_back(i, j);
@@ -293,7 +304,6 @@ std::vector<node_actors> spawn_dasgd(caf::event_based_actor* sup, const context_
   // starter may already send to one not yet started).
   for (const auto& w : workers)
     sup->send(w, start_atom::value);
-  return nodes;
 }
 
 } // namespace atrain

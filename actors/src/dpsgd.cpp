@@ -137,12 +137,18 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
 
 } // namespace
 
-std::vector<node_actors> spawn_dpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
-                                     std::vector<caf::actor>& links) {
-  auto w = std::make_shared<const weight_matrix>(dpsgd_weights(*ctx->plan->topo));
-  return gossip::spawn_nodes(sup, ctx, links, [&](std::uint32_t i) {
-    return sup->spawn(dpsgd_worker, i, ctx, w);
-  });
+node_actors spawn_dpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                             std::uint32_t i) {
+  std::shared_ptr<const weight_matrix> w =
+    process_shared<weight_matrix>(*ctx, "dpsgd.weights", [&] {
+      return std::make_shared<weight_matrix>(dpsgd_weights(*ctx->plan->topo));
+    });
+  return gossip::one_actor_node(parent->spawn(dpsgd_worker, i, ctx, std::move(w)));
+}
+
+void wire_dpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
+                std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+  gossip::wire_nodes(sup, ctx, nodes, links);
 }
 
 } // namespace atrain

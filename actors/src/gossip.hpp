@@ -99,26 +99,27 @@ template <class State, class T>
   return std::exchange(w->state.*field, T{});
 }
 
-/// Spawns one worker per node with `spawn_one(i)`, wires the links i -> j
-/// for every j in out[i], sends every worker (init_atom, routes to out[i] in
-/// that order), then every worker (start_atom): with the real clock a node
-/// that starts early may already send to one not yet started, which must
-/// know its routes to answer. A node's worker is also its "buffer" for the
-/// evaluator: it answers (stats_atom) with (messages, bytes, rejected) =
-/// (0, 0, rejected), its traffic being in its snapshot.
-template <class SpawnOne>
-std::vector<node_actors> spawn_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
-                                     std::vector<caf::actor>& links,
-                                     const std::vector<std::vector<std::uint32_t>>& out,
-                                     SpawnOne spawn_one) {
-  const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
-  std::vector<node_actors> nodes(n);
+/// Node i of a gossip algorithm: one worker, `worker`, which is also its
+/// "buffer" for the evaluator: it answers (stats_atom) with (messages, bytes,
+/// rejected) = (0, 0, rejected), its traffic being in its snapshot.
+[[nodiscard]] inline node_actors one_actor_node(caf::actor worker) {
+  node_actors node;
+  node.worker = worker;
+  node.buffer = std::move(worker);
+  return node;
+}
+
+/// Wires the links i -> j for every j in out[i], sends every worker
+/// (init_atom, routes to out[i] in that order), then every worker
+/// (start_atom): with the real clock a node that starts early may already
+/// send to one not yet started, which must know its routes to answer.
+inline void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
+                       const std::vector<node_actors>& nodes, std::vector<caf::actor>& links,
+                       const std::vector<std::vector<std::uint32_t>>& out) {
+  const auto n = static_cast<std::uint32_t>(nodes.size());
   std::vector<caf::actor> workers(n);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    workers[i] = spawn_one(i);
-    nodes[i].worker = workers[i];
-    nodes[i].buffer = workers[i];
-  }
+  for (std::uint32_t i = 0; i < n; ++i)
+    workers[i] = nodes[i].worker;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
   for (std::uint32_t i = 0; i < n; ++i)
     for (auto j : out.at(i))
@@ -132,18 +133,16 @@ std::vector<node_actors> spawn_nodes(caf::event_based_actor* sup, const context_
   }
   for (const auto& w : workers)
     sup->send(w, start_atom::value);
-  return nodes;
 }
 
 /// The same over the undirected graph g_r of the plan's topology.
-template <class SpawnOne>
-std::vector<node_actors> spawn_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
-                                     std::vector<caf::actor>& links, SpawnOne spawn_one) {
+inline void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
+                       const std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
   const auto& g = ctx->plan->topo->g_r;
   std::vector<std::vector<std::uint32_t>> out(g.size());
   for (std::uint32_t i = 0; i < g.size(); ++i)
     out[i] = g.out(i);
-  return spawn_nodes(sup, ctx, links, out, spawn_one);
+  wire_nodes(sup, ctx, nodes, links, out);
 }
 
 } // namespace atrain::gossip

@@ -50,10 +50,11 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
 
 } // namespace
 
-std::vector<node_actors> spawn_local_sgd(caf::event_based_actor* sup, const context_ptr& ctx,
-                                         std::vector<caf::actor>& links) {
-  return spawn_ring(sup, ctx, links,
-                    [&](std::uint32_t i) { return sup->spawn(local_sgd_worker, i, ctx); });
+node_actors spawn_local_sgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                                 std::uint32_t i) {
+  node_actors node;
+  node.worker = parent->spawn(local_sgd_worker, i, ctx);
+  return node;
 }
 
 } // namespace atrain

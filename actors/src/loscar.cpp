@@ -365,22 +365,25 @@ std::vector<loscar_merge_record> loscar_take_merges(const caf::actor_addr& worke
   return std::exchange(w->state.ledger, {});
 }
 
-std::vector<node_actors> spawn_loscar(caf::event_based_actor* sup, const context_ptr& ctx,
-                                      std::vector<caf::actor>& links) {
+node_actors spawn_loscar_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                              std::uint32_t i) {
   const auto& plan = *ctx->plan;
-  const auto n = static_cast<std::uint32_t>(plan.nodes());
-  const std::uint32_t a = plan.spec.algorithm().loscar().aggregator();
-  const auto counts = loscar_schedule(plan);
-  std::vector<node_actors> nodes(n);
-  std::vector<caf::actor> workers(n);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    workers[i] = sup->spawn(loscar_worker, i, counts[i], ctx);
-    nodes[i].worker = workers[i];
+  node_actors node;
+  node.worker = parent->spawn(loscar_worker, i, loscar_schedule(plan).at(i), ctx);
+  if (i == plan.spec.algorithm().loscar().aggregator()) {
+    node.hub = parent->spawn(loscar_aggregator, ctx);
+    node.buffer = node.hub;
   }
-  auto aggregator = sup->spawn(loscar_aggregator, ctx);
-  nodes[a].buffer = aggregator;
-  wire_star(sup, ctx, links, a, aggregator, workers);
-  return nodes;
+  return node;
+}
+
+void wire_loscar(caf::event_based_actor* sup, const context_ptr& ctx,
+                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+  const std::uint32_t a = ctx->plan->spec.algorithm().loscar().aggregator();
+  std::vector<caf::actor> workers;
+  for (const auto& node : nodes)
+    workers.push_back(node.worker);
+  wire_star(sup, ctx, links, a, nodes.at(a).hub, workers);
 }
 
 } // namespace atrain

@@ -408,18 +408,21 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
 
 } // namespace
 
-std::vector<node_actors> spawn_rfast(caf::event_based_actor* sup, const context_ptr& ctx,
-                                     std::vector<caf::actor>& links) {
-  const auto& plan = *ctx->plan;
-  const auto& topo = *plan.topo;
-  const auto n = static_cast<std::uint32_t>(plan.nodes());
-  std::vector<node_actors> nodes(n);
+node_actors spawn_rfast_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                             std::uint32_t i) {
+  node_actors node;
+  node.buffer = parent->spawn(rfast_buffer, i, ctx);
+  node.worker = parent->spawn(rfast_worker, i, node.buffer, ctx, std::vector<float>{});
+  return node;
+}
+
+void wire_rfast(caf::event_based_actor* sup, const context_ptr& ctx,
+                std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+  const auto& topo = *ctx->plan->topo;
+  const auto n = static_cast<std::uint32_t>(nodes.size());
   std::vector<caf::actor> buffers(n);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    buffers[i] = sup->spawn(rfast_buffer, i, ctx);
-    nodes[i].buffer = buffers[i];
-    nodes[i].worker = sup->spawn(rfast_worker, i, buffers[i], ctx, std::vector<float>{});
-  }
+  for (std::uint32_t i = 0; i < n; ++i)
+    buffers[i] = nodes[i].buffer;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
   for (const auto& e : topo.g_r.edges())
     edges.emplace_back(e.from, e.to);
@@ -436,7 +439,6 @@ std::vector<node_actors> spawn_rfast(caf::event_based_actor* sup, const context_
     nodes[i].worker_routes = out_r;
     sup->send(nodes[i].worker, start_atom::value, std::move(out_r));
   }
-  return nodes;
 }
 
 caf::actor respawn_rfast_worker(caf::event_based_actor* sup, const context_ptr& ctx,

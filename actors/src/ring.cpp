@@ -128,16 +128,13 @@ bool ring_endpoint::deliver(caf::event_based_actor* self, run_context& ctx, cons
 
 // ---------------------------------------------------------------- wiring
 
-std::vector<node_actors> spawn_ring(caf::event_based_actor* sup, const context_ptr& ctx,
-                                    std::vector<caf::actor>& links,
-                                    const std::function<caf::actor(std::uint32_t)>& spawn_worker) {
-  const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
-  std::vector<node_actors> nodes(n);
+void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx,
+               std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+  const auto n = static_cast<std::uint32_t>(nodes.size());
   std::vector<caf::actor> workers(n);
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
   for (std::uint32_t i = 0; i < n; ++i) {
-    workers[i] = spawn_worker(i);
-    nodes[i].worker = workers[i];
+    workers[i] = nodes[i].worker;
     if (n > 1)
       edges.emplace_back(i, (i + 1) % n);
   }
@@ -148,7 +145,6 @@ std::vector<node_actors> spawn_ring(caf::event_based_actor* sup, const context_p
       out.push_back(net.route(i, (i + 1) % n));
     sup->send(workers[i], start_atom::value, std::move(out));
   }
-  return nodes;
 }
 
 } // namespace atrain

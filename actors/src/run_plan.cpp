@@ -146,6 +146,7 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   auto plan = std::make_shared<run_plan>();
   plan->spec = ls.spec;
   plan->spec_file = ls.file;
+  plan->base_dir = ls.base_dir;
   const auto& spec = ls.spec;
   plan->train = load(ls, false, spec.dataset().dimension());
   plan->test = spec.dataset().test_path().empty() ? plan->train

@@ -227,15 +227,19 @@ caf::behavior sgp_worker(sgp_ptr self, std::uint32_t id, context_ptr ctx) {
 
 } // namespace
 
-std::vector<node_actors> spawn_sgp(caf::event_based_actor* sup, const context_ptr& ctx,
-                                   std::vector<caf::actor>& links) {
-  const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
+node_actors spawn_sgp_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                           std::uint32_t i) {
+  return gossip::one_actor_node(parent->spawn(sgp_worker, i, ctx));
+}
+
+void wire_sgp(caf::event_based_actor* sup, const context_ptr& ctx,
+              std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+  const auto n = static_cast<std::uint32_t>(nodes.size());
   std::vector<std::vector<std::uint32_t>> out(n);
   for (std::uint32_t i = 0; i < n; ++i)
     for (std::uint32_t a = 0; a < pushsum_period(n); ++a)
       out[i].push_back(pushsum_peer(i, a, n));
-  return gossip::spawn_nodes(sup, ctx, links, out,
-                             [&](std::uint32_t i) { return sup->spawn(sgp_worker, i, ctx); });
+  gossip::wire_nodes(sup, ctx, nodes, links, out);
 }
 
 } // namespace atrain

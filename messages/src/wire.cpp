@@ -12,6 +12,10 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<metric_sample>("atrain_metric_sample");
   cfg.add_message_type<report_bytes>("atrain_report_bytes");
   cfg.add_message_type<std::vector<double_blob>>("atrain_double_blob_vector");
+  cfg.add_message_type<spawn_request>("atrain_spawn_request");
+  cfg.add_message_type<node_handles>("atrain_node_handles");
+  cfg.add_message_type<std::vector<node_handles>>("atrain_node_handles_vector");
+  cfg.add_message_type<std::vector<std::uint32_t>>("atrain_u32_vector");
 }
 
 } // namespace atrain

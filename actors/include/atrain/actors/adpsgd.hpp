@@ -28,10 +28,15 @@ struct adpsgd_exchange {
 /// since the last call. Empty for any other actor or once it is gone.
 [[nodiscard]] std::vector<adpsgd_exchange> adpsgd_take_exchanges(const caf::actor_addr& worker);
 
-/// Spawns the AD-PSGD network (one worker per node, links) as children of
-/// `sup`. The plan's g_r must be symmetric and bipartite (prepare_run checks).
-[[nodiscard]] std::vector<node_actors> spawn_adpsgd(caf::event_based_actor* sup,
-                                                    const context_ptr& ctx,
-                                                    std::vector<caf::actor>& links);
+/// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
+/// node's host in a multi-host run: same code).
+/// The plan's g_r must be symmetric and bipartite (prepare_run checks).
+[[nodiscard]] node_actors spawn_adpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                                     std::uint32_t i);
+
+/// Builds the links between the spawned `nodes` (appended to `links`), gives
+/// every node its routes and starts it.
+void wire_adpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
+                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
 } // namespace atrain

@@ -1,6 +1,8 @@
 #pragma once
-/// One entry per algorithm: the supervisor spawns a run's node actors through
-/// spawn_algorithm, which picks the algorithm's own file by the spec's oneof.
+/// One entry per algorithm: a run's node actors are made in two steps, each
+/// in the algorithm's own file. spawn_node makes node i's actors wherever
+/// the node lives (the supervisor's process, or its host in a multi-host
+/// run); wire_nodes then links them all from the supervisor and starts them.
 #include <vector>
 
 #include "atrain/actors/context.hpp"
@@ -10,10 +12,22 @@ namespace atrain {
 /// Whether this engine has actors for the algorithm (the spec may name more).
 [[nodiscard]] bool algorithm_implemented(proto::AlgorithmSpec::KindCase kind);
 
-/// Spawns the node actors (and their links, appended to `links`) of the
-/// algorithm the plan's spec names, as children of `sup`. `server` receives
-/// the parameter server (the root aggregator whose model is evaluated) when
-/// the algorithm has one (async_ps) and stays invalid otherwise.
+/// Spawns node `i`'s actors (worker; gradient buffer and hub where the
+/// algorithm has them) as children of `parent`. Throws topology_error when
+/// the plan cannot run the algorithm, std::invalid_argument when it names no
+/// implemented algorithm.
+[[nodiscard]] node_actors spawn_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                                     std::uint32_t i);
+
+/// Wires the spawned `nodes` (index = node) from `sup`: link actors
+/// (appended to `links`), routes, hubs, then starts every node. `server`
+/// receives the parameter server (the hub whose model is evaluated) when the
+/// algorithm has one (async_ps) and stays invalid otherwise.
+void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
+                std::vector<node_actors>& nodes, std::vector<caf::actor>& links,
+                caf::actor& server);
+
+/// Both steps in this process, every node a child of `sup`.
 [[nodiscard]] caf::expected<std::vector<node_actors>>
 spawn_algorithm(caf::event_based_actor* sup, const context_ptr& ctx,
                 std::vector<caf::actor>& links, caf::actor& server);

@@ -40,12 +40,16 @@ struct async_ps_view {
 /// or once it is gone.
 [[nodiscard]] std::optional<async_ps_view> async_ps_take(const caf::actor_addr& server);
 
-/// Spawns the workers (one per node), the server (at node
-/// spec.algorithm.async_ps.server) and the links between them as children of
-/// `sup`; `server` receives the server's handle.
-[[nodiscard]] std::vector<node_actors> spawn_async_ps(caf::event_based_actor* sup,
-                                                      const context_ptr& ctx,
-                                                      std::vector<caf::actor>& links,
-                                                      caf::actor& server);
+/// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
+/// node's host in a multi-host run: same code).
+/// The server lives on node spec.algorithm.async_ps.server (its hub),
+/// spawned before that node's worker.
+[[nodiscard]] node_actors spawn_async_ps_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                                     std::uint32_t i);
+
+/// Builds the links between the spawned `nodes` (appended to `links`), gives
+/// every node its routes and starts it.
+void wire_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,
+                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
 } // namespace atrain

@@ -7,7 +7,14 @@
 
 namespace atrain {
 
-[[nodiscard]] std::vector<node_actors> spawn_centralized(caf::event_based_actor* sup,
-                                                         const context_ptr& ctx);
+/// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
+/// node's host in a multi-host run: same code).
+[[nodiscard]] node_actors spawn_centralized_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                                     std::uint32_t i);
+
+/// Builds the links between the spawned `nodes` (appended to `links`), gives
+/// every node its routes and starts it.
+void wire_centralized(caf::event_based_actor* sup, const context_ptr& ctx,
+                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
 } // namespace atrain

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <mutex>
 #include <vector>
 
@@ -42,20 +44,48 @@ struct run_context {
   trace events;
   caf::actor_clock::time_point t0{};
   std::shared_ptr<run_probe> probe;  // may be null
+  /// True when the run's nodes live in several processes (a multi-host run):
+  /// in-process shortcuts (DASGD's shared creation record) are off, and
+  /// requests to other actors time out instead of waiting forever.
+  bool spans_processes = false;
+  /// Objects the actors of one algorithm share inside this process, made by
+  /// the first node spawned here (see process_shared).
+  std::map<std::string, std::shared_ptr<void>> shared;
 
   [[nodiscard]] std::int64_t ns(caf::local_actor* self) const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(self->clock().now() - t0).count();
   }
   [[nodiscard]] double seconds(caf::local_actor* self) const { return ns(self) * 1e-9; }
+
+  /// How long to wait for an answer: forever in one process (a dead local
+  /// actor answers with an error at once), a few seconds across processes
+  /// (a request to a dead remote actor gets no answer at all).
+  [[nodiscard]] caf::duration reply_timeout() const {
+    return spans_processes ? caf::duration{std::chrono::seconds{10}} : caf::duration{caf::infinite};
+  }
 };
 
 using context_ptr = std::shared_ptr<run_context>;
 
-/// The two actors of a logical node (DESIGN.md "The node"). `buffer` is
+/// `name`'s object of type T shared by this process's actors of the run,
+/// made by `make()` on first use.
+template <class T, class Make>
+[[nodiscard]] std::shared_ptr<T> process_shared(run_context& ctx, const std::string& name,
+                                                Make make) {
+  auto& slot = ctx.shared[name];
+  if (!slot)
+    slot = make();
+  return std::static_pointer_cast<T>(slot);
+}
+
+/// The actors of a logical node (DESIGN.md "The node"). `buffer` is
 /// invalid for algorithms without durable node state.
 struct node_actors {
   caf::actor worker;
   caf::actor buffer;
+  /// A run-wide actor living on this node (LOSCAR's root aggregator, the
+  /// parameter server); invalid on every other node.
+  caf::actor hub;
   /// The routes the worker got with start_atom, kept for a restarted worker
   /// (empty for algorithms that cannot restart one).
   std::vector<caf::actor> worker_routes;

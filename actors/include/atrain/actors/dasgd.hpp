@@ -41,10 +41,16 @@ struct dasgd_ledger {
 /// last call. Empty for any other actor or once it is gone.
 [[nodiscard]] dasgd_ledger dasgd_take_ledger(const caf::actor_addr& worker);
 
-/// Spawns the DASGD network (one worker per node, a link for every ordered
-/// pair of nodes) as children of `sup`.
-[[nodiscard]] std::vector<node_actors> spawn_dasgd(caf::event_based_actor* sup,
-                                                   const context_ptr& ctx,
-                                                   std::vector<caf::actor>& links);
+/// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
+/// node's host in a multi-host run: same code).
+/// The workers of one process share a creation record for the staleness
+/// measurement; a run spanning processes measures none.
+[[nodiscard]] node_actors spawn_dasgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                                     std::uint32_t i);
+
+/// Builds the links between the spawned `nodes` (appended to `links`), gives
+/// every node its routes and starts it.
+void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
+                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
 } // namespace atrain

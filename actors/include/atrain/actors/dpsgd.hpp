@@ -17,9 +17,14 @@ enum dpsgd_stream : std::uint32_t { dpsgd_model = 11 };
 /// symmetric (prepare_run refuses such a spec first).
 [[nodiscard]] weight_matrix dpsgd_weights(const topology& topo);
 
-/// Spawns the D-PSGD network (one worker per node, links) as children of `sup`.
-[[nodiscard]] std::vector<node_actors> spawn_dpsgd(caf::event_based_actor* sup,
-                                                   const context_ptr& ctx,
-                                                   std::vector<caf::actor>& links);
+/// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
+/// node's host in a multi-host run: same code).
+[[nodiscard]] node_actors spawn_dpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                                     std::uint32_t i);
+
+/// Builds the links between the spawned `nodes` (appended to `links`), gives
+/// every node its routes and starts it.
+void wire_dpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
+                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
 } // namespace atrain

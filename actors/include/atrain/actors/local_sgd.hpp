@@ -7,9 +7,10 @@
 
 namespace atrain {
 
-/// Spawns the ring workers (and their links, appended to `links`) as children of `sup`.
-[[nodiscard]] std::vector<node_actors> spawn_local_sgd(caf::event_based_actor* sup,
-                                                       const context_ptr& ctx,
-                                                       std::vector<caf::actor>& links);
+/// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
+/// node's host in a multi-host run: same code). The ring is wired by
+/// wire_ring (ring.hpp).
+[[nodiscard]] node_actors spawn_local_sgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                                     std::uint32_t i);
 
 } // namespace atrain

@@ -58,11 +58,16 @@ struct loscar_merge_record {
 /// the last call. Empty for any other actor or once it is gone.
 [[nodiscard]] std::vector<loscar_merge_record> loscar_take_merges(const caf::actor_addr& worker);
 
-/// Spawns the LOSCAR network as children of `sup`: one worker per node, the
-/// root aggregator (returned as node `aggregator`'s buffer, so the evaluator
-/// counts its traffic and rejections), and the links between them.
-[[nodiscard]] std::vector<node_actors> spawn_loscar(caf::event_based_actor* sup,
-                                                    const context_ptr& ctx,
-                                                    std::vector<caf::actor>& links);
+/// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
+/// node's host in a multi-host run: same code).
+/// The root aggregator lives on node `aggregator` (its hub, also its buffer,
+/// so the evaluator counts its traffic and rejections).
+[[nodiscard]] node_actors spawn_loscar_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                                     std::uint32_t i);
+
+/// Builds the links between the spawned `nodes` (appended to `links`), gives
+/// every node its routes and starts it.
+void wire_loscar(caf::event_based_actor* sup, const context_ptr& ctx,
+                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
 } // namespace atrain

@@ -84,10 +84,16 @@ private:
 [[nodiscard]] double mass_residual(const std::vector<const rfast_tracker*>& trackers,
                                    double* phi_residual = nullptr);
 
-/// Spawns the R-FAST network (buffers, links, workers) as children of `sup`.
-[[nodiscard]] std::vector<node_actors> spawn_rfast(caf::event_based_actor* sup,
-                                                   const context_ptr& ctx,
-                                                   std::vector<caf::actor>& links);
+/// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
+/// node's host in a multi-host run: same code).
+/// Its gradient buffer first, then its worker.
+[[nodiscard]] node_actors spawn_rfast_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                                     std::uint32_t i);
+
+/// Builds the links between the spawned `nodes` (appended to `links`), gives
+/// every node its routes and starts it.
+void wire_rfast(caf::event_based_actor* sup, const context_ptr& ctx,
+                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
 /// Respawns node `id`'s crashed worker as a child of `sup` (supervision): the
 /// tracker state (z, g_prev, rho, rho~) never left the gradient buffer, so

@@ -112,11 +112,10 @@ private:
   std::uint64_t rejected_ = 0;
 };
 
-/// Spawns one worker per node with `spawn_worker(rank)`, builds the links of
-/// the ring i -> i+1 mod n and sends each worker (start_atom, successor route).
-[[nodiscard]] std::vector<node_actors>
-spawn_ring(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<caf::actor>& links,
-           const std::function<caf::actor(std::uint32_t)>& spawn_worker);
+/// Builds the links of the ring i -> i+1 mod n between the nodes' workers and
+/// sends each worker (start_atom, successor route).
+void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx,
+               std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
 /// What every ring worker holds: its computation, model x, last gradient g,
 /// its end of the ring, and its step count k.

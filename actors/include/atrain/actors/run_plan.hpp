@@ -20,6 +20,7 @@ namespace atrain {
 struct run_plan {
   proto::ExperimentSpec spec;
   std::string spec_file;
+  std::string base_dir;  // the spec file's directory (relative dataset paths)
   std::shared_ptr<const dataset> train;
   std::shared_ptr<const dataset> test;  // may equal train when no test set is given
   shards shard;                          // one index list per node

@@ -60,10 +60,15 @@ struct pushsum_node {
   std::vector<pushsum_descent> descents;
 };
 
-/// Spawns the SGP or OSGP network (the spec's algorithm: one worker per
-/// node, links i -> i + 2^a mod n for a < m) as children of `sup`.
-[[nodiscard]] std::vector<node_actors> spawn_sgp(caf::event_based_actor* sup,
-                                                 const context_ptr& ctx,
-                                                 std::vector<caf::actor>& links);
+/// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
+/// node's host in a multi-host run: same code).
+/// SGP or OSGP, as the spec says; links i -> i + 2^a mod n for a < m.
+[[nodiscard]] node_actors spawn_sgp_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                                     std::uint32_t i);
+
+/// Builds the links between the spawned `nodes` (appended to `links`), gives
+/// every node its routes and starts it.
+void wire_sgp(caf::event_based_actor* sup, const context_ptr& ctx,
+                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
 } // namespace atrain

@@ -40,6 +40,7 @@ using restart_atom = caf::atom_constant<caf::atom("restart")>;
 using resume_atom = caf::atom_constant<caf::atom("resume")>;
 using retire_atom = caf::atom_constant<caf::atom("retire")>;
 using relay_atom = caf::atom_constant<caf::atom("relay")>;
+using spawn_atom = caf::atom_constant<caf::atom("spawn")>;
 
 /// Immutable shared vector that serializes as one raw block.
 template <class T>
@@ -212,6 +213,39 @@ struct report_bytes {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, report_bytes& x) {
   return f(caf::meta::type_name("atrain_report_bytes"), x.bytes);
+}
+
+/// A driver's request to a host of a multi-host run (DESIGN.md "Across
+/// machines"): spawn these nodes of this run. The host prepares the run from
+/// `spec` with its own copy of the data (checksums verified) — no data
+/// crosses the wire.
+struct spawn_request {
+  std::string secret;      // the shared secret, checked before anything else
+  std::string spec;        // binary atrain.proto.ExperimentSpec, overrides applied
+  std::string spec_label;  // the driver's spec file, for messages
+  std::string base_dir;    // the driver's spec directory (relative dataset paths)
+  std::vector<std::uint32_t> nodes;
+  double run_seconds = 0;  // the driver's run clock when it sent the request
+  caf::actor supervisor;   // the host ends the run's actors when it goes down
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, spawn_request& x) {
+  return f(caf::meta::type_name("atrain_spawn_request"), x.secret, x.spec, x.spec_label,
+           x.base_dir, x.nodes, x.run_seconds, x.supervisor);
+}
+
+/// One node's actors as its host spawned them (invalid handles: none).
+struct node_handles {
+  std::uint32_t node = 0;
+  caf::actor worker;
+  caf::actor buffer;
+  caf::actor hub;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_handles& x) {
+  return f(caf::meta::type_name("atrain_node_handles"), x.node, x.worker, x.buffer, x.hub);
 }
 
 /// Adds every type above to the config. Call before constructing the system.
