@@ -9,6 +9,7 @@ Markdown table: mean time to the target over the seeds (or why not) and the
 late gradients per run (SKIP: gradients that joined a later step).
 
   python3 bench/straggler_policy.py [--atrain build/atrain] [--seeds 3] [--out build/straggler_policy]
+                                    [--set field.path=value]...   (e.g. nodes=16)
 """
 import argparse
 import json
@@ -44,6 +45,7 @@ def main():
     ap.add_argument("--atrain", default="build/atrain")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", default="build/straggler_policy")
+    ap.add_argument("--set", action="append", default=[], help="extra override for every run")
     args = ap.parse_args()
     rows = {(a, p): [] for a in ALGORITHMS for p in POLICIES}
     for k, (title, sets) in enumerate(CONDITIONS):
@@ -55,7 +57,7 @@ def main():
                    "--set", "stop.time_seconds=20"]
             for a in ALGORITHMS:
                 cmd += ["--set", f"algorithm.{a}.straggler_policy={policy}"]
-            for s in sets:
+            for s in args.set + sets:
                 cmd += ["--set", s]
             print(f"{title}, {policy}: {' '.join(cmd)}", file=sys.stderr)
             rc = subprocess.run(cmd, stdout=subprocess.DEVNULL,
