@@ -20,9 +20,11 @@
 #include "atrain/actors/local_sgd.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "atrain/actors/ring.hpp"
 #include "atrain/kernels/vector_ops.hpp"
+#include "gossip.hpp"
 
 namespace atrain {
 
@@ -31,6 +33,10 @@ namespace {
 struct local_sgd_state : ring_worker_state {
   std::uint32_t since_average = 0;
   bool late_gradient = false;  // SKIP: g was done during an average it joined early
+  std::uint64_t averages = 0;
+  bool record = false;         // keep the ledger (test probe only)
+  local_sgd_average open;      // the average in the ring, until its sum is in
+  std::vector<local_sgd_average> ledger;
   static inline const char* name = "atrain_local_sgd_worker";
 };
 
@@ -42,6 +48,7 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
   const bool skip = algo.straggler_policy() == proto::SKIP;
   const std::uint32_t local_steps = std::max<std::uint32_t>(1, algo.local_steps());
   const auto inv_n = static_cast<float>(1.0 / static_cast<double>(ctx->plan->nodes()));
+  self->state.record = ctx->probe != nullptr;
   auto apply = [=] {  // x -= gamma_k g
     auto& st = self->state;
     const double gamma = gamma0 / (1.0 + decay * static_cast<double>(st.steps++));
@@ -49,6 +56,8 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
   };
   auto join = [=] {                                          // 2.
     auto& st = self->state;
+    if (st.record)
+      st.open = {st.averages, st.x, st.since_average, {}};
     st.since_average = 0;
     return st.ring->begin(self, *ctx, st.x.data());
   };
@@ -56,6 +65,11 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
     auto& st = self->state;
     const auto& sum = st.ring->sum();
     std::transform(sum.begin(), sum.end(), st.x.begin(), [=](float v) { return v * inv_n; });
+    ++st.averages;
+    if (st.record) {
+      st.open.average = st.x;
+      st.ledger.push_back(std::exchange(st.open, {}));
+    }
     if (st.late_gradient) {  // SKIP: the gradient done meanwhile, one average stale
       st.late_gradient = false;
       apply();
@@ -89,6 +103,10 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
 }
 
 } // namespace
+
+std::vector<local_sgd_average> local_sgd_take_averages(const caf::actor_addr& worker) {
+  return gossip::take_from_worker(worker, &local_sgd_state::ledger);
+}
 
 std::vector<node_actors> spawn_local_sgd(caf::event_based_actor* sup, const context_ptr& ctx,
                                          std::vector<caf::actor>& links) {

@@ -8,6 +8,8 @@
 ///     gradient lost;
 ///   - D-PSGD SKIP: mixing-only rounds keep the node average, which moves by
 ///     -gamma_k / n times the gradients applied in the round (WAIT too);
+///   - Local SGD SKIP: every average is the mean of all n current models
+///     (some with fewer local steps), identical on every node;
 ///   - with a 4x straggler SKIP reaches the target sooner (virtual clock,
 ///     deterministic: a comparison of two runs, not a timing) and reports
 ///     the late gradients per node; WAIT is the default and replay holds.
@@ -21,6 +23,7 @@
 
 #include "atrain/actors/allreduce.hpp"
 #include "atrain/actors/dpsgd.hpp"
+#include "atrain/actors/local_sgd.hpp"
 #include "atrain/actors/ring.hpp"
 #include "atrain/messages/spec.hpp"
 #include "fixtures.hpp"
@@ -315,6 +318,45 @@ BOOST_AUTO_TEST_CASE(skip_reaches_the_target_sooner_with_a_4x_straggler) {
                             << skip.per_node(3).late_contributions() << " of "
                             << skip.per_node(3).gradients() << " times");
   }
+}
+
+BOOST_AUTO_TEST_CASE(local_sgd_skip_averages_all_n_current_models) {
+  // Every average holds all n models (the straggler's with fewer local
+  // steps): identical on every node, the double mean of what was put in.
+  auto plan = spec("local_sgd", "SKIP",
+                   {straggler, "stop.time_seconds=2", "stop.stop_at_target=false",
+                    "link.duplicate=0.2", "link.reorder=0.3", "link.reorder_delay_seconds=0.005"});
+  const auto n = plan->nodes();
+  const auto h = plan->spec.algorithm().local_sgd().local_steps();
+  const auto run = run_with_ledger(plan, atrain::local_sgd_take_averages,
+                                   &atrain::local_sgd_average::round);
+  std::size_t checked = 0, short_rounds = 0;
+  double worst = 0;
+  for (const auto& [k, at] : run.entries) {
+    if (at.size() < n)
+      break;
+    std::vector<const std::vector<float>*> in;
+    for (const auto& [i, a] : at) {
+      in.push_back(&a.contributed);
+      BOOST_TEST(a.average == at.at(0).average, "average " << k << " node " << i);
+      BOOST_TEST(a.local_steps <= h);  // H, or fewer when called early (the late one counts)
+      if (a.local_steps < h)
+        ++short_rounds;
+    }
+    const auto m = mean(in);
+    for (std::size_t c = 0; c < m.size(); ++c) {
+      const double err = std::abs(at.at(0).average[c] - m[c]);
+      worst = std::max(worst, err);
+      BOOST_TEST(err <= 1e-6 * (1.0 + std::abs(m[c])), "average " << k << " coord " << c);
+    }
+    ++checked;
+  }
+  BOOST_TEST(checked > 20u);
+  BOOST_TEST(short_rounds > 0u);  // node 3 joined with fewer local steps
+  BOOST_TEST(run.report.per_node(3).late_contributions() > 0u);
+  BOOST_TEST_MESSAGE("local_sgd SKIP: " << checked << " averages checked, " << short_rounds
+                                        << " node models with fewer than H steps, worst error "
+                                        << worst);
 }
 
 BOOST_AUTO_TEST_CASE(local_sgd_skip_joins_the_average_with_the_current_model) {
