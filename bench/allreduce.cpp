@@ -73,7 +73,7 @@ struct ring_bench_state {
 caf::behavior ring_bench_worker(caf::stateful_actor<ring_bench_state>* self, std::uint32_t rank,
                                 std::uint32_t n, std::size_t d, int rounds,
                                 atrain::context_ptr ctx, caf::actor done_to) {
-  self->state.ring.emplace(rank, n, d);
+  self->state.ring.emplace(rank, n, d, false);
   self->state.v = input(rank, d);
   self->state.rounds_left = rounds;
   return {

@@ -1,45 +1,137 @@
 /// Ring-AllReduce SGD (ALGORITHMS.md §4), one worker actor per node.
 ///
-/// Step k of node i:
+/// Step k of node i (straggler_policy WAIT, the default):
 ///   1. g_i = minibatch gradient at x (takes tau_i; the wake)
 ///   2. S = sum_j g_j by the ring all-reduce (every node waits for the slowest)
 ///   3. x -= gamma_k / n * S,  gamma_k = gamma / (1 + decay k)
 /// then the next gradient at x. All nodes get the same S bit for bit, so the
 /// models never drift apart (consensus error 0).
+///
+/// straggler_policy SKIP (backup-worker style, issue 5; decentralized, no
+/// timeouts): the ring moves at the pace of the nodes whose gradients are
+/// ready. A node joins step k
+///   - on its own when a gradient is done and it is between steps, with the
+///     gradients done so far (usually one), or
+///   - when the predecessor's first chunk of step k reaches it first, with
+///     whatever is done: nothing means a ZERO contribution (the gradient in
+///     flight goes on and joins a later step, counted as late with its
+///     staleness = steps since it read x).
+/// The chunks carry contribution counts (ring.hpp), so every node ends the
+/// step with the same S and the same count C and descends x -= gamma_k / C * S.
+/// C >= 1: the first node to begin a step does so with a gradient.
+/// A node starts its next gradient when a step ends and none is in flight
+/// (a fast node: exactly the WAIT cycle). A node never begins a step early
+/// with an old gradient while the others still compute: that would call its
+/// successor before the successor's gradient could be ready, and every node
+/// down the ring would join late in turn. Without a straggler SKIP therefore
+/// changes little: a node whose gradient is a little late (jitter) joins
+/// with zero and adds that gradient one step late; nothing is ever dropped.
+/// WAIT packets and traces are exactly as before (no counts on the wire).
 #include "atrain/actors/allreduce.hpp"
+
+#include <utility>
 
 #include "atrain/actors/ring.hpp"
 #include "atrain/kernels/vector_ops.hpp"
+#include "gossip.hpp"
 
 namespace atrain {
 
 namespace {
 
 struct allreduce_state : ring_worker_state {
+  bool skip = false;                 // straggler_policy SKIP
+  double gamma0 = 0;
+  double decay = 0;
+  std::vector<float> pending;        // SKIP: gradients done, not yet in a step (their sum)
+  std::vector<std::uint64_t> pending_read;  // the step each of them read x at
+  bool record = false;               // keep the ledger (test probe only)
+  allreduce_step open;               // the step in the ring, until its sum is in
+  std::vector<allreduce_step> ledger;
   static inline const char* name = "atrain_allreduce_worker";
 };
+using allreduce_ptr = caf::stateful_actor<allreduce_state>*;
 
-caf::behavior allreduce_worker(caf::stateful_actor<allreduce_state>* self, std::uint32_t id,
-                               context_ptr ctx) {
-  const auto& algo = ctx->plan->spec.algorithm().allreduce();
-  const double gamma0 = algo.step_size();
-  const double decay = algo.decay();
-  const auto n = static_cast<double>(ctx->plan->nodes());
-  auto descend = [=] {                                       // 3.
-    auto& st = self->state;
-    const double gamma = gamma0 / (1.0 + decay * static_cast<double>(st.steps++));
-    vec::axpy(static_cast<float>(-gamma / n), st.ring->sum().data(), st.x.data(), st.x.size());
+void descend(allreduce_ptr self, run_context& ctx);
+
+/// 2. Begins the ring's current step with `v` holding `count` gradients.
+void begin_step(allreduce_ptr self, run_context& ctx, const float* v, double count) {
+  auto& st = self->state;
+  if (st.record) {
+    st.open.step = st.steps;
+    st.open.contributed.assign(v, v + st.x.size());
+    st.open.count = count;
+  }
+  if (st.ring->begin(self, ctx, v, count))
+    descend(self, ctx);  // one node: the step is done at once
+}
+
+/// SKIP: joins the current step with the gradients done so far (zeros if none).
+void join(allreduce_ptr self, run_context& ctx) {
+  auto& st = self->state;
+  if (st.pending_read.empty())
+    st.pending.assign(st.x.size(), 0.0F);
+  for (auto read : st.pending_read)
+    st.applied(read);
+  const auto count = static_cast<double>(st.pending_read.size());
+  st.pending_read.clear();
+  begin_step(self, ctx, st.pending.data(), count);
+}
+
+/// 3. The step's sum is in: descend, then compute (and, SKIP, join the next
+/// step if the predecessor has begun it already).
+void descend(allreduce_ptr self, run_context& ctx) {
+  auto& st = self->state;
+  const double gamma = gossip::step_size(st.gamma0, st.decay, st.steps++);
+  const double count = st.ring->count();  // n with WAIT
+  if (count > 0)
+    vec::axpy(static_cast<float>(-gamma / count), st.ring->sum().data(), st.x.data(),
+              st.x.size());
+  if (st.record) {
+    st.open.sum = st.ring->sum();
+    st.open.total = count;
+    st.open.x = st.x;
+    st.ledger.push_back(std::exchange(st.open, {}));
+  }
+  if (!st.computing)
     ring_compute_next(self);                                 // 1.
-  };
-  auto sum_gradient = [=] {                                  // 2.
+  if (st.skip && st.ring->called())
+    join(self, ctx);
+}
+
+caf::behavior allreduce_worker(allreduce_ptr self, std::uint32_t id, context_ptr ctx) {
+  const auto& algo = ctx->plan->spec.algorithm().allreduce();
+  auto& st = self->state;
+  st.skip = algo.straggler_policy() == proto::SKIP;
+  st.gamma0 = algo.step_size();
+  st.decay = algo.decay();
+  st.record = ctx->probe != nullptr;
+  auto on_wake = [=] {
     auto& st = self->state;
-    if (st.ring->begin(self, *ctx, st.g.data()))
-      descend();
+    if (!st.skip) {                                          // WAIT
+      st.applied(st.read_at);
+      return begin_step(self, *ctx, st.g.data(), 1);
+    }
+    if (st.pending_read.empty())
+      st.pending = st.g;
+    else
+      vec::axpy(1.0F, st.g.data(), st.pending.data(), st.g.size());
+    st.pending_read.push_back(st.read_at);
+    if (!st.ring->active())
+      join(self, *ctx);
   };
-  return ring_worker(self, id, ctx, sum_gradient, descend);
+  auto on_called = [=] {
+    if (self->state.skip)
+      join(self, *ctx);
+  };
+  return ring_worker(self, id, ctx, st.skip, on_wake, [=] { descend(self, *ctx); }, on_called);
 }
 
 } // namespace
+
+std::vector<allreduce_step> allreduce_take_steps(const caf::actor_addr& worker) {
+  return gossip::take_from_worker(worker, &allreduce_state::ledger);
+}
 
 node_actors spawn_allreduce_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                  std::uint32_t i) {

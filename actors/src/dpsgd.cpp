@@ -1,13 +1,26 @@
 /// D-PSGD: decentralized parallel SGD, synchronous gossip (ALGORITHMS.md §5).
 ///
 /// Form: the CONSENSUS form (the default of ALGORITHMS.md), not
-/// adapt-then-combine. Round k of node i:
+/// adapt-then-combine. Round k of node i (straggler_policy WAIT, the default):
 ///   1. g = g_i(x_i^k)                         (takes tau_i: the wake)
 ///   2. send x_i^k to every neighbour           (at the wake)
 ///   3. when every neighbour's round-k model is in:
 ///        x_i^{k+1} = sum_j W_ij x_j^k - gamma_k g,  gamma_k = gamma / (1 + decay k)
 ///      with W = Metropolis-Hastings over the undirected graph g_r.
 /// Every round waits for the slowest neighbour (synchronous by definition).
+///
+/// straggler_policy SKIP (backup-worker style, issue 5; no timeouts): when
+/// every neighbour's round-k model is in but node i's gradient is not done,
+/// node i sends x_i^k at once (its neighbours wait for nothing more) and does
+/// a MIXING-ONLY round x_i^{k+1} = sum_j W_ij x_j^k. The gradient in flight
+/// goes on; once done, x_i of the round it completes in is sent (step 2) and
+/// the gradient is applied at the end of that round (3.), late by the rounds
+/// since it read x (counted as a late contribution, staleness = those
+/// rounds); the next gradient starts only then, at the freshest model. W
+/// stays doubly stochastic, so the node average of round k+1 is that of
+/// round k minus gamma_k/n times the gradients applied in round k: no
+/// gradient is lost or applied twice. A neighbour's round-(k+1) model needs
+/// our x_i^k first, so neighbours stay at most one round apart either way.
 ///
 /// Links may duplicate and reorder: models are keyed by (round, sender) and a
 /// second copy is ignored. A neighbour is at most one round ahead (it needs
@@ -17,7 +30,9 @@
 /// completes over lossy links too.
 ///
 /// Staleness: 0 for every neighbour model used, by construction (round k
-/// mixes only round-k models); recorded so the report states it.
+/// mixes only round-k models); with SKIP also, for every gradient applied,
+/// the rounds between its read of x and its use (always 0 with WAIT, so not
+/// recorded there: the WAIT report stays as it was).
 #include "atrain/actors/dpsgd.hpp"
 
 #include <map>
@@ -37,10 +52,17 @@ struct dpsgd_state : gossip::node_base {
   std::vector<double> w_in;  // aligned with neighbours
   double gamma = 0;
   double decay = 0;
+  bool skip = false;  // straggler_policy SKIP
   std::uint64_t round = 0;
-  bool woke = false;  // this round's gradient is done and x^k was sent
+  bool woke = false;       // a gradient is done, not yet applied
+  bool computing = false;  // a gradient is in flight
+  bool sent = false;       // x^round was sent
+  std::uint64_t read_round = 0;  // the round whose x the gradient read
+  std::uint64_t late = 0;        // gradients applied in a later round than they read x
   /// Round -> the neighbours' models of that round (empty blob = not yet).
   std::map<std::uint64_t, std::vector<float_blob>> inbox;
+  bool record = false;  // keep the ledger (test probe only)
+  std::vector<dpsgd_round> ledger;
   static inline const char* name = "atrain_dpsgd_worker";
 };
 using dpsgd_ptr = caf::stateful_actor<dpsgd_state>*;
@@ -48,24 +70,41 @@ using dpsgd_ptr = caf::stateful_actor<dpsgd_state>*;
 void begin_round(dpsgd_ptr self) {
   auto& st = self->state;
   st.woke = false;
+  st.computing = true;
+  st.read_round = st.round;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);       // 1
   send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value, st.round);
 }
 
-/// Step 3 once the gradient is done and all round-k models are in.
-void try_finish_round(dpsgd_ptr self) {
+/// 2. Sends x^round to every neighbour.
+void send_model(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   auto& st = self->state;
-  if (!st.woke)
-    return;
+  packet p;
+  p.from = id;
+  p.kind = dpsgd_model;
+  p.seq = st.round;
+  p.f = float_blob{st.x};
+  st.out.broadcast(self, ctx, std::move(p));
+  st.sent = true;
+}
+
+/// Step 3 once all round-k models are in and the gradient is done (WAIT), or
+/// without the gradient when it is not (SKIP). False when the round waits.
+bool finish_round(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
+  auto& st = self->state;
+  if (!st.woke && !st.skip)
+    return false;
   auto it = st.inbox.find(st.round);
   const std::size_t n = st.neighbours.size();
   if (n > 0) {
     if (it == st.inbox.end())
-      return;
+      return false;
     for (const auto& m : it->second)
       if (m.empty())
-        return;
+        return false;
   }
+  if (!st.sent)  // SKIP, mixing only: the neighbours need x^k to leave round k
+    send_model(self, ctx, id);
   const std::size_t dim = st.x.size();
   std::vector<const float*> parts{st.x.data()};
   std::vector<double> weights{st.w_self};
@@ -77,12 +116,32 @@ void try_finish_round(dpsgd_ptr self) {
   std::vector<float> next(dim);
   vec::weighted_sum(parts, weights, next.data(), dim);
   const double gamma = gossip::step_size(st.gamma, st.decay, st.round);
-  vec::axpy(static_cast<float>(-gamma), st.g.data(), next.data(), dim);
+  if (st.woke) {
+    vec::axpy(static_cast<float>(-gamma), st.g.data(), next.data(), dim);
+    const auto stale = st.round - st.read_round;
+    if (st.skip)
+      st.staleness.add(static_cast<double>(stale));
+    if (stale > 0)
+      ++st.late;
+  }
+  if (st.record)
+    st.ledger.push_back({st.round, st.x, next, st.woke ? st.g : std::vector<float>{}, gamma});
+  st.woke = false;
   st.x = std::move(next);
   if (it != st.inbox.end())
     st.inbox.erase(it);
   ++st.round;
-  begin_round(self);
+  st.sent = false;
+  if (!st.computing)
+    begin_round(self);
+  return true;
+}
+
+/// Finishes rounds while they can finish (SKIP: the neighbours may all have
+/// sent the next round's model already).
+void try_finish_round(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
+  while (finish_round(self, ctx, id) && self->state.skip) {
+  }
 }
 
 caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
@@ -97,6 +156,8 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
     st.w_in.push_back(w(id, j));
   st.gamma = algo.step_size();
   st.decay = algo.decay();
+  st.skip = algo.straggler_policy() == proto::SKIP;
+  st.record = ctx->probe != nullptr;
   return {
     [=](init_atom, const std::vector<caf::actor>& routes) {
       gossip::take_routes(self->state, routes);
@@ -106,13 +167,10 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
       auto& st = self->state;
       ctx->events.record(ctx->ns(self), id, event_kind::wake, round);
       st.woke = true;
-      packet p;                                                       // 2
-      p.from = id;
-      p.kind = dpsgd_model;
-      p.seq = round;
-      p.f = float_blob{st.x};
-      st.out.broadcast(self, *ctx, std::move(p));
-      try_finish_round(self);                                         // 3
+      st.computing = false;
+      if (!st.sent)                                                   // 2
+        send_model(self, *ctx, id);
+      try_finish_round(self, *ctx, id);                               // 3
     },
     [=](deliver_atom, const packet& p) {
       auto& st = self->state;
@@ -128,14 +186,23 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
         return;  // duplicate
       slot = p.f;
       if (p.seq == st.round)
-        try_finish_round(self);
+        try_finish_round(self, *ctx, id);
     },
-    [=](model_atom) { return gossip::snapshot(self->state, id); },
+    [=](model_atom) {
+      const auto& st = self->state;
+      auto s = gossip::snapshot(st, id);
+      s.late = st.late;
+      return s;
+    },
     [=](stats_atom) { return gossip::stats(self->state); },
   };
 }
 
 } // namespace
+
+std::vector<dpsgd_round> dpsgd_take_rounds(const caf::actor_addr& worker) {
+  return gossip::take_from_worker(worker, &dpsgd_state::ledger);
+}
 
 node_actors spawn_dpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                              std::uint32_t i) {

@@ -83,6 +83,7 @@ model_snapshot add_counters(model_snapshot a, const model_snapshot& b) {
     a.refused_since = b.refused_since;
   a.refused += b.refused;
   a.busy_seconds += b.busy_seconds;
+  a.late += b.late;
   if (a.fault_hits.size() < b.fault_hits.size())
     a.fault_hits.resize(b.fault_hits.size(), 0);
   for (std::size_t i = 0; i < b.fault_hits.size(); ++i)
@@ -421,7 +422,7 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   r.set_consensus_error(row.consensus_error);
   r.set_duration_seconds(row.time_seconds);
   double s_sum = 0, s_max = 0;
-  std::uint64_t s_count = 0;
+  std::uint64_t s_count = 0, late = 0;
   for (const auto& s : g.models) {
     auto* n = r.add_per_node();
     n->set_node(s.node);
@@ -434,12 +435,15 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
     }
     n->set_staleness_mean(s.staleness_count ? s.staleness_sum / s.staleness_count : 0.0);
     n->set_staleness_max(s.staleness_max);
+    n->set_late_contributions(s.late);
+    late += s.late;
     s_sum += s.staleness_sum;
     s_count += s.staleness_count;
     s_max = std::max(s_max, s.staleness_max);
   }
   r.set_staleness_mean(s_count ? s_sum / static_cast<double>(s_count) : 0.0);
   r.set_staleness_max(s_max);
+  r.set_late_contributions(late);
   if (!g.masses.empty())
     r.set_mass_residual(mass_residual(g.masses));
   const auto& algo = plan.spec.algorithm();

@@ -1,17 +1,30 @@
 /// Local SGD (ALGORITHMS.md §8), one worker actor per node.
 ///
-/// Round of node i (H = local_steps):
+/// Round of node i (H = local_steps), straggler_policy WAIT (the default):
 ///   1. H times: g = minibatch gradient at x (takes tau_i; the wake),
 ///               x -= gamma_k g,  gamma_k = gamma / (1 + decay k), k = local steps so far
 ///   2. S = sum_j x_j by the ring all-reduce of the MODELS (waits for the slowest)
 ///   3. x = S / n
 /// then the next round. After each average all models are equal bit for bit.
+///
+/// straggler_policy SKIP: every node has a model at any time, so the average
+/// never needs to wait. A node still in its local steps when the
+/// predecessor's first chunk of the average reaches it joins with its
+/// CURRENT model (fewer local steps this round); the gradient in flight,
+/// computed at the model it put in, is applied right after the average
+/// (x = S/n - gamma_k g: one average stale, counted as a late contribution)
+/// and counts as the first local step of the next round. Every round still
+/// averages exactly n models (no counts needed), so right after the average
+/// all models are equal; the rounds go at the pace of the first node to
+/// finish its H steps.
 #include "atrain/actors/local_sgd.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "atrain/actors/ring.hpp"
 #include "atrain/kernels/vector_ops.hpp"
+#include "gossip.hpp"
 
 namespace atrain {
 
@@ -19,6 +32,11 @@ namespace {
 
 struct local_sgd_state : ring_worker_state {
   std::uint32_t since_average = 0;
+  bool late_gradient = false;  // SKIP: g was done during an average it joined early
+  std::uint64_t averages = 0;
+  bool record = false;         // keep the ledger (test probe only)
+  local_sgd_average open;      // the average in the ring, until its sum is in
+  std::vector<local_sgd_average> ledger;
   static inline const char* name = "atrain_local_sgd_worker";
 };
 
@@ -27,28 +45,68 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
   const auto& algo = ctx->plan->spec.algorithm().local_sgd();
   const double gamma0 = algo.step_size();
   const double decay = algo.decay();
+  const bool skip = algo.straggler_policy() == proto::SKIP;
   const std::uint32_t local_steps = std::max<std::uint32_t>(1, algo.local_steps());
   const auto inv_n = static_cast<float>(1.0 / static_cast<double>(ctx->plan->nodes()));
+  self->state.record = ctx->probe != nullptr;
+  auto apply = [=] {  // x -= gamma_k g
+    auto& st = self->state;
+    const double gamma = gamma0 / (1.0 + decay * static_cast<double>(st.steps++));
+    vec::axpy(static_cast<float>(-gamma), st.g.data(), st.x.data(), st.x.size());
+  };
+  auto join = [=] {                                          // 2.
+    auto& st = self->state;
+    if (st.record)
+      st.open = {st.averages, st.x, st.since_average, {}};
+    st.since_average = 0;
+    return st.ring->begin(self, *ctx, st.x.data());
+  };
   auto average = [=] {                                       // 3.
     auto& st = self->state;
     const auto& sum = st.ring->sum();
     std::transform(sum.begin(), sum.end(), st.x.begin(), [=](float v) { return v * inv_n; });
-    ring_compute_next(self);
+    ++st.averages;
+    if (st.record) {
+      st.open.average = st.x;
+      st.ledger.push_back(std::exchange(st.open, {}));
+    }
+    if (st.late_gradient) {  // SKIP: the gradient done meanwhile, one average stale
+      st.late_gradient = false;
+      apply();
+      ++st.since_average;
+      st.staleness.add(1.0);
+      ++st.late;
+    }
+    if (!st.computing)
+      ring_compute_next(self);
+    if (skip && st.ring->called())
+      (void)join();  // never done at once: the ring needs this rank's chunks (n > 1)
   };
   auto local_step = [=] {                                    // 1.
     auto& st = self->state;
-    const double gamma = gamma0 / (1.0 + decay * static_cast<double>(st.steps++));
-    vec::axpy(static_cast<float>(-gamma), st.g.data(), st.x.data(), st.x.size());
+    if (st.ring->active()) {  // SKIP: joined the average early, apply after it
+      st.late_gradient = true;
+      return;
+    }
+    apply();
+    st.staleness.add(0.0);
     if (++st.since_average < local_steps)
       return ring_compute_next(self);
-    st.since_average = 0;                                    // 2.
-    if (st.ring->begin(self, *ctx, st.x.data()))
+    if (join())
       average();
   };
-  return ring_worker(self, id, ctx, local_step, average);
+  auto on_called = [=] {  // SKIP: the average has begun: join with the current model
+    if (skip && join())
+      average();
+  };
+  return ring_worker(self, id, ctx, false, local_step, average, on_called);
 }
 
 } // namespace
+
+std::vector<local_sgd_average> local_sgd_take_averages(const caf::actor_addr& worker) {
+  return gossip::take_from_worker(worker, &local_sgd_state::ledger);
+}
 
 node_actors spawn_local_sgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                  std::uint32_t i) {

@@ -92,6 +92,16 @@ void print_summary(const proto::RunReport& r) {
             << "staleness       mean " << r.staleness_mean() << ", max " << r.staleness_max()
             << "\n"
             << "consensus error " << r.consensus_error() << "\n";
+  if (r.late_contributions() > 0) {  // straggler_policy SKIP: who joined late, how often
+    std::cout << "late gradients  " << r.late_contributions() << " (";
+    const char* sep = "";
+    for (const auto& n : r.per_node())
+      if (n.late_contributions() > 0) {
+        std::cout << sep << "node " << n.node() << ": " << n.late_contributions();
+        sep = ", ";
+      }
+    std::cout << ")\n";
+  }
   if (r.algorithm() == "rfast")
     std::cout << "mass residual   " << r.mass_residual() << "\n";
   std::cout << "trace hash      " << r.trace_hash() << " (" << r.trace_events() << " events)\n";

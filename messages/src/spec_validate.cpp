@@ -222,6 +222,11 @@ void checker::algorithm() {
       bad(path, "node " + std::to_string(node) + " does not exist (nodes = " +
                   std::to_string(s_.spec.nodes()) + ")");
   };
+  auto straggler_policy = [&](const std::string& name, proto::StragglerPolicy policy) {
+    if (!proto::StragglerPolicy_IsValid(policy))
+      bad("algorithm." + name + ".straggler_policy",
+          "must be WAIT or SKIP (got " + std::to_string(static_cast<int>(policy)) + ")");
+  };
   switch (a.kind_case()) {
     case proto::AlgorithmSpec::kRfast: {
       const auto& r = a.rfast();
@@ -241,14 +246,17 @@ void checker::algorithm() {
       break;
     case proto::AlgorithmSpec::kAllreduce:
       schedule("allreduce", a.allreduce().step_size(), a.allreduce().decay());
+      straggler_policy("allreduce", a.allreduce().straggler_policy());
       break;
     case proto::AlgorithmSpec::kLocalSgd:
       schedule("local_sgd", a.local_sgd().step_size(), a.local_sgd().decay());
       if (a.local_sgd().local_steps() < 1)
         bad("algorithm.local_sgd.local_steps", "must be >= 1 (got 0)");
+      straggler_policy("local_sgd", a.local_sgd().straggler_policy());
       break;
     case proto::AlgorithmSpec::kDpsgd:
       schedule("dpsgd", a.dpsgd().step_size(), a.dpsgd().decay());
+      straggler_policy("dpsgd", a.dpsgd().straggler_policy());
       break;
     case proto::AlgorithmSpec::kAdpsgd:
       schedule("adpsgd", a.adpsgd().step_size(), a.adpsgd().decay());

@@ -14,61 +14,6 @@
 namespace t = atrain::test;
 using atrain::ring_allreduce;
 
-namespace {
-
-struct ring_result {
-  std::vector<std::vector<std::vector<float>>> sums;  // [round][rank]
-  std::vector<std::vector<std::size_t>> floats_sent;  // [round][rank]
-};
-
-/// Runs `rounds` all-reduces of `v[round][rank]` over n ranks. Packets in
-/// flight are delivered in random order; a fifth of the deliveries are
-/// duplicates (the packet stays in flight). A rank starts its next round as
-/// soon as it finishes one, so chunks of round k+1 overtake those of round k.
-ring_result simulate(const std::vector<std::vector<std::vector<float>>>& v, std::uint32_t n,
-                     std::size_t d, std::uint32_t seed) {
-  const std::size_t rounds = v.size();
-  std::vector<ring_allreduce> ranks;
-  for (std::uint32_t r = 0; r < n; ++r)
-    ranks.emplace_back(r, n, d);
-  ring_result res;
-  res.sums.assign(rounds, std::vector<std::vector<float>>(n));
-  res.floats_sent.assign(rounds, std::vector<std::size_t>(n, 0));
-  std::vector<std::pair<std::uint32_t, ring_allreduce::send>> flight;  // (receiver, chunk)
-  auto post = [&](std::uint32_t from, std::vector<ring_allreduce::send> sends) {
-    for (auto& s : sends) {
-      res.floats_sent[s.round][from] += s.chunk.size();
-      flight.emplace_back((from + 1) % n, std::move(s));
-    }
-  };
-  for (std::uint32_t r = 0; r < n; ++r)
-    post(r, ranks[r].begin(v[0][r].data()));
-  std::mt19937 gen{seed};
-  while (!flight.empty()) {
-    const auto k = std::uniform_int_distribution<std::size_t>{0, flight.size() - 1}(gen);
-    const bool duplicate = std::uniform_int_distribution<int>{0, 4}(gen) == 0;
-    auto [to, s] = flight[k];
-    if (!duplicate)
-      flight.erase(flight.begin() + static_cast<std::ptrdiff_t>(k));
-    const auto before = ranks[to].round();
-    std::vector<ring_allreduce::send> out;
-    const auto verdict = ranks[to].offer(s.round, s.step, s.chunk, out);
-    BOOST_REQUIRE(verdict != ring_allreduce::verdict::invalid);
-    post(to, std::move(out));
-    if (ranks[to].round() != before) {
-      BOOST_REQUIRE(ranks[to].finished());
-      res.sums[before][to] = ranks[to].sum();
-      if (before + 1 < rounds)
-        post(to, ranks[to].begin(v[before + 1][to].data()));
-    }
-  }
-  for (std::uint32_t r = 0; r < n; ++r)
-    BOOST_REQUIRE(ranks[r].round() == rounds);
-  return res;
-}
-
-} // namespace
-
 BOOST_AUTO_TEST_SUITE(allreduce)
 
 BOOST_AUTO_TEST_CASE(chunks_cover_d_and_differ_by_at_most_one) {
@@ -106,12 +51,13 @@ BOOST_AUTO_TEST_CASE(ring_sum_is_exact_for_n_2_to_9_and_d_not_divisible_by_n) {
           for (auto& e : x)
             e = normal(gen);
         }
-      const auto res = simulate(v, n, d, 1000 * n + static_cast<std::uint32_t>(d));
+      const auto res = t::simulate_ring(v, {}, n, d, 1000 * n + static_cast<std::uint32_t>(d));
       const double eps = std::ldexp(1.0, -23);
       for (std::size_t k = 0; k < rounds; ++k) {
         for (std::uint32_t r = 0; r < n; ++r) {
           BOOST_REQUIRE(res.sums[k][r].size() == d);
           BOOST_TEST(res.sums[k][r] == res.sums[k][0], "rank " << r << " disagrees with rank 0");
+          BOOST_TEST(res.counts[k][r] == static_cast<double>(n));  // no counts on the wire: n
           // 2(n-1)/n d floats per round: all chunks but (r+1) in the
           // reduce-scatter, all but (r+2) in the all-gather; chunk sizes are
           // within one of d/n.

@@ -1,16 +1,82 @@
 #pragma once
-/// Checks shared by the Ring-AllReduce and Local SGD tests: a finished run's
+/// Checks shared by the Ring-AllReduce, Local SGD and straggler-policy
+/// tests: the ring state machine under random delivery, a finished run's
 /// report is complete, and the ring's traffic matches 2(n-1)/n d floats per
 /// round per node.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "atrain/actors/ring.hpp"
 #include "fixtures.hpp"
 
 namespace atrain::test {
+
+struct ring_result {
+  std::vector<std::vector<std::vector<float>>> sums;  // [round][rank]
+  std::vector<std::vector<double>> counts;            // [round][rank]
+  std::vector<std::vector<std::size_t>> floats_sent;  // [round][rank]
+};
+
+/// Runs `rounds` all-reduces of `v[round][rank]` over n ranks. Packets in
+/// flight are delivered in random order; a fifth of the deliveries are
+/// duplicates (the packet stays in flight). A rank starts its next round as
+/// soon as it finishes one, so chunks of round k+1 overtake those of round k.
+/// `count[round][rank]`: the contribution counts that travel with the chunks
+/// (straggler_policy SKIP); empty: none travel (WAIT), one per rank.
+inline ring_result simulate_ring(const std::vector<std::vector<std::vector<float>>>& v,
+                                 const std::vector<std::vector<double>>& count, std::uint32_t n,
+                                 std::size_t d, std::uint32_t seed) {
+  const std::size_t rounds = v.size();
+  std::vector<ring_allreduce> ranks;
+  for (std::uint32_t r = 0; r < n; ++r)
+    ranks.emplace_back(r, n, d);
+  ring_result res;
+  res.sums.assign(rounds, std::vector<std::vector<float>>(n));
+  res.counts.assign(rounds, std::vector<double>(n, -1));
+  res.floats_sent.assign(rounds, std::vector<std::size_t>(n, 0));
+  auto begin = [&](std::uint32_t r, std::size_t k) {
+    return ranks[r].begin(v[k][r].data(), count.empty() ? 1.0 : count[k][r]);
+  };
+  std::vector<std::pair<std::uint32_t, ring_allreduce::send>> flight;  // (receiver, chunk)
+  auto post = [&](std::uint32_t from, std::vector<ring_allreduce::send> sends) {
+    for (auto& s : sends) {
+      res.floats_sent[s.round][from] += s.chunk.size();
+      flight.emplace_back((from + 1) % n, std::move(s));
+    }
+  };
+  for (std::uint32_t r = 0; r < n; ++r)
+    post(r, begin(r, 0));
+  std::mt19937 gen{seed};
+  while (!flight.empty()) {
+    const auto k = std::uniform_int_distribution<std::size_t>{0, flight.size() - 1}(gen);
+    const bool duplicate = std::uniform_int_distribution<int>{0, 4}(gen) == 0;
+    auto [to, s] = flight[k];
+    if (!duplicate)
+      flight.erase(flight.begin() + static_cast<std::ptrdiff_t>(k));
+    const auto before = ranks[to].round();
+    std::vector<ring_allreduce::send> out;
+    const auto verdict =
+      ranks[to].offer(s.round, s.step, s.chunk, out,
+                      count.empty() ? std::nullopt : std::optional<double>{s.count});
+    BOOST_REQUIRE(verdict != ring_allreduce::verdict::invalid);
+    post(to, std::move(out));
+    if (ranks[to].round() != before) {
+      BOOST_REQUIRE(ranks[to].finished());
+      res.sums[before][to] = ranks[to].sum();
+      res.counts[before][to] = ranks[to].count();
+      if (before + 1 < rounds)
+        post(to, begin(to, before + 1));
+    }
+  }
+  for (std::uint32_t r = 0; r < n; ++r)
+    BOOST_REQUIRE(ranks[r].round() == rounds);
+  return res;
+}
 
 /// Runs config/algorithms/<file> with `overrides` (progress off) and checks
 /// the report is complete.

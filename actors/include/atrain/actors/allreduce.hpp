@@ -1,11 +1,28 @@
 #pragma once
 /// Ring-AllReduce SGD (ALGORITHMS.md §4): synchronous data-parallel SGD whose
 /// gradients are summed by a ring all-reduce over node ids 0..n-1.
+#include <cstdint>
 #include <vector>
 
 #include "atrain/actors/context.hpp"
 
 namespace atrain {
+
+/// One step of one node as it happened (test hook, recorded with a probe):
+/// what it put into the ring and what came out.
+struct allreduce_step {
+  std::uint64_t step = 0;
+  std::vector<float> contributed;  // its gradient(s) summed, or zeros
+  double count = 0;                // gradients in `contributed`
+  std::vector<float> sum;          // the ring's sum of the step
+  double total = 0;                // the ring's contribution count
+  std::vector<float> x;            // the model after the descent
+};
+
+/// Test hook (virtual clock with a run_probe only, between two scheduler
+/// steps): moves out the steps the all-reduce worker at `worker` finished
+/// since the last call. Empty for any other actor or once it is gone.
+[[nodiscard]] std::vector<allreduce_step> allreduce_take_steps(const caf::actor_addr& worker);
 
 /// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
 /// node's host in a multi-host run: same code). The ring is wired by

@@ -1,6 +1,7 @@
 #pragma once
 /// D-PSGD, synchronous gossip (ALGORITHMS.md §5): the mixing matrix and the
 /// spawn function for a whole D-PSGD network.
+#include <cstdint>
 #include <vector>
 
 #include "atrain/actors/context.hpp"
@@ -16,6 +17,20 @@ enum dpsgd_stream : std::uint32_t { dpsgd_model = 11 };
 /// symmetric and doubly stochastic. Throws topology_error when g_r is not
 /// symmetric (prepare_run refuses such a spec first).
 [[nodiscard]] weight_matrix dpsgd_weights(const topology& topo);
+
+/// One round of one node as it happened (test hook, recorded with a probe).
+struct dpsgd_round {
+  std::uint64_t round = 0;
+  std::vector<float> before;    // x^k
+  std::vector<float> after;     // x^{k+1}
+  std::vector<float> gradient;  // the gradient applied; empty: mixing only (SKIP)
+  double gamma = 0;             // gamma_k
+};
+
+/// Test hook (virtual clock with a run_probe only, between two scheduler
+/// steps): moves out the rounds the D-PSGD worker at `worker` finished since
+/// the last call. Empty for any other actor or once it is gone.
+[[nodiscard]] std::vector<dpsgd_round> dpsgd_take_rounds(const caf::actor_addr& worker);
 
 /// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
 /// node's host in a multi-host run: same code).

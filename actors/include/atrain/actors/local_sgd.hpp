@@ -1,11 +1,25 @@
 #pragma once
 /// Local SGD (ALGORITHMS.md §8): H local SGD steps per node, then the models
 /// are averaged by a ring all-reduce over node ids 0..n-1.
+#include <cstdint>
 #include <vector>
 
 #include "atrain/actors/context.hpp"
 
 namespace atrain {
+
+/// One average of one node as it happened (test hook, recorded with a probe).
+struct local_sgd_average {
+  std::uint64_t round = 0;         // averages before this one
+  std::vector<float> contributed;  // the model it put in
+  std::uint32_t local_steps = 0;   // local steps since the previous average
+  std::vector<float> average;      // the ring's sum / n
+};
+
+/// Test hook (virtual clock with a run_probe only, between two scheduler
+/// steps): moves out the averages the Local SGD worker at `worker` finished
+/// since the last call. Empty for any other actor or once it is gone.
+[[nodiscard]] std::vector<local_sgd_average> local_sgd_take_averages(const caf::actor_addr& worker);
 
 /// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
 /// node's host in a multi-host run: same code). The ring is wired by

@@ -13,6 +13,14 @@
 ///     chunk (r - s) mod n it receives.
 /// After the round every rank holds the same SUM (each chunk is added up in
 /// one fixed order along the ring, so all ranks agree bit for bit).
+///
+/// Contribution counts (straggler_policy SKIP): a rank may put in a zero
+/// vector (its gradient is late) or the sum of several gradients, so "divide
+/// by n" is wrong. Every chunk therefore carries how many contributions it
+/// holds, added in the reduce-scatter and copied in the all-gather exactly
+/// like the values: after the round every rank holds the same COUNT. With
+/// WAIT the counts do not travel (the packets stay as they were): a chunk
+/// received at reduce-scatter step s holds s+1 contributions, n after.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -42,26 +50,36 @@ public:
     std::uint64_t round = 0;
     std::uint32_t step = 0;
     float_blob chunk;
+    double count = 0;  // contributions summed in `chunk`
   };
   enum class verdict { accepted, duplicate, invalid };
 
   ring_allreduce(std::uint32_t rank, std::uint32_t n, std::size_t dim);
 
-  /// Starts the current round with this rank's vector (dim values). Returns
-  /// the chunks to send now (the step-0 chunk, then any unblocked by chunks
-  /// stashed earlier).
-  std::vector<send> begin(const float* v);
+  /// Starts the current round with this rank's vector (dim values) holding
+  /// `count` contributions. Returns the chunks to send now (the step-0
+  /// chunk, then any unblocked by chunks stashed earlier).
+  std::vector<send> begin(const float* v, double count = 1);
   /// A chunk from the predecessor. Duplicates (already used or stashed, or of
   /// a finished round) are ignored; wrong size, non-finite values, a step out
   /// of range or a round too far ahead are invalid. Chunks of the active
   /// round are applied at once; `out` gets the chunks that became ready.
+  /// `count` is the chunk's contribution count when counts travel (it must
+  /// be a whole number >= 0, else invalid); nullopt: one per rank it passed.
   verdict offer(std::uint64_t round, std::uint32_t step, const float_blob& chunk,
-                std::vector<send>& out);
+                std::vector<send>& out, std::optional<double> count = std::nullopt);
 
   /// True between the last step of a round and the next begin().
   [[nodiscard]] bool finished() const noexcept { return finished_; }
   /// The sum of the last finished round.
   [[nodiscard]] const std::vector<float>& sum() const noexcept { return buf_; }
+  /// How many contributions that sum holds (the same on every rank).
+  [[nodiscard]] double count() const noexcept { return counts_.front(); }
+  /// True between begin() and the end of the round.
+  [[nodiscard]] bool active() const noexcept { return active_; }
+  /// True when the predecessor has started the round this rank has not
+  /// begun yet (a chunk of it is stashed): the ring is waiting for this rank.
+  [[nodiscard]] bool called() const;
   [[nodiscard]] std::uint64_t round() const noexcept { return round_; }
   [[nodiscard]] std::uint32_t steps_per_round() const noexcept { return 2 * (n_ - 1); }
   /// Chunk index rank `rank` sends at step t (received by rank+1).
@@ -75,30 +93,35 @@ private:
   std::uint32_t n_;
   std::size_t dim_;
   std::vector<float> buf_;
+  std::vector<double> counts_;  // contributions per chunk
   std::uint64_t round_ = 0;   // the active (or next) round
   bool active_ = false;
   bool finished_ = false;
   std::uint32_t next_ = 0;    // next step whose chunk we wait for
-  std::map<std::pair<std::uint64_t, std::uint32_t>, float_blob> stash_;
+  std::map<std::pair<std::uint64_t, std::uint32_t>, std::pair<float_blob, double>> stash_;
 };
 
 /// A worker's end of the ring: the state machine plus packets, counters and
-/// the trace. Packets carry kind = 1 + step and seq = round.
+/// the trace. Packets carry kind = 1 + step and seq = round; `counted` rings
+/// also carry the chunk's contribution count as the one scalar.
 class ring_endpoint {
 public:
-  ring_endpoint(std::uint32_t rank, std::uint32_t n, std::size_t dim)
-    : ring_(rank, n, dim), rank_(rank) {}
+  ring_endpoint(std::uint32_t rank, std::uint32_t n, std::size_t dim, bool counted)
+    : ring_(rank, n, dim), rank_(rank), counted_(counted) {}
 
   void connect(std::uint32_t successor, caf::actor route) {
     out_.routes.emplace_back(successor, std::move(route));
   }
   /// Starts a round with v; true when it finished at once (only for n = 1:
   /// the predecessor's step n-1 chunk needs our step-0 chunk first).
-  bool begin(caf::event_based_actor* self, run_context& ctx, const float* v);
+  bool begin(caf::event_based_actor* self, run_context& ctx, const float* v, double count = 1);
   /// Handles a delivered packet; true when it finished the round.
   bool deliver(caf::event_based_actor* self, run_context& ctx, const packet& p);
 
   [[nodiscard]] const std::vector<float>& sum() const noexcept { return ring_.sum(); }
+  [[nodiscard]] double count() const noexcept { return ring_.count(); }
+  [[nodiscard]] bool active() const noexcept { return ring_.active(); }
+  [[nodiscard]] bool called() const { return ring_.called(); }
   [[nodiscard]] std::uint64_t messages() const noexcept { return out_.messages; }
   [[nodiscard]] std::uint64_t bytes() const noexcept { return out_.bytes; }
   [[nodiscard]] std::uint64_t rejected() const noexcept { return rejected_; }
@@ -108,6 +131,7 @@ private:
 
   ring_allreduce ring_;
   std::uint32_t rank_;
+  bool counted_;
   outbox out_;
   std::uint64_t rejected_ = 0;
 };
@@ -118,19 +142,35 @@ void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx,
                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
 /// What every ring worker holds: its computation, model x, last gradient g,
-/// its end of the ring, and its step count k.
+/// its end of the ring, and its step count k; whether a gradient is in
+/// flight and the step count it read x at; the staleness of the gradients
+/// it applied and how many of them joined a later step (SKIP).
 struct ring_worker_state {
   std::optional<compute_unit> cu;
   std::optional<ring_endpoint> ring;
   std::vector<float> x;
   std::vector<float> g;
   std::uint64_t steps = 0;
+  bool computing = false;
+  std::uint64_t read_at = 0;
+  staleness_stats staleness;
+  std::uint64_t late = 0;
+
+  /// Records a gradient read at step `read` applied now (at `steps`).
+  void applied(std::uint64_t read) {
+    const auto s = steps - read;
+    staleness.add(static_cast<double>(s));
+    if (s > 0)
+      ++late;
+  }
 };
 
 /// Starts g = gradient at x; the worker wakes when it counts as done.
 template <class State>
 void ring_compute_next(caf::stateful_actor<State>* self) {
   auto& st = self->state;
+  st.computing = true;
+  st.read_at = st.steps;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);
   send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value);
 }
@@ -138,16 +178,20 @@ void ring_compute_next(caf::stateful_actor<State>* self) {
 /// The behaviour of a ring worker (State derives from ring_worker_state):
 /// `on_wake()` runs when a gradient is done (after the trace event),
 /// `on_sum()` when a round of the all-reduce is done (the sum is in
-/// state.ring->sum()). Wiring, packets and model snapshots (staleness 0:
-/// synchronous) are common; the first gradient starts with the wiring.
-template <class State, class OnWake, class OnSum>
+/// state.ring->sum()), `on_called()` when a chunk of a round this rank has
+/// not begun arrives (the ring waits for it: straggler_policy SKIP may join
+/// at once). `counted`: the chunks carry contribution counts. Wiring,
+/// packets and model snapshots are common; the first gradient starts with
+/// the wiring.
+template <class State, class OnWake, class OnSum, class OnCalled>
 caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
-                          const context_ptr& ctx, OnWake on_wake, OnSum on_sum) {
+                          const context_ptr& ctx, bool counted, OnWake on_wake, OnSum on_sum,
+                          OnCalled on_called) {
   const auto& plan = *ctx->plan;
   const auto n = static_cast<std::uint32_t>(plan.nodes());
   auto& st = self->state;
   st.cu.emplace(*ctx, id);
-  st.ring.emplace(id, n, plan.dim());
+  st.ring.emplace(id, n, plan.dim(), counted);
   st.x = plan.x0;
   return {
     [=](start_atom, const std::vector<caf::actor>& out) {
@@ -157,11 +201,15 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
     },
     [=](wake_atom) {
       ctx->events.record(ctx->ns(self), id, event_kind::wake, self->state.steps);
+      self->state.computing = false;
       on_wake();
     },
     [=](deliver_atom, const packet& p) {
-      if (self->state.ring->deliver(self, *ctx, p))
+      auto& ring = *self->state.ring;
+      if (ring.deliver(self, *ctx, p))
         on_sum();
+      else if (!ring.active() && ring.called())
+        on_called();
     },
     [=](model_atom) {
       const auto& st = self->state;
@@ -169,6 +217,10 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
       s.messages_sent = st.ring->messages();
       s.bytes_sent = st.ring->bytes();
       s.rejected = st.ring->rejected();
+      s.staleness_sum = st.staleness.sum;
+      s.staleness_max = st.staleness.max;
+      s.staleness_count = st.staleness.count;
+      s.late = st.late;
       return s;
     },
   };

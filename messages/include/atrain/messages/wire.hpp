@@ -137,13 +137,17 @@ struct model_snapshot {
   /// Push-sum weight w_i (SGP/OSGP: params is the numerator x_i and the
   /// evaluated model is sum x_i / sum w_i); 1 for every other algorithm.
   double weight = 1;
+  /// Gradients that joined a later step than the one they were computed for
+  /// (straggler_policy SKIP of the synchronous baselines).
+  std::uint64_t late = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, model_snapshot& x) {
   return f(caf::meta::type_name("atrain_model_snapshot"), x.node, x.gradients, x.messages_sent,
            x.bytes_sent, x.staleness_sum, x.staleness_max, x.staleness_count, x.rejected,
-           x.params, x.fault_hits, x.weight, x.refused, x.refused_since, x.busy_seconds);
+           x.params, x.fault_hits, x.weight, x.refused, x.refused_since, x.busy_seconds,
+           x.late);
 }
 
 /// One tracker-mass account of an R-FAST gradient buffer (for the invariant):

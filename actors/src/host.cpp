@@ -1,0 +1,173 @@
+/// The spawner of a multi-host run's host (see host.hpp).
+#include "atrain/actors/host.hpp"
+
+#include <iostream>
+#include <set>
+
+#include "atrain/actors/algorithms.hpp"
+#include "atrain/actors/context.hpp"
+#include "atrain/messages/spec.hpp"
+
+namespace atrain {
+
+bool same_secret(const std::string& a, const std::string& b) noexcept {
+  if (a.size() != b.size())  // only the length leaks
+    return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+namespace {
+
+/// Ends one run's actors on this host when the driver's supervisor goes
+/// down: the run ended normally, or the driver (or its connection) was lost.
+struct keeper_state {
+  std::vector<caf::actor> actors;
+  static inline const char* name = "atrain_run_keeper";
+};
+
+caf::behavior run_keeper(caf::stateful_actor<keeper_state>* self, std::vector<caf::actor> actors,
+                         caf::actor supervisor, caf::actor spawner) {
+  self->state.actors = std::move(actors);
+  self->monitor(supervisor);
+  self->set_down_handler([=](caf::down_msg&) {
+    for (const auto& a : self->state.actors)
+      self->send_exit(a, caf::exit_reason::user_shutdown);
+    self->send(spawner, done_atom::value);
+    self->quit();
+  });
+  return {[](stop_atom) {}};
+}
+
+struct spawner_state {
+  host_options opts;
+  host_counters counters;
+  std::set<caf::actor> keepers;
+  static inline const char* name = "atrain_host_spawner";
+};
+using spawner_ptr = caf::stateful_actor<spawner_state>*;
+
+void log(spawner_ptr self, const std::string& line) {
+  auto& st = self->state;
+  if (st.opts.log)
+    st.opts.log(line);
+  else
+    std::cerr << "atrain node: " << line << std::endl;
+}
+
+[[nodiscard]] std::string peer_of(spawner_ptr self) {
+  const auto& src = self->current_sender();
+  return src ? caf::to_string(src->node()) : std::string{"an anonymous sender"};
+}
+
+/// Checks and prepares request `r`; returns the run's context or the reason
+/// to refuse it.
+caf::expected<context_ptr> admit(spawner_ptr self, const spawn_request& r) {
+  auto& st = self->state;
+  auto refuse = [](std::string why) -> caf::expected<context_ptr> {
+    return caf::make_error(caf::sec::invalid_argument, std::move(why));
+  };
+  if (!st.opts.secret.empty() && !same_secret(st.opts.secret, r.secret))
+    return refuse("wrong shared secret");
+  if (st.keepers.size() >= st.opts.max_runs)
+    return refuse("this host already serves " + std::to_string(st.keepers.size()) +
+                  " runs (its limit)");
+  loaded_spec ls;
+  if (r.spec.empty() || !ls.spec.ParseFromString(r.spec))
+    return refuse("the spec is not a binary atrain.proto.ExperimentSpec");
+  ls.file = r.spec_label.empty() ? std::string{"(spec from the driver)"} : r.spec_label;
+  ls.base_dir = st.opts.data_root.empty() ? r.base_dir : st.opts.data_root;
+  std::shared_ptr<const run_plan> plan;
+  try {
+    validate(ls);
+    plan = prepare_run(ls);
+  } catch (const std::exception& e) {
+    return refuse(std::string{"the spec cannot run here: "} + e.what());
+  }
+  if (r.nodes.empty())
+    return refuse("no nodes requested");
+  std::set<std::uint32_t> seen;
+  for (auto k : r.nodes)
+    if (k >= plan->nodes() || !seen.insert(k).second)
+      return refuse("node " + std::to_string(k) + " is out of range or requested twice (the run has " +
+                    std::to_string(plan->nodes()) + " nodes)");
+  if (!r.supervisor)
+    return refuse("no supervisor to report to");
+  auto ctx = std::make_shared<run_context>();
+  ctx->plan = std::move(plan);
+  ctx->spans_processes = true;
+  // The driver's run clock, less the one-way delay of this request.
+  ctx->t0 = self->clock().now() - to_timespan(r.run_seconds);
+  return ctx;
+}
+
+caf::behavior spawner(spawner_ptr self, host_options opts) {
+  self->state.opts = std::move(opts);
+  self->set_default_handler([=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
+    auto& st = self->state;
+    if (++st.counters.unexpected <= 100) {
+      auto text = x.content().stringify();
+      if (text.size() > 200)
+        text = text.substr(0, 200) + "...";
+      log(self, "ignored a message of unexpected type from " + peer_of(self) + ": " + text);
+    }
+    return caf::sec::unexpected_message;
+  });
+  return {
+    [=](spawn_atom, spawn_request& r) -> caf::result<std::vector<node_handles>> {
+      auto& st = self->state;
+      auto ctx = admit(self, r);
+      if (!ctx) {
+        ++st.counters.refused;
+        const auto why = caf::to_string(ctx.error());
+        log(self, "refused a spawn request from " + peer_of(self) + ": " + why);
+        return ctx.error();
+      }
+      std::vector<node_handles> out;
+      std::vector<caf::actor> actors;
+      try {
+        for (auto k : r.nodes) {
+          auto node = spawn_node(self, *ctx, k);
+          out.push_back({k, node.worker, node.buffer, node.hub});
+          for (const auto& a : {node.worker, node.buffer, node.hub})
+            if (a && std::find(actors.begin(), actors.end(), a) == actors.end())
+              actors.push_back(a);
+        }
+      } catch (const std::exception& e) {
+        for (const auto& a : actors)
+          self->send_exit(a, caf::exit_reason::user_shutdown);
+        ++st.counters.refused;
+        log(self, std::string{"refused a spawn request: "} + e.what());
+        return caf::make_error(caf::sec::invalid_argument, e.what());
+      }
+      st.keepers.insert(self->spawn(run_keeper, std::move(actors), r.supervisor,
+                                    caf::actor_cast<caf::actor>(self)));
+      ++st.counters.runs;
+      std::string ids;
+      for (auto k : r.nodes)
+        ids += (ids.empty() ? "" : ",") + std::to_string(k);
+      log(self, "run '" + (*ctx)->plan->spec.name() + "' (" + (*ctx)->plan->algorithm_name() +
+                  "): spawned nodes " + ids + " for " + peer_of(self));
+      return out;
+    },
+    [=](done_atom) {
+      auto& st = self->state;
+      st.keepers.erase(caf::actor_cast<caf::actor>(self->current_sender()));
+      log(self, "a run ended; " + std::to_string(st.keepers.size()) + " still running");
+    },
+    [=](stats_atom) {
+      const auto& c = self->state.counters;
+      return caf::make_message(c.runs, c.refused, c.unexpected);
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_host(caf::actor_system& sys, host_options opts) {
+  return sys.spawn(spawner, std::move(opts));
+}
+
+} // namespace atrain
