@@ -3,6 +3,7 @@
 ///   atrain run SPEC [--set field.path=value]... [--out DIR] [--progress|--no-progress]
 ///   atrain topology SPEC [--set ...]... [--dot FILE]
 ///   atrain check SPEC [--set ...]...
+///   atrain shards SPEC [--set ...]... [--out FILE]
 ///   atrain compare SPEC --algorithms NAME[,NAME]... [--seeds N] [--set ...]... [--out DIR]
 ///                  [--progress|--no-progress]
 ///
@@ -16,6 +17,7 @@
 
 #include "commands.hpp"
 #include "compare.hpp"
+#include "shards.hpp"
 
 namespace {
 
@@ -24,6 +26,7 @@ void usage(std::ostream& out) {
          "  atrain run SPEC [--set field.path=value]... [--out DIR] [--progress|--no-progress]\n"
          "  atrain topology SPEC [--set field.path=value]... [--dot FILE]\n"
          "  atrain check SPEC [--set field.path=value]...\n"
+         "  atrain shards SPEC [--set field.path=value]... [--out FILE]\n"
          "  atrain compare SPEC --algorithms NAME[,NAME]... [--seeds N] [--set field.path=value]...\n"
          "                 [--out DIR] [--progress|--no-progress]\n"
          "\n"
@@ -36,6 +39,8 @@ void usage(std::ostream& out) {
          "and PNG/SVG figures when gnuplot is on PATH (DIR defaults to compare_<SPEC name>).\n"
          "NAME: rfast, dasgd, loscar, loscar_naive, allreduce, dpsgd, adpsgd, sgp, osgp,\n"
          "local_sgd, async_ps, centralized.\n"
+         "shards writes the run's data split as JSON (node i's training rows, the test rows),\n"
+         "for peers outside atrain (bench/ddp_peer.py); FILE defaults to stdout.\n"
          "Exit status: 0 success, 1 the run failed, 2 bad spec or arguments.\n";
 }
 
@@ -72,6 +77,8 @@ int main(int argc, char** argv) {
     return atrain::cli::topology(p);
   if (cmd == "check")
     return atrain::cli::check(p);
+  if (cmd == "shards")
+    return atrain::cli::shards(p);
   std::cerr << "atrain: unknown command '" << cmd << "'\n";
   usage(std::cerr);
   return 2;

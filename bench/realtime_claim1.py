@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Claim 1 on the real clock: atrain's Ring-AllReduce and R-FAST against
+PyTorch DDP (gloo) in one invocation, with and without one straggler.
+
+Every run trains the MLP of SPEC (default config/mnist_mlp.textproto) on the
+same N nodes, the same data split (`atrain shards`, per seed) and the same
+straggler (node/rank K computes FACTOR x slower: it waits (FACTOR - 1) x its
+measured compute time per gradient, atrain's real-clock straggle), until the
+evaluated model reaches --target test accuracy. Per repetition r the seed is
+1 + r for every system (split, initial model and batches change with it);
+within a repetition the systems and conditions run one after another, in the
+same order, so slow phases of a shared machine hit all of them.
+
+  atrain allreduce : atrain run SPEC --set clock=REAL nodes=N
+                     algorithm.allreduce.step_size=GAMMA link.latency_seconds=0 ...
+  atrain rfast     : the same with SPEC's own rfast block
+  ddp (gloo)       : bench/ddp_peer.py, N processes + an evaluator process, lr GAMMA
+
+Prints a table of time to target (mean +- sample std over the repetitions
+that reached it), the gradients (all nodes) and gradients per second up to
+the first evaluation at the target, each system's ratio against DDP measured
+in the same invocation, and each system's slowdown from the straggler; writes
+DIR/results.json and DIR/table.md. DDP rows are skipped ("torch not
+installed: peer skipped") when --python cannot import torch.
+
+  python3 bench/realtime_claim1.py build/atrain [--nodes 4] [--target 0.95] [--reps 3]
+      [--straggler 3 --factor 4] [--allreduce-step 0.5] [--python /usr/bin/python3]
+      [--mnist DIR] [--out build/realtime_claim1]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def run(cmd, log):
+    with open(log, "w") as f:
+        f.write(" ".join(cmd) + "\n")
+        f.flush()
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=f, text=True)
+        f.write(done.stdout)
+    return done
+
+
+def common_sets(args, seed, straggle):
+    sets = ["clock=REAL", f"seed={seed}", f"nodes={args.nodes}", "link.latency_seconds=0",
+            f"stop.target_accuracy={args.target}", f"stop.time_seconds={args.time_limit}",
+            "stop.stop_at_target=true", f"eval.period_seconds={args.eval_period}"]
+    if args.mnist:
+        for field, name in (("train_path", "train-images-idx3-ubyte.gz"),
+                            ("train_labels_path", "train-labels-idx1-ubyte.gz"),
+                            ("test_path", "t10k-images-idx3-ubyte.gz"),
+                            ("test_labels_path", "t10k-labels-idx1-ubyte.gz")):
+            sets.append(f"dataset.{field}={os.path.join(os.path.abspath(args.mnist), name)}")
+    if straggle:
+        sets.append(f"faults.straggle=[{{node: {args.straggler} factor: {args.factor} "
+                    f"from_seconds: 0}}]")
+    return sets
+
+
+def atrain_run(args, name, extra, seed, straggle, out):
+    sets = common_sets(args, seed, straggle) + extra
+    cmd = [args.atrain, "run", args.spec, "--no-progress", "--out", out]
+    for s in sets:
+        cmd += ["--set", s]
+    done = run(cmd, out + ".log")
+    if done.returncode != 0:
+        raise SystemExit(f"{name}: atrain run failed (exit {done.returncode}), see {out}.log")
+    with open(os.path.join(out, "report.json")) as f:
+        rep = json.load(f)
+    at = next((m for m in rep["metrics"] if m["test_accuracy"] >= args.target), None)
+    return {"time_to_target": rep.get("time_to_target"),
+            "gradients_to_target": None if at is None else int(at["gradients"]),
+            "gradients": int(rep["gradients_total"]),
+            "final_accuracy": rep["final"]["test_accuracy"],
+            "duration": rep["duration_seconds"]}
+
+
+def ddp_run(args, seed, straggle, out):
+    shards = out + "_shards.json"
+    cmd = [args.atrain, "shards", args.spec, "--out", shards]
+    for s in common_sets(args, seed, False):
+        cmd += ["--set", s]
+    if run(cmd, out + "_shards.log").returncode != 0:
+        raise SystemExit(f"atrain shards failed, see {out}_shards.log")
+    cmd = [args.python, os.path.join(HERE, "ddp_peer.py"), "--shards", shards,
+           "--lr", str(args.allreduce_step), "--target", str(args.target),
+           "--time-limit", str(args.time_limit), "--eval-period", str(args.eval_period),
+           "--seed", str(seed)]
+    if straggle:
+        cmd += ["--straggler", str(args.straggler), "--factor", str(args.factor)]
+    done = run(cmd, out + ".log")
+    if done.returncode != 0:
+        raise SystemExit(f"ddp peer failed (exit {done.returncode}), see {out}.log")
+    rep = json.loads(done.stdout.strip().splitlines()[-1])
+    if "skipped" in rep:
+        return None
+    at = next((e for e in rep["evals"] if e[2] >= args.target), None)
+    return {"time_to_target": rep["time_to_target"],
+            "gradients_to_target": None if at is None else at[1] * rep["workers"],
+            "gradients": rep["gradients"],
+            "final_accuracy": rep["final_accuracy"], "duration": rep["wall_seconds"]}
+
+
+def has_torch(python):
+    try:
+        return subprocess.run([python, "-c", "import torch"], capture_output=True,
+                              timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def fmt(xs):
+    if not xs:
+        return "not reached"
+    if len(xs) == 1:
+        return f"{xs[0]:.2f}"
+    return f"{statistics.mean(xs):.2f} ± {statistics.stdev(xs):.2f}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("atrain", help="path to the atrain binary")
+    ap.add_argument("--spec", default=os.path.join(ROOT, "config", "mnist_mlp.textproto"))
+    ap.add_argument("--nodes", type=int, default=4)
+    ap.add_argument("--target", type=float, default=0.95)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--straggler", type=int, default=3)
+    ap.add_argument("--factor", type=float, default=4.0)
+    ap.add_argument("--allreduce-step", type=float, default=0.5,
+                    help="gamma of atrain allreduce and DDP's SGD lr")
+    ap.add_argument("--eval-period", type=float, default=0.25)
+    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--systems", default="allreduce,rfast,ddp")
+    ap.add_argument("--mnist", help="directory of the four MNIST IDX files (default: SPEC's paths)")
+    ap.add_argument("--python", default=os.environ.get("ATRAIN_PYTHON", "/usr/bin/python3"))
+    ap.add_argument("--out", default="realtime_claim1")
+    args = ap.parse_args()
+    args.atrain = os.path.abspath(args.atrain)
+    systems = args.systems.split(",")
+    if "ddp" in systems and not has_torch(args.python):
+        print("torch not installed: peer skipped", file=sys.stderr)
+        systems.remove("ddp")
+    os.makedirs(args.out, exist_ok=True)
+    conditions = [("none", False), (f"node {args.straggler} x{args.factor:g}", True)]
+    results = {c: {s: [] for s in systems} for c, _ in conditions}
+    began = time.time()
+    for rep in range(args.reps):
+        seed = 1 + rep
+        for cond, straggle in conditions:
+            for sysname in systems:
+                out = os.path.join(args.out, f"{sysname}_{'straggle' if straggle else 'none'}_s{seed}")
+                if sysname == "ddp":
+                    r = ddp_run(args, seed, straggle, out)
+                elif sysname == "allreduce":
+                    r = atrain_run(args, sysname, [f"algorithm.allreduce.step_size={args.allreduce_step}"],
+                                   seed, straggle, out)
+                else:
+                    r = atrain_run(args, sysname, [], seed, straggle, out)
+                results[cond][sysname].append(r)
+                ttt = r["time_to_target"]
+                print(f"[{time.time() - began:6.0f} s] seed {seed} {cond:>12} {sysname:>9}: "
+                      f"time to {args.target} = {'not reached' if ttt is None else f'{ttt:.2f} s'}, "
+                      f"gradients {r['gradients']}, final acc {r['final_accuracy']:.4f}",
+                      flush=True)
+    lines = [f"| condition | system | time to {args.target} (s) | reached | gradients to target "
+             "| gradients / s | / ddp |", "|---|---|---:|---:|---:|---:|---:|"]
+    for cond, _ in conditions:
+        row = results[cond]
+        means = {s: statistics.mean([r["time_to_target"] for r in row[s]
+                                     if r["time_to_target"] is not None] or [float("nan")])
+                 for s in systems}
+        for s in systems:
+            ts = [r["time_to_target"] for r in row[s] if r["time_to_target"] is not None]
+            reached = [r for r in row[s] if r["time_to_target"] is not None]
+            grads = statistics.mean([r["gradients_to_target"] for r in reached] or [float("nan")])
+            rate = statistics.mean([r["gradients_to_target"] / r["time_to_target"]
+                                    for r in reached] or [float("nan")])
+            ratio = f"{means[s] / means['ddp']:.2f}" if "ddp" in systems else "–"
+            name = {"ddp": "ddp (gloo)"}.get(s, "atrain " + s)
+            lines.append(f"| {cond} | {name} | {fmt(ts)} | {len(ts)}/{len(row[s])} | "
+                         f"{grads:.0f} | {rate:.0f} | {ratio} |")
+    slow = [f"{s}: {statistics.mean(t) / statistics.mean(u):.2f}x" for s in systems
+            for u, t in [([r["time_to_target"] for r in results[conditions[0][0]][s]
+                           if r["time_to_target"] is not None],
+                          [r["time_to_target"] for r in results[conditions[1][0]][s]
+                           if r["time_to_target"] is not None])] if u and t]
+    lines.append("")
+    lines.append(f"time to target with the straggler / without: {', '.join(slow)}")
+    table = "\n".join(lines)
+    print(table)
+    print(f"total wall time {time.time() - began:.0f} s")
+    with open(os.path.join(args.out, "table.md"), "w") as f:
+        f.write(table + "\n")
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump({"args": vars(args), "results": results}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
