@@ -15,7 +15,7 @@ build="${BUILD_DIR:-$here/build}"
 jobs="$(nproc 2>/dev/null || echo 2)"
 # gnuplot-nox draws `atrain compare`'s figures (and lets the tests check them).
 packages=(libcaf-dev libdnnl-dev libeigen3-dev libprotobuf-dev protobuf-compiler
-          libboost-test-dev zlib1g-dev cmake g++ make gnuplot-nox)
+          libboost-test-dev zlib1g-dev libssl-dev openssl cmake g++ make gnuplot-nox)
 
 # Peers of the benchmarks only (bench/): not needed to build, run or test.
 bench_packages=(libgloo-dev)

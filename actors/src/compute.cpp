@@ -23,7 +23,8 @@ compute_unit::compute_unit(const run_context& ctx, const run_plan& plan, std::ui
     tau_(plan.tau.at(node)),
     slowdown_(plan.slowdown.at(node)),
     jitter_(plan.spec.cost().jitter()),
-    virtual_clock_(plan.virtual_clock()) {
+    virtual_clock_(plan.virtual_clock()),
+    real_min_(plan.spec.cost().real_min_seconds()) {
 }
 
 model_snapshot compute_snapshot(std::uint32_t node, const compute_unit& cu,
@@ -70,10 +71,10 @@ double compute_unit::gradient(caf::local_actor* self, const float* x, std::vecto
     busy_seconds_ += wait;
     return wait;
   }
-  const double took =
-    std::chrono::duration<double>(self->clock().now() - before).count();
+  const double measured = std::chrono::duration<double>(self->clock().now() - before).count();
+  const double took = std::max(measured, real_min_);  // cost.real_min_seconds
   busy_seconds_ += slow * took;
-  return (slow - 1.0) * took;
+  return slow * took - measured;
 }
 
 } // namespace atrain

@@ -32,19 +32,14 @@ caf::expected<proto::RunReport> take_report(run_sink& sink) {
 }
 
 struct system_config : caf::actor_system_config {
-  explicit system_config(bool virtual_clock, std::size_t threads) {
+  explicit system_config(bool virtual_clock, std::size_t threads, const tls_files* net = nullptr) {
     register_message_types(*this);
+    if (net)
+      configure_networking(*this, *net);
     if (virtual_clock)
       set("scheduler.policy", caf::atom("testing"));
-    else {
-      // Work stealing resumes the actor that was just made ready first (LIFO),
-      // so a worker and its buffer ping-pong on one thread and starve the
-      // neighbours' packets (measured: staleness in the hundreds of wakes).
-      // The shared FIFO queue keeps every node's messages flowing.
-      set("scheduler.policy", caf::atom("sharing"));
-      set("scheduler.max-threads",
-          threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency()));
-    }
+    else
+      configure_real_clock(*this, threads);
     set("logger.console-verbosity", caf::atom("quiet"));
   }
 };
@@ -125,16 +120,30 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
     return r;
   };
   if (plan->virtual_clock()) {
+    if (!opts.deploy.hosts.empty() || plan->spec.deploy().hosts_size() > 0)
+      return caf::make_error(caf::sec::invalid_argument,
+                             "only REAL-clock runs span hosts (the spec says clock: VIRTUAL)");
     virtual_run run{std::move(plan), opts};
     return stamp(run.run());
   }
+  auto deploy = deploy_options_of(*plan, opts.deploy);
+  if (!deploy)
+    return deploy.error();
+  const bool multi_host = !deploy->hosts.empty();
   auto sink = std::make_shared<run_sink>();
   {
-    system_config cfg{false, opts.threads};
+    system_config cfg{false, opts.threads, multi_host ? &deploy->tls : nullptr};
     caf::actor_system sys{cfg};
     auto ctx = std::make_shared<run_context>();
     ctx->plan = plan;
     ctx->probe = opts.probe;
+    if (multi_host) {
+      auto d = connect_hosts(sys, *plan, *deploy);
+      if (!d)
+        return d.error();
+      ctx->deploy = std::move(*d);
+      ctx->spans_processes = true;
+    }
     if (ctx->probe)
       ctx->probe->assign_nodes(plan->nodes());
     auto sup = spawn_supervisor(sys, ctx, caf::actor{}, sink, want_progress(*plan, opts));

@@ -50,6 +50,7 @@ struct eval_state {
   std::vector<model_snapshot> last;
   std::vector<model_snapshot> retired;
   std::map<std::size_t, std::string> fault_effects;  // describe() index -> what happened
+  std::vector<proto::FaultRecord> unplanned;          // nodes lost with their host
   /// Straggler detection: each node's (gradients, busy seconds) at the last
   /// evaluation, and what was found so far (index = node).
   std::vector<std::pair<std::uint64_t, double>> heartbeat;
@@ -118,7 +119,7 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
       g->models[i] = retired_only(st, i);
     } else {
       ++g->pending;
-      self->request(st.nodes[i].worker, caf::infinite, model_atom::value)
+      self->request(st.nodes[i].worker, st.ctx->reply_timeout(), model_atom::value)
         .then(
           [self, g, i, finish_one](model_snapshot& s) {
             auto& st = self->state;
@@ -136,7 +137,7 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
     if (!st.nodes[i].buffer || st.buffer_down[i])
       continue;
     ++g->pending;
-    self->request(st.nodes[i].buffer, caf::infinite, stats_atom::value)
+    self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value)
       .then([g, finish_one](std::uint64_t msgs, std::uint64_t bytes, std::uint64_t rejected) {
               g->buffer_messages += msgs;
               g->buffer_bytes += bytes;
@@ -151,7 +152,7 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
     if (!with_mass)
       continue;
     ++g->pending;
-    self->request(st.nodes[i].buffer, caf::infinite, mass_atom::value)
+    self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), mass_atom::value)
       .then([g, finish_one](mass_account& a) {
               g->masses.push_back(std::move(a));
               finish_one();
@@ -164,7 +165,7 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
   }
   if (st.server) {
     ++g->pending;
-    self->request(st.server, caf::infinite, model_atom::value)
+    self->request(st.server, st.ctx->reply_timeout(), model_atom::value)
       .then([g, finish_one](model_snapshot& s) {
               g->server = std::move(s);
               finish_one();
@@ -173,7 +174,7 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
   }
   for (const auto& link : st.links) {
     ++g->pending;
-    self->request(link, caf::infinite, stats_atom::value)
+    self->request(link, st.ctx->reply_timeout(), stats_atom::value)
       .then([g, finish_one](link_stats& s) {
               g->links.push_back(s);
               finish_one();
@@ -458,6 +459,8 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   for (const auto& e : g.errors)
     r.add_warnings("evaluation: " + e);
   fill_faults(r, plan.faults, g, st.fault_effects);
+  for (const auto& f : st.unplanned)
+    *r.add_faults() = f;
   for (const auto& [node, s] : st.stragglers)
     *r.add_stragglers() = s;
   for (const auto& s : g.models)
@@ -513,7 +516,16 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
       st.buffer_down.at(k) = st.buffer_down.at(k) || buffer_gone;
       st.retired[k] = add_counters(st.retired[k], st.last[k]);
       st.last[k] = {};
-      st.fault_effects[fault] = std::move(effect);
+      if (fault == unplanned_fault) {
+        proto::FaultRecord f;
+        f.set_kind("host_lost");
+        f.set_what("node " + std::to_string(k));
+        f.set_from_seconds(st.ctx->seconds(self));
+        f.set_effect(std::move(effect));
+        st.unplanned.push_back(std::move(f));
+      } else {
+        st.fault_effects[fault] = std::move(effect);
+      }
     },
     [=](restart_atom, std::uint32_t k, caf::actor& worker, std::uint64_t fault,
         std::string& effect) {

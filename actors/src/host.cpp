@@ -31,6 +31,10 @@ struct keeper_state {
 caf::behavior run_keeper(caf::stateful_actor<keeper_state>* self, std::vector<caf::actor> actors,
                          caf::actor supervisor, caf::actor spawner) {
   self->state.actors = std::move(actors);
+  self->attach_functor([actors = self->state.actors] {
+    for (const auto& a : actors)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  });
   self->monitor(supervisor);
   self->set_down_handler([=](caf::down_msg&) {
     for (const auto& a : self->state.actors)
@@ -105,6 +109,11 @@ caf::expected<context_ptr> admit(spawner_ptr self, const spawn_request& r) {
 
 caf::behavior spawner(spawner_ptr self, host_options opts) {
   self->state.opts = std::move(opts);
+  // A host shutting down ends the runs it serves (their keepers end the nodes).
+  self->attach_functor([self] {
+    for (const auto& k : self->state.keepers)
+      caf::anon_send_exit(k, caf::exit_reason::user_shutdown);
+  });
   self->set_default_handler([=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
     auto& st = self->state;
     if (++st.counters.unexpected <= 100) {

@@ -180,21 +180,10 @@ void enqueue(link_actor_ptr self, run_context& ctx, std::uint64_t id) {
     auto& u = st.outstanding.at(*it);
     if (u.attempt > 0 || u.p.kind != p.kind)
       continue;
-    if (u.p.f.size() != p.f.size() || u.p.d.size() != p.d.size() ||
-        u.p.scalars.size() != p.scalars.size())
+    const auto seq = u.p.seq;
+    if (!sum_into(u.p, p))
       return false;
-    std::vector<float> f = u.p.f.vec();
-    for (std::size_t i = 0; i < f.size(); ++i)
-      f[i] += p.f.ptr()[i];
-    std::vector<double> d = u.p.d.vec();
-    for (std::size_t i = 0; i < d.size(); ++i)
-      d[i] += p.d.ptr()[i];
-    for (std::size_t i = 0; i < p.scalars.size(); ++i)
-      u.p.scalars[i] += p.scalars[i];
-    u.p.f = float_blob{std::move(f)};
-    u.p.d = double_blob{std::move(d)};
-    ctx.events.record(ctx.ns(self), p.from, event_kind::coalesce, u.p.seq, p.seq);
-    u.p.seq = std::max(u.p.seq, p.seq);
+    ctx.events.record(ctx.ns(self), p.from, event_kind::coalesce, seq, p.seq);
     ++st.stats.coalesced;
     return true;
   }
@@ -344,13 +333,78 @@ void outbox::broadcast(caf::event_based_actor* self, run_context& ctx, packet p)
     send(self, ctx, k, p);
 }
 
+bool sum_into(packet& into, const packet& p) {
+  if (into.f.size() != p.f.size() || into.d.size() != p.d.size() ||
+      into.scalars.size() != p.scalars.size())
+    return false;
+  std::vector<float> f = into.f.vec();
+  for (std::size_t i = 0; i < f.size(); ++i)
+    f[i] += p.f.ptr()[i];
+  std::vector<double> d = into.d.vec();
+  for (std::size_t i = 0; i < d.size(); ++i)
+    d[i] += p.d.ptr()[i];
+  for (std::size_t i = 0; i < p.scalars.size(); ++i)
+    into.scalars[i] += p.scalars[i];
+  into.f = float_blob{std::move(f)};
+  into.d = double_blob{std::move(d)};
+  into.seq = std::max(into.seq, p.seq);
+  return true;
+}
+
+namespace {
+
+/// Sends `p` on route k as a request; its answer (or its failure: the
+/// receiver is gone) frees the slot for the next waiting packet.
+void dispatch(outbox& out, caf::event_based_actor* self, run_context& ctx, std::size_t k,
+              packet p) {
+  auto& w = out.waiting[k];
+  ++w.in_flight;
+  auto next = [&out, self, &ctx, k] {
+    auto& w = out.waiting[k];
+    --w.in_flight;
+    if (w.queue.empty())
+      return;
+    auto q = std::move(w.queue.front());
+    w.queue.pop_front();
+    dispatch(out, self, ctx, k, std::move(q));
+  };
+  self->request(out.routes[k].second, ctx.reply_timeout(), deliver_atom::value, std::move(p))
+    .then([next] { next(); }, [next](const caf::error&) { next(); });
+}
+
+} // namespace
+
 void outbox::send(caf::event_based_actor* self, run_context& ctx, std::size_t k, packet p) {
   const auto& [node, handle] = routes.at(k);
   p.to = node;
   ++messages;
   bytes += p.bytes();
   ctx.events.record(ctx.ns(self), p.from, event_kind::send, node, p.seq);
-  self->send(handle, deliver_atom::value, std::move(p));
+  if (!ctx.spans_processes || handle.node() == self->node()) {
+    self->send(handle, deliver_atom::value, std::move(p));
+    return;
+  }
+  if (waiting.size() < routes.size())
+    waiting.resize(routes.size());
+  auto& w = waiting[k];
+  if (w.in_flight < window)
+    return dispatch(*this, self, ctx, k, std::move(p));
+  const auto& algo = ctx.plan->spec.algorithm();
+  if (algo.has_rfast() || algo.has_dasgd())
+    for (auto it = w.queue.rbegin(); it != w.queue.rend(); ++it)
+      if (it->kind == p.kind) {
+        if (algo.has_rfast()) {
+          *it = std::move(p);  // newest wins
+          ++merged;
+          return;
+        }
+        if (sum_into(*it, p)) {
+          ++merged;
+          return;
+        }
+        break;
+      }
+  w.queue.push_back(std::move(p));
 }
 
 model_snapshot make_snapshot(std::uint32_t node, const compute_unit& cu, const outbox& out,

@@ -1,9 +1,11 @@
 #include "atrain/actors/supervisor.hpp"
 
+#include <filesystem>
 #include <set>
 
 #include "atrain/actors/algorithms.hpp"
 #include "atrain/actors/evaluator.hpp"
+#include "atrain/actors/host.hpp"
 #include "atrain/actors/rfast.hpp"
 
 namespace atrain {
@@ -21,7 +23,11 @@ struct sup_state {
   std::vector<node_actors> nodes;
   /// Actors killed by an injected crash: their down message is expected.
   std::set<caf::actor_addr> crashed;
+  /// Multi-host runs: which node an actor belongs to, and the hosts lost.
+  std::map<caf::actor_addr, std::uint32_t> node_of;
+  std::set<std::uint32_t> lost_hosts;
   bool stopping = false;
+  bool progress = false;
   std::string stop_reason;
   static inline const char* name = "atrain_supervisor";
 };
@@ -71,6 +77,12 @@ void begin_stop(sup_ptr self, std::string reason) {
   st.stopping = true;
   st.stop_reason = std::move(reason);
   st.ctx->events.record(st.ctx->ns(self), 0, event_kind::stop);
+  if (!st.evaluator) {  // stopped while the hosts were still spawning
+    auto r = header(*st.ctx);
+    r.set_stop_reason(st.stop_reason);
+    finish(self, std::move(r));
+    return;
+  }
   self->request(st.evaluator, caf::infinite, final_atom::value)
     .then(
       [=](const report_bytes& bytes) {
@@ -216,9 +228,143 @@ void restart_worker(sup_ptr self, int i) {
       [respawn](const caf::error&) { respawn({}, "x^0 (the donor did not answer)"); });
 }
 
+/// With every node spawned and wired: watch them, start the evaluator, arm
+/// the injected crashes and the time budget.
+void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::actor> links,
+               caf::actor server) {
+  auto& st = self->state;
+  const auto& ctx = st.ctx;
+  const auto& spec = ctx->plan->spec;
+  if (ctx->probe) {
+    if (server)
+      ctx->probe->server = server.address();
+    for (const auto& n : nodes) {
+      ctx->probe->workers.push_back(n.worker.address());
+      if (n.buffer)
+        ctx->probe->buffers.push_back(n.buffer.address());
+    }
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const auto k = static_cast<std::uint32_t>(i);
+    adopt(self, nodes[i].worker, "node " + std::to_string(i) + " worker");
+    st.node_of[nodes[i].worker.address()] = k;
+    if (nodes[i].buffer && nodes[i].buffer != nodes[i].worker) {  // gossip: one actor per node
+      adopt(self, nodes[i].buffer, "node " + std::to_string(i) + " gradient buffer");
+      st.node_of[nodes[i].buffer.address()] = k;
+    }
+    if (nodes[i].hub && nodes[i].hub != nodes[i].buffer) {
+      adopt(self, nodes[i].hub, "node " + std::to_string(i) + " hub");
+      st.node_of[nodes[i].hub.address()] = k;
+    }
+  }
+  if (server && st.names.count(server.address()) == 0)
+    adopt(self, server, "parameter server");
+  for (const auto& l : links)
+    adopt(self, l, "link");
+  st.nodes = nodes;
+  st.evaluator = spawn_evaluator(self, ctx, nodes, links, server, st.progress);
+  adopt(self, st.evaluator, "evaluator");
+  for (int i = 0; i < spec.faults().crash_size(); ++i)
+    self->delayed_send(self, to_timespan(spec.faults().crash(i).at_seconds()), crash_atom::value,
+                       static_cast<std::uint64_t>(i));
+  self->send(st.evaluator, eval_atom::value);
+  if (spec.stop().time_seconds() > 0)
+    self->delayed_send(self, to_timespan(spec.stop().time_seconds()), stop_atom::value,
+                       std::string{"time budget spent"});
+}
+
+/// Multi-host run: asks every host to spawn its nodes; once all answered,
+/// wires them from here and starts the run.
+void spawn_on_hosts(sup_ptr self) {
+  auto& st = self->state;
+  const auto& d = *st.ctx->deploy;
+  const auto n = static_cast<std::uint32_t>(st.ctx->plan->nodes());
+  std::string spec_bytes;
+  st.ctx->plan->spec.SerializeToString(&spec_bytes);
+  auto nodes = std::make_shared<std::vector<node_actors>>(n);
+  auto pending = std::make_shared<std::size_t>(0);
+  for (std::uint32_t h = 0; h < d.hosts.size(); ++h) {
+    spawn_request r;
+    for (std::uint32_t k = 0; k < n; ++k)
+      if (d.host_of[k] == h)
+        r.nodes.push_back(k);
+    if (r.nodes.empty())
+      continue;
+    r.secret = d.secret;
+    r.spec = spec_bytes;
+    r.spec_label = st.ctx->plan->spec_file;
+    // Absolute: the host's working directory is not ours.
+    r.base_dir = std::filesystem::absolute(st.ctx->plan->base_dir.empty() ? "." : st.ctx->plan->base_dir).string();
+    r.run_seconds = st.ctx->seconds(self);
+    r.supervisor = caf::actor_cast<caf::actor>(self);
+    ++*pending;
+    const auto name = d.names[h];
+    // Loading the data on the host takes a while (MNIST: seconds).
+    self->request(d.hosts[h], std::chrono::seconds{120}, spawn_atom::value, std::move(r))
+      .then(
+        [self, nodes, pending](std::vector<node_handles>& hs) {
+          for (auto& x : hs)
+            if (x.node < nodes->size())
+              (*nodes)[x.node] = node_actors{std::move(x.worker), std::move(x.buffer),
+                                             std::move(x.hub), {}};
+          if (--*pending > 0 || self->state.stopping)
+            return;
+          for (std::size_t k = 0; k < nodes->size(); ++k)
+            if (!(*nodes)[k].worker)
+              return fail(self, "a host did not return node " + std::to_string(k));
+          std::vector<caf::actor> links;
+          caf::actor server;
+          wire_nodes(self, self->state.ctx, *nodes, links, server);
+          start_run(self, std::move(*nodes), std::move(links), server);
+        },
+        [self, name](caf::error& e) {
+          fail(self, "host " + name + " did not spawn its nodes: " + caf::to_string(e));
+        });
+  }
+}
+
+/// Multi-host run: host `h` is gone (its connection closed or stopped
+/// answering heartbeats). Its nodes are lost for good, like a whole-node
+/// crash: the run goes on without them, or ends saying why it cannot.
+void host_lost(sup_ptr self, std::uint32_t h) {
+  auto& st = self->state;
+  if (st.stopping || !st.lost_hosts.insert(h).second)
+    return;
+  const auto& d = *st.ctx->deploy;
+  const auto& plan = *st.ctx->plan;
+  const double t = st.ctx->seconds(self);
+  std::vector<std::uint32_t> gone;
+  std::string ids;
+  for (std::uint32_t k = 0; k < st.nodes.size(); ++k)
+    if (d.host_of[k] == h) {
+      gone.push_back(k);
+      ids += (ids.empty() ? "" : ",") + std::to_string(k);
+      for (const auto& a : {st.nodes[k].worker, st.nodes[k].buffer, st.nodes[k].hub})
+        if (a)
+          st.crashed.insert(a.address());
+    }
+  const std::string what = "host " + d.names[h] + " lost at " + std::to_string(t) +
+                           " s (its connection closed or its heartbeats stopped); node" +
+                           (gone.size() > 1 ? "s " : " ") + ids + " gone with it";
+  if (gone.size() == st.nodes.size())
+    return fail(self, what + ": no node is left");
+  if (plan.spec.algorithm().has_async_ps() &&
+      d.host_of[plan.spec.algorithm().async_ps().server()] == h)
+    return fail(self, what + ": the parameter server was on it");
+  if (const auto why = needs_every_node(plan.spec.algorithm()); !why.empty())
+    return fail(self, what + ": " + plan.algorithm_name() + " cannot go on without them (" +
+                        why + ")");
+  for (auto k : gone) {
+    st.ctx->events.record(st.ctx->ns(self), k, event_kind::crash, unplanned_fault);
+    self->send(st.evaluator, crash_atom::value, k, true, unplanned_fault,
+               what + "; the others go on");
+  }
+}
+
 caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listener,
                                std::shared_ptr<run_sink> sink, bool progress) {
   auto& st = self->state;
+  st.progress = progress;
   st.ctx = ctx;
   st.listener = std::move(listener);
   st.sink = std::move(sink);
@@ -230,47 +376,26 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
       caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
     children->clear();
   });
-  const auto& spec = ctx->plan->spec;
-  std::vector<caf::actor> links;
-  caf::actor server;
-  auto spawned = spawn_algorithm(self, ctx, links, server);
-  if (!spawned) {
-    fail(self, caf::to_string(spawned.error()));
-    return {};
-  }
-  auto nodes = std::move(*spawned);
-  if (ctx->probe) {
-    if (server)
-      ctx->probe->server = server.address();
-    for (const auto& n : nodes) {
-      ctx->probe->workers.push_back(n.worker.address());
-      if (n.buffer)
-        ctx->probe->buffers.push_back(n.buffer.address());
+  if (ctx->deploy) {
+    spawn_on_hosts(self);
+  } else {
+    std::vector<caf::actor> links;
+    caf::actor server;
+    auto spawned = spawn_algorithm(self, ctx, links, server);
+    if (!spawned) {
+      fail(self, caf::to_string(spawned.error()));
+      return {};
     }
+    start_run(self, std::move(*spawned), std::move(links), server);
   }
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    adopt(self, nodes[i].worker, "node " + std::to_string(i) + " worker");
-    if (nodes[i].buffer && nodes[i].buffer != nodes[i].worker)  // gossip: one actor per node
-      adopt(self, nodes[i].buffer, "node " + std::to_string(i) + " gradient buffer");
-  }
-  if (server)
-    adopt(self, server, "parameter server");
-  for (const auto& l : links)
-    adopt(self, l, "link");
-  st.nodes = nodes;
-  st.evaluator = spawn_evaluator(self, ctx, nodes, links, server, progress);
-  adopt(self, st.evaluator, "evaluator");
-  for (int i = 0; i < spec.faults().crash_size(); ++i)
-    self->delayed_send(self, to_timespan(spec.faults().crash(i).at_seconds()), crash_atom::value,
-                       static_cast<std::uint64_t>(i));
-  self->send(st.evaluator, eval_atom::value);
-  if (spec.stop().time_seconds() > 0)
-    self->delayed_send(self, to_timespan(spec.stop().time_seconds()), stop_atom::value,
-                       std::string{"time budget spent"});
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
     if (st.stopping || !dm.reason || st.crashed.count(dm.source) > 0)
       return;
+    if (dm.reason == caf::exit_reason::remote_link_unreachable && st.ctx->deploy) {
+      if (auto it = st.node_of.find(dm.source); it != st.node_of.end())
+        return host_lost(self, st.ctx->deploy->host_of.at(it->second));
+    }
     auto it = st.names.find(dm.source);
     const std::string who = it != st.names.end() ? it->second : "an actor";
     fail(self, who + " failed: " + caf::to_string(dm.reason));

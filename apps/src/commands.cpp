@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "atrain/engine.hpp"
 
@@ -35,6 +36,22 @@ bool parse(const std::vector<std::string>& args, parsed& p) {
       if (!v)
         return false;
       p.dot = *v;
+    } else if (a == "--hosts" || a == "--secret-file" || a == "--tls-cert" || a == "--tls-key" ||
+               a == "--tls-ca") {
+      auto v = value(a.c_str());
+      if (!v)
+        return false;
+      if (a == "--hosts") {
+        std::size_t from = 0;
+        for (std::size_t comma; (comma = v->find(',', from)) != std::string::npos; from = comma + 1)
+          p.hosts.push_back(v->substr(from, comma - from));
+        p.hosts.push_back(v->substr(from));
+      } else {
+        (a == "--secret-file" ? p.secret_file
+         : a == "--tls-cert"  ? p.tls_cert
+         : a == "--tls-key"   ? p.tls_key
+                              : p.tls_ca) = *v;
+      }
     } else if (a == "--progress") {
       p.progress = true;
     } else if (a == "--no-progress") {
@@ -54,6 +71,21 @@ bool parse(const std::vector<std::string>& args, parsed& p) {
     return false;
   }
   return true;
+}
+
+caf::expected<std::string> read_secret_file(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in)
+    return caf::make_error(caf::sec::runtime_error, path + ": cannot read the secret file");
+  auto s = text.str();
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+    s.pop_back();
+  if (s.size() < 16)
+    return caf::make_error(caf::sec::runtime_error,
+                           path + ": the secret must have at least 16 characters");
+  return s;
 }
 
 namespace {
@@ -120,6 +152,20 @@ int run(const parsed& p) {
     return 2;
   run_options opts;
   opts.progress = p.progress;
+  opts.deploy.hosts = p.hosts;
+  opts.deploy.tls = {p.tls_cert, p.tls_key, p.tls_ca};
+  if ((!p.tls_cert.empty() + !p.tls_key.empty() + !p.tls_ca.empty()) % 3 != 0) {
+    std::cerr << "atrain: --tls-cert, --tls-key and --tls-ca go together\n";
+    return 2;
+  }
+  if (!p.secret_file.empty()) {
+    auto secret = read_secret_file(p.secret_file);
+    if (!secret) {
+      std::cerr << "atrain: " << caf::to_string(secret.error()) << "\n";
+      return 2;
+    }
+    opts.deploy.secret = *secret;
+  }
   auto report = run_experiment(plan, opts);
   if (!report) {
     std::cerr << "atrain: run failed: " << caf::to_string(report.error()) << "\n";

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include <caf/expected.hpp>
+
 namespace atrain::cli {
 
 struct parsed {
@@ -11,12 +13,19 @@ struct parsed {
   std::string out;
   std::string dot;
   std::optional<bool> progress;
+  // multi-host runs (atrain run): see DESIGN.md "Across machines"
+  std::vector<std::string> hosts;
+  std::string secret_file;
+  std::string tls_cert, tls_key, tls_ca;
 };
 
 /// Parses SPEC and flags; prints what is wrong and returns false on bad input.
 [[nodiscard]] bool parse(const std::vector<std::string>& args, parsed& p);
 
 [[nodiscard]] int run(const parsed& p);
+
+/// The shared secret in `path`, trailing whitespace removed (>= 16 characters).
+[[nodiscard]] caf::expected<std::string> read_secret_file(const std::string& path);
 [[nodiscard]] int topology(const parsed& p);
 [[nodiscard]] int check(const parsed& p);
 

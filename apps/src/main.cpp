@@ -1,6 +1,9 @@
 /// atrain: the command line. A thin client of atrain/engine.hpp.
 ///
 ///   atrain run SPEC [--set field.path=value]... [--out DIR] [--progress|--no-progress]
+///              [--hosts HOST:PORT,... --secret-file F | --tls-cert F --tls-key F --tls-ca F]
+///   atrain node [--listen HOST:PORT] [--secret-file F] [--data-root DIR]
+///               [--tls-cert F --tls-key F --tls-ca F] [--allow-remote] [--max-runs N]
 ///   atrain topology SPEC [--set ...]... [--dot FILE]
 ///   atrain check SPEC [--set ...]...
 ///   atrain shards SPEC [--set ...]... [--out FILE]
@@ -17,6 +20,7 @@
 
 #include "commands.hpp"
 #include "compare.hpp"
+#include "node.hpp"
 #include "shards.hpp"
 
 namespace {
@@ -24,6 +28,9 @@ namespace {
 void usage(std::ostream& out) {
   out << "usage:\n"
          "  atrain run SPEC [--set field.path=value]... [--out DIR] [--progress|--no-progress]\n"
+         "             [--hosts HOST:PORT,... [--secret-file F] [--tls-cert F --tls-key F --tls-ca F]]\n"
+         "  atrain node [--listen HOST:PORT] [--secret-file F] [--data-root DIR]\n"
+         "              [--tls-cert F --tls-key F --tls-ca F] [--allow-remote] [--max-runs N]\n"
          "  atrain topology SPEC [--set field.path=value]... [--dot FILE]\n"
          "  atrain check SPEC [--set field.path=value]...\n"
          "  atrain shards SPEC [--set field.path=value]... [--out FILE]\n"
@@ -39,6 +46,10 @@ void usage(std::ostream& out) {
          "and PNG/SVG figures when gnuplot is on PATH (DIR defaults to compare_<SPEC name>).\n"
          "NAME: rfast, dasgd, loscar, loscar_naive, allreduce, dpsgd, adpsgd, sgp, osgp,\n"
          "local_sgd, async_ps, centralized.\n"
+         "node serves as a host of multi-host runs until SIGINT/SIGTERM (default --listen\n"
+         "127.0.0.1:7420; port 0 picks a free one and prints it); run --hosts places node i on\n"
+         "host i mod H (or deploy.placement) and runs there; the hosts need the same secret\n"
+         "file, or certificates of one CA (mutual TLS).\n"
          "shards writes the run's data split as JSON (node i's training rows, the test rows),\n"
          "for peers outside atrain (bench/ddp_peer.py); FILE defaults to stdout.\n"
          "Exit status: 0 success, 1 the run failed, 2 bad spec or arguments.\n";
@@ -58,6 +69,8 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = args[0];
   args.erase(args.begin());
+  if (cmd == "node")
+    return atrain::cli::node(args);
   if (cmd == "compare") {
     atrain::cli::compare_args c;
     if (!atrain::cli::parse_compare(args, c)) {

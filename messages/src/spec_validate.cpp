@@ -126,6 +126,7 @@ class checker {
   const std::vector<std::string>& problems() const { return problems_; }
 
  private:
+  void deploy();
   void dataset();
   void model();
   void algorithm();
@@ -159,6 +160,43 @@ void checker::run() {
   link();
   faults(nodes_ok);
   stop_and_eval();
+  deploy();
+}
+
+void checker::deploy() {
+  const auto& d = s_.spec.deploy();
+  for (int i = 0; i < d.hosts_size(); ++i) {
+    const auto& h = d.hosts(i);
+    const auto path = "deploy.hosts[" + std::to_string(i) + "]";
+    const auto colon = h.rfind(':');
+    const auto port = colon == std::string::npos ? std::string{} : h.substr(colon + 1);
+    const bool digits = !port.empty() && port.size() <= 5 &&
+                        port.find_first_not_of("0123456789") == std::string::npos;
+    if (colon == 0 || !digits || std::stoul(port) == 0 || std::stoul(port) > 65535)
+      bad(path, "must be HOST:PORT with a port in 1..65535 (got \"" + h + "\")");
+  }
+  if (d.hosts_size() > 0 && s_.spec.clock() != proto::REAL)
+    bad("deploy.hosts", "only REAL-clock runs span hosts (set clock: REAL)");
+  if (d.placement_size() > 0) {
+    if (d.hosts_size() == 0)
+      bad("deploy.placement", "needs deploy.hosts");
+    else if (static_cast<std::uint32_t>(d.placement_size()) != s_.spec.nodes())
+      bad("deploy.placement", "needs one host index per node (" + std::to_string(s_.spec.nodes()) +
+                                ", got " + std::to_string(d.placement_size()) + ")");
+    for (int i = 0; i < d.placement_size(); ++i)
+      if (d.placement(i) >= static_cast<std::uint32_t>(std::max(1, d.hosts_size())))
+        bad("deploy.placement[" + std::to_string(i) + "]",
+            "host index " + std::to_string(d.placement(i)) + " is out of range (" +
+              std::to_string(d.hosts_size()) + " hosts)");
+  }
+  file_exists("deploy.secret_file", d.secret_file());
+  const auto& t = d.tls();
+  const int given = !t.certificate().empty() + !t.key().empty() + !t.ca().empty();
+  if (given != 0 && given != 3)
+    bad("deploy.tls", "certificate, key and ca go together (all three or none)");
+  file_exists("deploy.tls.certificate", t.certificate());
+  file_exists("deploy.tls.key", t.key());
+  file_exists("deploy.tls.ca", t.ca());
 }
 
 void checker::dataset() {
@@ -372,6 +410,7 @@ void checker::cost(bool nodes_ok) {
       bad("cost.tau_seconds", "must be > 0 (got " + num(c.tau_seconds()) +
                                   "), or give tau_per_node with one entry per node");
   }
+  non_negative("cost.real_min_seconds", c.real_min_seconds());
   if (std::isfinite(c.jitter()) && !(c.jitter() >= 0 && c.jitter() < 1))
     bad("cost.jitter", "must be in [0, 1) (got " + num(c.jitter()) + ")");
   for (int i = 0; i < c.slowdown_size(); ++i) {

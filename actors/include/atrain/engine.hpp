@@ -19,6 +19,7 @@
 #include <caf/all.hpp>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/deploy.hpp"
 #include "atrain/actors/run_plan.hpp"
 #include "atrain/messages/spec.hpp"
 #include "atrain/messages/wire.hpp"
@@ -33,6 +34,9 @@ struct run_options {
   std::shared_ptr<run_probe> probe;
   /// Worker threads for the REAL clock (0 = number of cores).
   std::size_t threads = 0;
+  /// Multi-host run (REAL clock): these values win over the spec's deploy
+  /// block; with no hosts at all, every node runs in this process.
+  deploy_options deploy;
 };
 
 /// Runs the plan on the clock its spec names and blocks the caller until the

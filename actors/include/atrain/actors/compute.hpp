@@ -57,6 +57,7 @@ private:
   double slowdown_;
   double jitter_;
   bool virtual_clock_;
+  double real_min_;
   std::uint64_t gradients_ = 0;
   double last_loss_ = 0;
 };

@@ -39,6 +39,15 @@ struct run_probe {
   }
 };
 
+/// The driver's side of a multi-host run: the connected hosts' spawners and
+/// where each node lives.
+struct deployment {
+  std::vector<caf::actor> hosts;        // spawners (see host.hpp)
+  std::vector<std::string> names;       // "HOST:PORT", for messages
+  std::vector<std::uint32_t> host_of;   // index = node
+  std::string secret;                   // sent with every spawn request
+};
+
 struct run_context {
   std::shared_ptr<const run_plan> plan;
   trace events;
@@ -51,6 +60,8 @@ struct run_context {
   /// Objects the actors of one algorithm share inside this process, made by
   /// the first node spawned here (see process_shared).
   std::map<std::string, std::shared_ptr<void>> shared;
+  /// Set on the driver of a multi-host run (null: every node in this process).
+  std::shared_ptr<const deployment> deploy;
 
   [[nodiscard]] std::int64_t ns(caf::local_actor* self) const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(self->clock().now() - t0).count();

@@ -9,8 +9,13 @@
 
 namespace atrain {
 
+/// The fault index of a node lost without an injected fault (its host was
+/// lost): its crash_atom's effect becomes a "host_lost" record of the report.
+inline constexpr std::uint64_t unplanned_fault = ~std::uint64_t{0};
+
 /// Messages it understands:
 ///   (eval_atom)              periodic evaluation (it arms its own timer)
+///   (crash_atom, node, buffer_gone, fault, effect)  the node's worker is gone
 ///   (final_atom) -> report_bytes   last evaluation and the finished report
 /// `server` (may be invalid) answers (model_atom) with a model_snapshot like
 /// a worker: its params are the evaluated model, its counters are added to

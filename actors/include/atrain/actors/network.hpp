@@ -4,6 +4,7 @@
 /// applies the spec's link model (latency, bandwidth, loss, duplication,
 /// reordering) from its own seeded generator.
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <set>
 #include <utility>
@@ -69,11 +70,32 @@ void wire_star(caf::event_based_actor* sup, const context_ptr& ctx,
                std::vector<caf::actor>& links, std::uint32_t at, const caf::actor& hub,
                const std::vector<caf::actor>& workers);
 
+/// Adds `p`'s payloads into `into` (DASGD's coalescing: gradients summed, the
+/// newest sequence number kept). False when the shapes differ.
+[[nodiscard]] bool sum_into(packet& into, const packet& p);
+
 /// A node's outgoing side: counts messages and bytes, records the trace.
+///
+/// Towards an actor of another process (multi-host runs) it also does flow
+/// control, which the in-process engine never needed: a sender computing
+/// faster than the network would pile up packets without bound. Each packet
+/// goes out as a request whose (empty) answer frees its slot; at most
+/// `window` are unanswered per route and the rest wait here, merged as the
+/// algorithm allows: R-FAST keeps the newest per stream (its running sums
+/// make older ones redundant), DASGD sums waiting gradients (its packets
+/// carry a count), every other algorithm keeps them all, in order.
 struct outbox {
   std::vector<std::pair<std::uint32_t, caf::actor>> routes;  // (receiver node, handle)
   std::uint64_t messages = 0;
   std::uint64_t bytes = 0;
+  std::uint64_t merged = 0;  // packets replaced or summed while waiting (multi-host)
+
+  static constexpr std::size_t window = 4;
+  struct waiting_route {
+    std::size_t in_flight = 0;
+    std::deque<packet> queue;
+  };
+  std::vector<waiting_route> waiting;  // index = route (multi-host runs only)
 
   /// Sends `p` (p.to is set per receiver) to every route.
   void broadcast(caf::event_based_actor* self, run_context& ctx, packet p);

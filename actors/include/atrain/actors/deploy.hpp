@@ -1,0 +1,59 @@
+#pragma once
+/// Connecting a run to its hosts (DESIGN.md "Across machines"): the
+/// networking a multi-host process loads, and the driver's connections to
+/// the hosts' spawners. Both run in the caller's thread before any of the
+/// run's actors exist (connecting blocks; actors never do).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "atrain/actors/context.hpp"
+
+namespace atrain {
+
+/// Mutual TLS files (PEM): all three or none.
+struct tls_files {
+  std::string certificate;
+  std::string key;
+  std::string ca;
+  [[nodiscard]] bool enabled() const noexcept { return !certificate.empty(); }
+};
+
+/// Checks that the TLS files can be read and that the key matches the
+/// certificate: caf_openssl only opens them at the first connection and
+/// aborts the process when it cannot.
+[[nodiscard]] caf::expected<void> check_tls_files(const tls_files& tls);
+
+/// The scheduler of a REAL-clock process (a run, or a host of one):
+/// `threads` workers (0 = one per core) sharing one FIFO queue.
+void configure_real_clock(caf::actor_system_config& cfg, std::size_t threads);
+
+/// Loads the middleman (and caf_openssl with `tls`), heartbeats so a frozen
+/// peer is noticed within seconds, and direct connections between hosts.
+void configure_networking(caf::actor_system_config& cfg, const tls_files& tls);
+
+/// Where the run's nodes go and how to reach the hosts.
+struct deploy_options {
+  std::vector<std::string> hosts;         // "HOST:PORT"
+  std::vector<std::uint32_t> placement;   // host per node; empty = round-robin
+  std::string secret;
+  tls_files tls;
+};
+
+/// The spec's deploy block with command-line values taking precedence;
+/// reads the secret file. Returns an error naming the file or field.
+[[nodiscard]] caf::expected<deploy_options> deploy_options_of(const run_plan& plan,
+                                                              deploy_options flags);
+
+/// Connects to every host; an error names the host that could not be
+/// reached and why.
+[[nodiscard]] caf::expected<std::shared_ptr<const deployment>>
+connect_hosts(caf::actor_system& sys, const run_plan& plan, const deploy_options& opts);
+
+/// Splits "HOST:PORT"; an error says what is wrong.
+[[nodiscard]] caf::expected<std::pair<std::string, std::uint16_t>>
+split_host_port(const std::string& s);
+
+} // namespace atrain
