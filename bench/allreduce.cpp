@@ -23,6 +23,7 @@
 
 #include "atrain/actors/ring.hpp"
 #include "atrain/engine.hpp"
+#include "ring_input.hpp"
 
 #ifdef ATRAIN_HAVE_GLOO
 #include <gloo/allreduce_ring.h>
@@ -41,18 +42,8 @@ struct options {
   int rounds = 10;
 };
 
-/// Rank r's input: distinct per rank so a wrong sum is visible.
-std::vector<float> input(std::uint32_t rank, std::size_t d) {
-  std::vector<float> v(d);
-  for (std::size_t i = 0; i < d; ++i)
-    v[i] = static_cast<float>((i % 97) + rank);
-  return v;
-}
-
-/// The exact sum of every rank's input at coordinate i.
-float expected(std::uint32_t ranks, std::size_t i) {
-  return static_cast<float>(ranks * (i % 97) + ranks * (ranks - 1) / 2);
-}
+using atrain::bench::expected;
+using atrain::bench::input;
 
 [[nodiscard]] bool check(const float* sum, std::uint32_t ranks, std::size_t d) {
   for (std::size_t i = 0; i < d; i += 4099)
