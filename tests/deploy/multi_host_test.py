@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Multi-host runs on 127.0.0.1 (issue 7): every algorithm across 3 processes
+(2 hosts + the driver) reaches the quickstart target; a driver without the
+secret is refused and the hosts keep serving; a host killed with SIGKILL is
+detected within seconds (the run goes on, or ends naming why it cannot).
+
+usage: multi_host_test.py ATRAIN [ALGORITHM,...]"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hosts import Cluster, check, finish, report  # noqa: E402
+
+atrain = sys.argv[1]
+algorithms = (sys.argv[2].split(",") if len(sys.argv) > 2 else
+              ["rfast", "dasgd", "loscar", "allreduce", "dpsgd", "adpsgd", "sgp", "osgp",
+               "local_sgd", "async_ps", "centralized"])
+# a9a's gradients take ~20 us: cost.real_min_seconds stands in for a heavier
+# model so that computing does not outrun the loopback network.
+REAL = ["clock=REAL", "cost.real_min_seconds=0.002", "stop.time_seconds=30"]
+
+c = Cluster(atrain, 2)
+try:
+    for a in algorithms:
+        out = os.path.join(c.dir, a)
+        r = c.run("config/algorithms/%s.textproto" % a, REAL, out)
+        rep = report(out) if r.returncode in (0, 1) and os.path.exists(out + "/report.json") else {}
+        check(r.returncode == 0 and "time_to_target" in rep,
+              "%s across 2 hosts reaches %.3f (t=%s s, %s gradients)%s" % (
+                  a, rep.get("target_accuracy", 0), rep.get("time_to_target"),
+                  rep.get("gradients_total"), "" if r.returncode == 0 else ": " + r.stdout[-400:] + r.stderr[-400:]))
+    logs = "".join(h.text() for h in c.hosts)
+    check(logs.count("spawned nodes") >= 2 * len(algorithms) - ("centralized" in algorithms),
+          "each host spawned its share of every run (host logs)")
+
+    # A driver without the secret: refused before anything is spawned.
+    wrong = os.path.join(c.dir, "wrong_secret")
+    with open(wrong, "w") as f:
+        f.write("not-the-secret-of-these-hosts\n")
+    r = c.run("config/algorithms/allreduce.textproto", REAL, os.path.join(c.dir, "refused"),
+              extra=["--secret-file", wrong])
+    check(r.returncode == 1 and "wrong shared secret" in r.stdout,
+          "a driver with the wrong secret is refused: " +
+          next((l for l in r.stdout.splitlines() if l.startswith("error:")), "no error line"))
+    check(all(h.alive() for h in c.hosts) and "refused a spawn request" in c.hosts[0].text(),
+          "the hosts log the refusal and keep running")
+    out = os.path.join(c.dir, "after_refusal")
+    r = c.run("config/algorithms/allreduce.textproto", REAL, out)
+    check(r.returncode == 0, "a good driver is still served afterwards")
+finally:
+    c.stop()
+
+# Losing a host: SIGKILL mid-run. 3 hosts; node i on host i mod 3.
+for algo, goes_on in (("dasgd", True), ("allreduce", False)):
+    c = Cluster(atrain, 3)
+    try:
+        out = os.path.join(c.dir, "kill_" + algo)
+        cmd = [atrain, "run", "config/algorithms/%s.textproto" % algo, "--no-progress", "--out",
+               out, "--hosts", c.addresses(), "--secret-file", c.secret]
+        sets = ["clock=REAL", "cost.real_min_seconds=0.002", "stop.time_seconds=6",
+                "stop.stop_at_target=false"]
+        for s in sets:
+            cmd += ["--set", s]
+        driver = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(2.5)  # the run is going (data loaded, nodes spawned)
+        victim = c.hosts[2]
+        victim.proc.send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        stdout, stderr = driver.communicate(timeout=60)
+        ended = time.monotonic()
+        rep = report(out)
+        if goes_on:
+            lost = [f for f in rep.get("faults", []) if f.get("kind") == "host_lost"]
+            check(sorted(f["what"] for f in lost) == ["node 2", "node 5"] and
+                  rep.get("stop_reason") == "time budget spent",
+                  "%s: host 2 killed; its nodes 2 and 5 reported lost (%s), the run went on to "
+                  "its time budget (%s)" % (algo, lost[0]["effect"][:90] if lost else "none",
+                                           rep.get("stop_reason")))
+            t_lost = lost[0]["from_seconds"] if lost else 1e9
+            after = [m for m in rep["metrics"] if m["time_seconds"] > t_lost + 0.5]
+            more = int(after[-1]["gradients"]) - int(after[0]["gradients"]) if after else 0
+            grew = more > 1000
+            best = max((m["test_accuracy"] for m in after), default=0)
+            check(driver.returncode == 0 and grew and best > 0.83,
+                  "%s: the others trained on after the loss (%d more gradients, best accuracy "
+                  "%.3f)" % (algo, more, best))
+        else:
+            check(driver.returncode == 1 and "lost" in rep.get("error", "") and
+                  "cannot go on" in rep.get("error", ""),
+                  "%s: the run ends with the reason: %s" % (algo, rep.get("error", "")[:150]))
+            check(ended - killed < 5.0,
+                  "%s: detected and ended %.2f s after the SIGKILL" % (algo, ended - killed))
+        check(all(h.alive() for h in c.hosts[:2]), "%s: the other hosts keep running" % algo)
+    finally:
+        c.stop()
+
+finish("multi_host_test")
