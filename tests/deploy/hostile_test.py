@@ -7,7 +7,7 @@ serves a good run. Also: a host refuses to start without a secret (no TLS)
 and refuses a non-loopback bind without TLS.
 
 Not covered, and why: a BASP header announcing a ~4 GiB payload makes CAF
-0.17.6 allocate it before anything of ours runs (docs/SECURITY.md); only
+0.17.6 allocate it before anything of ours runs (README "Run across machines"); only
 peers that pass TLS can send one when TLS is on.
 
 usage: hostile_test.py ATRAIN HOSTILE_CLIENT"""
