@@ -187,11 +187,14 @@ std::vector<adpsgd_exchange> adpsgd_take_exchanges(const caf::actor_addr& worker
 
 node_actors spawn_adpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                               std::uint32_t i) {
-  const auto split = bipartite_split(ctx->plan->topo->g_r);
-  if (!split)
-    throw topology_error("AD-PSGD needs a bipartite graph (active/passive split)");
+  const auto split = process_shared<std::vector<bool>>(*ctx, "adpsgd.split", [&] {
+    auto s = bipartite_split(ctx->plan->topo->g_r);
+    if (!s)
+      throw topology_error("AD-PSGD needs a bipartite graph (active/passive split)");
+    return std::make_shared<std::vector<bool>>(std::move(*s));
+  });
   return gossip::one_actor_node(
-    parent->spawn(adpsgd_worker, i, static_cast<bool>((*split).at(i)), ctx));
+    parent->spawn(adpsgd_worker, i, static_cast<bool>(split->at(i)), ctx));
 }
 
 void wire_adpsgd(caf::event_based_actor* sup, const context_ptr& ctx,

@@ -135,9 +135,7 @@ std::vector<allreduce_step> allreduce_take_steps(const caf::actor_addr& worker) 
 
 node_actors spawn_allreduce_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                  std::uint32_t i) {
-  node_actors node;
-  node.worker = parent->spawn(allreduce_worker, i, ctx);
-  return node;
+  return {parent->spawn(allreduce_worker, i, ctx)};
 }
 
 } // namespace atrain

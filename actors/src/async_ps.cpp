@@ -256,11 +256,7 @@ node_actors spawn_async_ps_node(caf::event_based_actor* parent, const context_pt
 
 void wire_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,
                    std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
-  const std::uint32_t s = ctx->plan->spec.algorithm().async_ps().server();
-  std::vector<caf::actor> workers;
-  for (const auto& node : nodes)
-    workers.push_back(node.worker);
-  wire_star(sup, ctx, links, s, nodes.at(s).hub, workers);
+  wire_star(sup, ctx, links, ctx->plan->spec.algorithm().async_ps().server(), nodes);
 }
 
 } // namespace atrain

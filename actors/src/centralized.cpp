@@ -48,9 +48,7 @@ caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx) 
 
 node_actors spawn_centralized_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                    std::uint32_t) {
-  node_actors node;
-  node.worker = parent->spawn(sgd_worker, ctx);
-  return node;
+  return {parent->spawn(sgd_worker, ctx)};
 }
 
 void wire_centralized(caf::event_based_actor* sup, const context_ptr&,

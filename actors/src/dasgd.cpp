@@ -284,14 +284,12 @@ node_actors spawn_dasgd_node(caf::event_based_actor* parent, const context_ptr& 
 void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
   const auto n = static_cast<std::uint32_t>(nodes.size());
-  std::vector<caf::actor> workers(n);
+  const auto workers = workers_of(nodes);
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    workers[i] = nodes[i].worker;
+  for (std::uint32_t i = 0; i < n; ++i)
     for (std::uint32_t j = 0; j < n; ++j)
       if (j != i)
         edges.emplace_back(i, j);
-  }
   network net{sup, ctx, edges, workers, links};
   for (std::uint32_t i = 0; i < n; ++i) {
     std::vector<caf::actor> routes;

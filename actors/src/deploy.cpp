@@ -86,20 +86,26 @@ void configure_networking(caf::actor_system_config& cfg, const tls_files& tls) {
   cfg.set("middleman.app-identifiers", std::vector<std::string>{"atrain-0"});
 }
 
+caf::expected<std::string> read_secret_file(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in)
+    return failure(path + ": cannot read the secret file");
+  auto s = text.str();
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
+    s.pop_back();
+  if (s.size() < 16)
+    return failure(path + ": the secret must have at least 16 characters");
+  return s;
+}
+
 caf::expected<std::pair<std::string, std::uint16_t>> split_host_port(const std::string& s) {
-  const auto colon = s.rfind(':');
-  if (colon == std::string::npos || colon == 0)
-    return failure("'" + s + "': expected HOST:PORT");
-  const auto port = s.substr(colon + 1);
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
-    return failure("'" + s + "': the port must be a number");
-  const auto p = std::stoul(port);
-  if (p > 65535)
-    return failure("'" + s + "': the port must be <= 65535");
-  auto host = s.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')  // [::1]:7000
-    host = host.substr(1, host.size() - 2);
-  return std::make_pair(host, static_cast<std::uint16_t>(p));
+  std::string why;
+  auto hp = parse_host_port(s, why);
+  if (!hp)
+    return failure("'" + s + "': " + why);
+  return *hp;
 }
 
 caf::expected<deploy_options> deploy_options_of(const run_plan& plan, deploy_options flags) {
@@ -113,15 +119,10 @@ caf::expected<deploy_options> deploy_options_of(const run_plan& plan, deploy_opt
     o.tls = {resolve(plan, d.tls().certificate()), resolve(plan, d.tls().key()),
              resolve(plan, d.tls().ca())};
   if (o.secret.empty() && !d.secret_file().empty()) {
-    const auto path = resolve(plan, d.secret_file());
-    std::ifstream in{path};
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in)
-      return failure(path + ": cannot read the secret file (deploy.secret_file)");
-    o.secret = text.str();
-    while (!o.secret.empty() && std::isspace(static_cast<unsigned char>(o.secret.back())))
-      o.secret.pop_back();
+    auto secret = read_secret_file(resolve(plan, d.secret_file()));
+    if (!secret)
+      return secret.error();
+    o.secret = std::move(*secret);
   }
   if (o.hosts.empty())
     return o;

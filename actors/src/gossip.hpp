@@ -117,9 +117,7 @@ inline void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
                        const std::vector<node_actors>& nodes, std::vector<caf::actor>& links,
                        const std::vector<std::vector<std::uint32_t>>& out) {
   const auto n = static_cast<std::uint32_t>(nodes.size());
-  std::vector<caf::actor> workers(n);
-  for (std::uint32_t i = 0; i < n; ++i)
-    workers[i] = nodes[i].worker;
+  const auto workers = workers_of(nodes);
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
   for (std::uint32_t i = 0; i < n; ++i)
     for (auto j : out.at(i))

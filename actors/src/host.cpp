@@ -1,6 +1,7 @@
 /// The spawner of a multi-host run's host (see host.hpp).
 #include "atrain/actors/host.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <set>
 

@@ -306,8 +306,10 @@ caf::actor network::route(std::uint32_t from, std::uint32_t to) const {
 }
 
 void wire_star(caf::event_based_actor* sup, const context_ptr& ctx,
-               std::vector<caf::actor>& links, std::uint32_t at, const caf::actor& hub,
-               const std::vector<caf::actor>& workers) {
+               std::vector<caf::actor>& links, std::uint32_t at,
+               const std::vector<node_actors>& nodes) {
+  const auto& hub = nodes.at(at).hub;
+  const auto workers = workers_of(nodes);
   const auto n = static_cast<std::uint32_t>(workers.size());
   std::vector<caf::actor> receivers = workers;
   receivers[at] = hub;  // i -> at ends at the hub; at -> i at worker i

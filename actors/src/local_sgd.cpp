@@ -110,9 +110,7 @@ std::vector<local_sgd_average> local_sgd_take_averages(const caf::actor_addr& wo
 
 node_actors spawn_local_sgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                  std::uint32_t i) {
-  node_actors node;
-  node.worker = parent->spawn(local_sgd_worker, i, ctx);
-  return node;
+  return {parent->spawn(local_sgd_worker, i, ctx)};
 }
 
 } // namespace atrain

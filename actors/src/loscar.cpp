@@ -368,8 +368,11 @@ std::vector<loscar_merge_record> loscar_take_merges(const caf::actor_addr& worke
 node_actors spawn_loscar_node(caf::event_based_actor* parent, const context_ptr& ctx,
                               std::uint32_t i) {
   const auto& plan = *ctx->plan;
+  const auto schedule = process_shared<std::vector<loscar_steps>>(*ctx, "loscar.schedule", [&] {
+    return std::make_shared<std::vector<loscar_steps>>(loscar_schedule(plan));
+  });
   node_actors node;
-  node.worker = parent->spawn(loscar_worker, i, loscar_schedule(plan).at(i), ctx);
+  node.worker = parent->spawn(loscar_worker, i, schedule->at(i), ctx);
   if (i == plan.spec.algorithm().loscar().aggregator()) {
     node.hub = parent->spawn(loscar_aggregator, ctx);
     node.buffer = node.hub;
@@ -379,11 +382,7 @@ node_actors spawn_loscar_node(caf::event_based_actor* parent, const context_ptr&
 
 void wire_loscar(caf::event_based_actor* sup, const context_ptr& ctx,
                  std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
-  const std::uint32_t a = ctx->plan->spec.algorithm().loscar().aggregator();
-  std::vector<caf::actor> workers;
-  for (const auto& node : nodes)
-    workers.push_back(node.worker);
-  wire_star(sup, ctx, links, a, nodes.at(a).hub, workers);
+  wire_star(sup, ctx, links, ctx->plan->spec.algorithm().loscar().aggregator(), nodes);
 }
 
 } // namespace atrain

@@ -156,13 +156,10 @@ bool ring_endpoint::deliver(caf::event_based_actor* self, run_context& ctx, cons
 void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx,
                std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
   const auto n = static_cast<std::uint32_t>(nodes.size());
-  std::vector<caf::actor> workers(n);
+  const auto workers = workers_of(nodes);
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    workers[i] = nodes[i].worker;
-    if (n > 1)
-      edges.emplace_back(i, (i + 1) % n);
-  }
+  for (std::uint32_t i = 0; n > 1 && i < n; ++i)
+    edges.emplace_back(i, (i + 1) % n);
   network net{sup, ctx, edges, workers, links};
   for (std::uint32_t i = 0; i < n; ++i) {
     std::vector<caf::actor> out;

@@ -3,7 +3,6 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <sstream>
 
 #include "atrain/engine.hpp"
 
@@ -71,21 +70,6 @@ bool parse(const std::vector<std::string>& args, parsed& p) {
     return false;
   }
   return true;
-}
-
-caf::expected<std::string> read_secret_file(const std::string& path) {
-  std::ifstream in{path};
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in)
-    return caf::make_error(caf::sec::runtime_error, path + ": cannot read the secret file");
-  auto s = text.str();
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
-    s.pop_back();
-  if (s.size() < 16)
-    return caf::make_error(caf::sec::runtime_error,
-                           path + ": the secret must have at least 16 characters");
-  return s;
 }
 
 namespace {

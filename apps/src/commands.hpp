@@ -3,8 +3,6 @@
 #include <string>
 #include <vector>
 
-#include <caf/expected.hpp>
-
 namespace atrain::cli {
 
 struct parsed {
@@ -23,9 +21,6 @@ struct parsed {
 [[nodiscard]] bool parse(const std::vector<std::string>& args, parsed& p);
 
 [[nodiscard]] int run(const parsed& p);
-
-/// The shared secret in `path`, trailing whitespace removed (>= 16 characters).
-[[nodiscard]] caf::expected<std::string> read_secret_file(const std::string& path);
 [[nodiscard]] int topology(const parsed& p);
 [[nodiscard]] int check(const parsed& p);
 

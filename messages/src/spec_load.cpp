@@ -266,6 +266,29 @@ std::string resolve_path(const loaded_spec& s, const std::string& p) {
   return (fs::path(s.base_dir.empty() ? "." : s.base_dir) / q).lexically_normal().string();
 }
 
+std::optional<std::pair<std::string, std::uint16_t>> parse_host_port(const std::string& s,
+                                                                    std::string& why) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    why = "expected HOST:PORT";
+    return std::nullopt;
+  }
+  const auto port = s.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) {
+    why = "the port must be a number";
+    return std::nullopt;
+  }
+  const auto p = std::stoul(port);
+  if (p > 65535) {
+    why = "the port must be <= 65535";
+    return std::nullopt;
+  }
+  auto host = s.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')  // [::1]:7000
+    host = host.substr(1, host.size() - 2);
+  return std::make_pair(host, static_cast<std::uint16_t>(p));
+}
+
 std::string to_text(const proto::ExperimentSpec& spec) {
   pb::TextFormat::Printer printer;
   printer.SetUseUtf8StringEscaping(true);

@@ -168,11 +168,9 @@ void checker::deploy() {
   for (int i = 0; i < d.hosts_size(); ++i) {
     const auto& h = d.hosts(i);
     const auto path = "deploy.hosts[" + std::to_string(i) + "]";
-    const auto colon = h.rfind(':');
-    const auto port = colon == std::string::npos ? std::string{} : h.substr(colon + 1);
-    const bool digits = !port.empty() && port.size() <= 5 &&
-                        port.find_first_not_of("0123456789") == std::string::npos;
-    if (colon == 0 || !digits || std::stoul(port) == 0 || std::stoul(port) > 65535)
+    std::string why;
+    const auto hp = parse_host_port(h, why);
+    if (!hp || hp->second == 0)
       bad(path, "must be HOST:PORT with a port in 1..65535 (got \"" + h + "\")");
   }
   if (d.hosts_size() > 0 && s_.spec.clock() != proto::REAL)

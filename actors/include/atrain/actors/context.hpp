@@ -102,6 +102,15 @@ struct node_actors {
   std::vector<caf::actor> worker_routes;
 };
 
+/// The nodes' workers, index = node.
+[[nodiscard]] inline std::vector<caf::actor> workers_of(const std::vector<node_actors>& nodes) {
+  std::vector<caf::actor> out;
+  out.reserve(nodes.size());
+  for (const auto& n : nodes)
+    out.push_back(n.worker);
+  return out;
+}
+
 /// Converts seconds of the run clock to a CAF duration.
 [[nodiscard]] inline caf::timespan to_timespan(double seconds) {
   return caf::timespan{static_cast<std::int64_t>(seconds * 1e9)};

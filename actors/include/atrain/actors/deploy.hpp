@@ -52,6 +52,9 @@ struct deploy_options {
 [[nodiscard]] caf::expected<std::shared_ptr<const deployment>>
 connect_hosts(caf::actor_system& sys, const run_plan& plan, const deploy_options& opts);
 
+/// The shared secret in `path`, trailing whitespace removed (>= 16 characters).
+[[nodiscard]] caf::expected<std::string> read_secret_file(const std::string& path);
+
 /// Splits "HOST:PORT"; an error says what is wrong.
 [[nodiscard]] caf::expected<std::pair<std::string, std::uint16_t>>
 split_host_port(const std::string& s);

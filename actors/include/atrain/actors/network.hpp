@@ -60,15 +60,15 @@ private:
   std::map<std::pair<std::uint32_t, std::uint32_t>, caf::actor> routes_;
 };
 
-/// Wires a star around `hub`, an actor living on node `at` (a root
-/// aggregator, a parameter server): a link i -> at ending at the hub and a
+/// Wires a star around node `at`'s hub (a root aggregator, a parameter
+/// server): a link i -> at ending at the hub and a
 /// link at -> i ending at worker i for every other node (worker `at` and the
 /// hub share a node and talk directly). Then sends the hub (init_atom, routes
 /// to every worker, index = node), every worker (init_atom, its route to the
 /// hub), and every worker (start_atom).
 void wire_star(caf::event_based_actor* sup, const context_ptr& ctx,
-               std::vector<caf::actor>& links, std::uint32_t at, const caf::actor& hub,
-               const std::vector<caf::actor>& workers);
+               std::vector<caf::actor>& links, std::uint32_t at,
+               const std::vector<node_actors>& nodes);
 
 /// Adds `p`'s payloads into `into` (DASGD's coalescing: gradients summed, the
 /// newest sequence number kept). False when the shapes differ.

@@ -24,10 +24,13 @@
 // run-time failures after the spec was accepted.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "atrain.pb.h"
@@ -94,6 +97,11 @@ void validate(const loaded_spec& s);
 
 // `p` resolved against s.base_dir (absolute paths and "" are returned unchanged).
 [[nodiscard]] std::string resolve_path(const loaded_spec& s, const std::string& p);
+
+// "HOST:PORT" ("[::1]:7000" for IPv6) split into host and port (0..65535);
+// nullopt with `why` set when malformed.
+[[nodiscard]] std::optional<std::pair<std::string, std::uint16_t>>
+parse_host_port(const std::string& s, std::string& why);
 
 // Protobuf text format of a spec (parses back to the same message).
 [[nodiscard]] std::string to_text(const proto::ExperimentSpec& spec);
