@@ -22,6 +22,7 @@ struct gathering {
   std::uint64_t buffer_messages = 0;
   std::uint64_t buffer_bytes = 0;
   std::uint64_t rejected = 0;
+  std::uint64_t old_epoch = 0;  // R-FAST packets dropped for another tracking epoch
   std::vector<link_stats> links;
   std::vector<mass_account> masses;
   std::size_t pending = 0;
@@ -51,6 +52,20 @@ struct eval_state {
   std::vector<model_snapshot> retired;
   std::map<std::size_t, std::string> fault_effects;  // describe() index -> what happened
   std::vector<proto::FaultRecord> unplanned;          // nodes lost with their host
+  /// R-FAST on a tree pair: the current common root (changes with a
+  /// re-rooting) and tracking epoch.
+  std::uint32_t root = 0;
+  std::uint32_t epoch = 0;
+  /// A re-rooting's recovery: from the loss until the evaluated model's test
+  /// accuracy is back at its last value before the loss.
+  struct recovery {
+    std::uint64_t fault = 0;       // describe() index, or unplanned_fault
+    std::size_t unplanned = 0;     // index into `unplanned` when fault == unplanned_fault
+    double lost_at = 0;
+    double accuracy_before = 0;
+    std::optional<double> back_at;
+  };
+  std::vector<recovery> recoveries;
   /// Straggler detection: each node's (gradients, busy seconds) at the last
   /// evaluation, and what was found so far (index = node).
   std::vector<std::pair<std::uint64_t, double>> heartbeat;
@@ -137,18 +152,29 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
     if (!st.nodes[i].buffer || st.buffer_down[i])
       continue;
     ++g->pending;
-    self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value)
-      .then([g, finish_one](std::uint64_t msgs, std::uint64_t bytes, std::uint64_t rejected) {
-              g->buffer_messages += msgs;
-              g->buffer_bytes += bytes;
-              g->rejected += rejected;
-              finish_one();
-            },
-            [self, i, fail, finish_one](caf::error& e) {
-              if (!self->state.buffer_down[i])
-                return fail("node " + std::to_string(i) + " buffer", e);
-              finish_one();
-            });
+    auto add_stats = [g, finish_one](std::uint64_t msgs, std::uint64_t bytes,
+                                     std::uint64_t rejected, std::uint64_t old_epoch) {
+      g->buffer_messages += msgs;
+      g->buffer_bytes += bytes;
+      g->rejected += rejected;
+      g->old_epoch += old_epoch;
+      finish_one();
+    };
+    auto stats_failed = [self, i, fail, finish_one](caf::error& e) {
+      if (!self->state.buffer_down[i])
+        return fail("node " + std::to_string(i) + " buffer", e);
+      finish_one();
+    };
+    // R-FAST buffers also count the packets they dropped for another epoch.
+    if (st.ctx->plan->spec.algorithm().has_rfast())
+      self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value,
+                    epoch_atom::value)
+        .then(add_stats, stats_failed);
+    else
+      self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value)
+        .then([add_stats](std::uint64_t msgs, std::uint64_t bytes,
+                          std::uint64_t rejected) { add_stats(msgs, bytes, rejected, 0); },
+              stats_failed);
     if (!with_mass)
       continue;
     ++g->pending;
@@ -264,7 +290,7 @@ metric_sample evaluate(caf::stateful_actor<eval_state>* self, const gathering& g
   }
   single_threaded_kernels();
   if (plan.topo && plan.topo->tree) {
-    const auto root = plan.topo->roots.front();
+    const auto root = st.root;
     if (!g.models.at(root).params.empty())  // else the root is down: the live nodes' average
       std::copy_n(g.models.at(root).params.ptr(), dim, evaluated.data());
   }
@@ -339,6 +365,9 @@ void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row,
   m->set_dropped(row.dropped);
   st.ctx->events.record(st.ctx->ns(self), 0, event_kind::evaluate, row.gradients,
                         static_cast<std::uint64_t>(row.test_accuracy * 1e9));
+  for (auto& r : st.recoveries)
+    if (!r.back_at && row.time_seconds > r.lost_at && row.test_accuracy >= r.accuracy_before)
+      r.back_at = row.time_seconds;
   const double target = spec.stop().target_accuracy();
   if (target > 0 && row.test_accuracy >= target && !st.report.has_time_to_target())
     st.report.set_time_to_target(row.time_seconds);
@@ -396,6 +425,26 @@ void fill_faults(proto::RunReport& r, const fault_schedule& faults, const gather
   }
 }
 
+/// Appends a re-rooting's recovery to its fault record.
+void add_recovery(proto::RunReport& r, const eval_state::recovery& rec, int planned) {
+  const auto at = rec.fault == unplanned_fault ? planned + static_cast<int>(rec.unplanned)
+                                               : static_cast<int>(rec.fault);
+  if (at < 0 || at >= r.faults_size())
+    return;
+  auto* f = r.mutable_faults(at);
+  char level[32];
+  std::snprintf(level, sizeof level, "%.4f", rec.accuracy_before);
+  if (rec.back_at) {
+    f->set_recovery_seconds(*rec.back_at - rec.lost_at);
+    f->set_effect(f->effect() + "; test accuracy back to " + level +
+                  " (its last value before the loss) at " + std::to_string(*rec.back_at) +
+                  " s: recovered in " + std::to_string(*rec.back_at - rec.lost_at) + " s");
+  } else {
+    f->set_effect(f->effect() + "; test accuracy not back to " + level +
+                  " (its last value before the loss) by the end of the run");
+  }
+}
+
 void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
                  const metric_sample& row) {
   auto& st = self->state;
@@ -420,6 +469,7 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   if (g.server)
     rejected += g.server->rejected;
   r.set_packets_rejected(rejected);
+  r.set_packets_old_epoch(g.old_epoch);
   r.set_consensus_error(row.consensus_error);
   r.set_duration_seconds(row.time_seconds);
   double s_sum = 0, s_max = 0;
@@ -450,8 +500,14 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   const auto& algo = plan.spec.algorithm();
   if (g.server)
     r.set_evaluated_model("parameter server (node " + std::to_string(g.server->node) + ")");
+  else if (plan.topo && plan.topo->tree && st.worker_down.at(st.root))
+    r.set_evaluated_model("live nodes' average (the common root, node " + std::to_string(st.root) +
+                          ", is down)");
   else if (plan.topo && plan.topo->tree)
-    r.set_evaluated_model("common root (node " + std::to_string(plan.topo->roots.front()) + ")");
+    r.set_evaluated_model("common root (node " + std::to_string(st.root) + ")" +
+                          (st.epoch > 0 ? ", since the re-rooting of tracking epoch " +
+                                            std::to_string(st.epoch)
+                                        : std::string{}));
   else if ((algo.has_sgp() || algo.has_osgp()) && g.models.size() > 1)
     r.set_evaluated_model("push-sum average (sum x / sum w)");
   else
@@ -459,8 +515,11 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   for (const auto& e : g.errors)
     r.add_warnings("evaluation: " + e);
   fill_faults(r, plan.faults, g, st.fault_effects);
+  const int planned = r.faults_size();
   for (const auto& f : st.unplanned)
     *r.add_faults() = f;
+  for (const auto& rec : st.recoveries)
+    add_recovery(r, rec, planned);
   for (const auto& [node, s] : st.stragglers)
     *r.add_stragglers() = s;
   for (const auto& s : g.models)
@@ -492,6 +551,8 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
   st.last.resize(st.nodes.size());
   st.retired.resize(st.nodes.size());
   st.heartbeat.assign(st.nodes.size(), {0, 0.0});
+  if (plan.topo)
+    st.root = plan.topo->roots.front();
   const double period = plan.spec.eval().period_seconds();
   return {
     [=](eval_atom) {
@@ -533,6 +594,26 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
       st.nodes.at(k).worker = std::move(worker);
       st.worker_down[k] = false;
       st.fault_effects[fault] = std::move(effect);
+    },
+    // R-FAST re-rooting (supervisor): a new tracking epoch with its root, the
+    // links spawned for new edges, the relaying buffers retired with it, and
+    // when the loss that caused it happened.
+    [=](epoch_atom, std::uint32_t epoch, std::uint32_t root, std::vector<caf::actor>& links,
+        const std::vector<std::uint32_t>& buffers_gone, std::uint64_t fault, double lost_at) {
+      auto& st = self->state;
+      st.epoch = epoch;
+      st.root = root;
+      st.links.insert(st.links.end(), links.begin(), links.end());
+      for (auto k : buffers_gone)
+        st.buffer_down.at(k) = true;
+      eval_state::recovery rec;
+      rec.fault = fault;
+      rec.unplanned = st.unplanned.empty() ? 0 : st.unplanned.size() - 1;
+      rec.lost_at = lost_at;
+      rec.accuracy_before = st.report.metrics_size() > 0
+                              ? st.report.metrics(st.report.metrics_size() - 1).test_accuracy()
+                              : 0.0;
+      st.recoveries.push_back(rec);
     },
     [=](final_atom) {
       auto rp = self->make_response_promise<report_bytes>();

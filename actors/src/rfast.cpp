@@ -16,6 +16,7 @@
 
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/network.hpp"
+#include "atrain/actors/rfast_epoch.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 
 namespace atrain {
@@ -25,11 +26,25 @@ namespace atrain {
 rfast_tracker::rfast_tracker(std::uint32_t node, std::size_t dim, double c_self,
                              std::vector<in_neighbour> in_c, bool phi_variant, double phi_min)
   : node_(node), dim_(dim), c_self_(c_self), phi_variant_(phi_variant), phi_min_(phi_min),
-    z_(dim, 0.0), g_prev_(dim, 0.0), rho_(std::vector<double>(dim, 0.0)),
-    in_c_(std::move(in_c)) {
+    z_(dim, 0.0), g_prev_(dim, 0.0) {
+  reset_epoch(0, c_self, std::move(in_c));
+}
+
+void rfast_tracker::reset_epoch(std::uint32_t epoch, double c_self, std::vector<in_neighbour> in_c) {
+  epoch_ = epoch;
+  c_self_ = c_self;
+  z_ = g_prev_;
+  rho_ = double_blob{std::vector<double>(dim_, 0.0)};
+  phi_ = 1;
+  sigma_ = 0;
+  sigma_sent_ = 0;
+  in_c_ = std::move(in_c);
   for (auto& nb : in_c_) {
+    nb.seq = 0;
     nb.rho_hat = rho_;  // nothing received yet: rho^ = rho~ = 0
     nb.rho_tilde = rho_;
+    nb.sigma_hat = 0;
+    nb.sigma_tilde = 0;
   }
 }
 
@@ -123,10 +138,13 @@ double mass_residual(const std::vector<mass_account>& accounts, double* phi_resi
     return 0;
   const std::size_t dim = accounts.front().z.size();
   std::vector<double> lhs(dim, 0.0), rhs(dim, 0.0);
-  std::vector<const mass_account*> by_node(accounts.size(), nullptr);
+  // Indexed by node id: after a loss the accounts cover the survivors only.
+  std::uint32_t top = 0;
   for (const auto& a : accounts)
-    if (a.node < by_node.size())
-      by_node[a.node] = &a;
+    top = std::max(top, a.node);
+  std::vector<const mass_account*> by_node(std::size_t{top} + 1, nullptr);
+  for (const auto& a : accounts)
+    by_node[a.node] = &a;
   double phi_total = 0;
   for (const auto& a : accounts) {
     vec::axpy(1.0, a.z.ptr(), lhs.data(), dim);
@@ -179,10 +197,16 @@ struct buffer_state {
   std::optional<rfast_tracker> tracker;
   outbox out_c;
   std::vector<std::uint32_t> in_r;
-  std::vector<float_blob> v_hat;       // newest model per G_R in-neighbour
+  /// Pull weights (r_ii first, then r_ij aligned with in_r): handed to the
+  /// worker with every step, so a new epoch's weights come with its models.
+  std::vector<double> r_weights;
+  /// Newest model per G_R in-neighbour; empty = none yet in this epoch (the
+  /// worker uses its own x instead).
+  std::vector<float_blob> v_hat;
   std::vector<std::uint64_t> v_seq;
   std::vector<std::uint64_t> v_age;    // own wakes since v^_j was refreshed
   std::uint64_t rejected = 0;
+  std::uint64_t old_epoch = 0;         // packets dropped for another tracking epoch
   std::uint64_t tracks = 0;            // wakes served (a restarted worker resumes from it)
   static inline const char* name = "atrain_rfast_buffer";
 };
@@ -193,8 +217,7 @@ struct worker_state {
   std::vector<float> g;
   caf::actor buffer;
   outbox out_r;
-  double r_self = 1;
-  std::vector<double> r_in;  // aligned with the buffer's in_r
+  std::uint32_t epoch = 0;  // stamped on every model packet
   double gamma = 0;
   double decay = 0;
   std::uint64_t seq = 0;
@@ -202,6 +225,17 @@ struct worker_state {
   staleness_stats staleness;
   static inline const char* name = "atrain_rfast_worker";
 };
+
+/// A new epoch's routes. Packets still queued for a remote receiver belong to
+/// the old epoch: dropped here. The queues' slots stay (answers to packets in
+/// flight still arrive and free them).
+void set_routes(outbox& out, const rfast_epoch& e) {
+  out.routes.clear();
+  for (std::size_t k = 0; k < e.out.size(); ++k)
+    out.routes.emplace_back(e.out[k], e.routes.at(k));
+  for (auto& w : out.waiting)
+    w.queue.clear();
+}
 
 /// Step 5: push the tracker's running sums to the G_C out-neighbours.
 void push_mass(caf::stateful_actor<buffer_state>* self, std::uint32_t id, run_context& ctx) {
@@ -213,6 +247,7 @@ void push_mass(caf::stateful_actor<buffer_state>* self, std::uint32_t id, run_co
   p.d = tr.push();
   p.seq = tr.pushes();
   p.scalars = {tr.sigma_sent()};
+  p.epoch = tr.epoch();
   st.out_c.broadcast(self, ctx, std::move(p));
 }
 
@@ -229,6 +264,9 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
                      algo.variant() == proto::RFast::PHI,
                      algo.has_phi_min() ? algo.phi_min() : 0.05);
   st.in_r = topo.g_r.in(id);
+  st.r_weights = {topo.r(id, id)};
+  for (auto j : st.in_r)
+    st.r_weights.push_back(topo.r(id, j));
   st.v_hat.assign(st.in_r.size(), float_blob{plan.x0});
   st.v_seq.assign(st.in_r.size(), 0);
   st.v_age.assign(st.in_r.size(), 0);
@@ -251,6 +289,13 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
         ctx->events.record(ctx->ns(self), id, event_kind::reject, p.from, p.seq);
       };
       ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
+      if (p.epoch != st.tracker->epoch()) {
+        // Sent before a re-rooting (or, briefly, after it by a node that
+        // switched first): its sums and models belong to another graph.
+        ++st.old_epoch;
+        ctx->events.record(ctx->ns(self), id, event_kind::old_epoch, p.from, p.epoch);
+        return;
+      }
       if (p.kind == rfast_model) {
         auto it = std::find(st.in_r.begin(), st.in_r.end(), p.from);
         if (it == st.in_r.end() || p.f.size() != dim || !finite(p.f.ptr(), dim))
@@ -286,10 +331,29 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
       std::vector<std::uint64_t> ages = st.v_age;
       for (auto& a : st.v_age)
         ++a;
-      return caf::make_message(std::move(d), st.v_hat, std::move(ages));
+      return caf::make_message(std::move(d), st.v_hat, std::move(ages), st.r_weights);
+    },
+    // A re-rooting: new neighbours, weights and routes; the tracker starts
+    // the epoch from z = g_prev (the model stays with the worker).
+    [=](epoch_atom, const rfast_epoch& e) {
+      auto& st = self->state;
+      std::vector<rfast_tracker::in_neighbour> in_c;
+      for (std::size_t k = 0; k < e.in_c.size(); ++k)
+        in_c.push_back({e.in_c[k], e.c_in[k], 0, {}, 0, {}, 0});
+      st.tracker->reset_epoch(e.epoch, e.c_self, std::move(in_c));
+      st.in_r = e.in_r;
+      st.r_weights = {e.r_self};
+      st.r_weights.insert(st.r_weights.end(), e.r_in.begin(), e.r_in.end());
+      st.v_hat.assign(st.in_r.size(), float_blob{});
+      st.v_seq.assign(st.in_r.size(), 0);
+      st.v_age.assign(st.in_r.size(), 0);
+      set_routes(st.out_c, e);
+      ctx->events.record(ctx->ns(self), id, event_kind::reroot, e.epoch, e.in_c.size());
     },
     [=](mass_atom) { return self->state.tracker->account(); },
-    [=](resume_atom) { return self->state.tracks; },
+    [=](resume_atom) {
+      return caf::make_message(self->state.tracks, self->state.tracker->epoch());
+    },
     // The worker is lost for good: withdraw this node's gradient from the
     // tracked sum (correct with g = 0, so the others track the remaining
     // nodes' objective) and keep relaying tracker mass every tau, so the mass
@@ -306,9 +370,9 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
       st.tracker->absorb();
       send_after(self, caf::actor_cast<caf::actor>(self), ctx->plan->tau.at(id), relay_atom::value);
     },
-    [=](stats_atom) {
+    [=](stats_atom, epoch_atom) {
       return std::make_tuple(self->state.out_c.messages, self->state.out_c.bytes,
-                             self->state.rejected);
+                             self->state.rejected, self->state.old_epoch);
     },
   };
 }
@@ -325,7 +389,6 @@ void schedule_next(caf::stateful_actor<worker_state>* self) {
 caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_t id,
                            caf::actor buffer, context_ptr ctx, std::vector<float> x_start) {
   const auto& plan = *ctx->plan;
-  const auto& topo = *plan.topo;
   const auto& algo = plan.spec.algorithm().rfast();
   auto& st = self->state;
   st.cu.emplace(*ctx, id);
@@ -336,9 +399,6 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
     self->attach_functor([probe = ctx->probe, id] { probe->models.at(id) = nullptr; });
   }
   st.buffer = std::move(buffer);
-  st.r_self = topo.r(id, id);
-  for (auto j : topo.g_r.in(id))
-    st.r_in.push_back(topo.r(id, j));
   st.gamma = algo.step_size();
   st.decay = algo.decay();
   st.stale_limit = algo.has_stale_model_wakes() ? algo.stale_model_wakes() : 50;
@@ -347,14 +407,15 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
     [=](start_atom, const std::vector<caf::actor>& out) {
       auto& st = self->state;
       const auto& targets = ctx->plan->topo->g_r.out(id);
-      for (std::size_t k = 0; k < targets.size(); ++k)
-        st.out_r.routes.emplace_back(targets[k], out.at(k));
+      for (std::size_t k = 0; k < out.size(); ++k)  // none: an epoch view follows
+        st.out_r.routes.emplace_back(targets.at(k), out[k]);
       if (restarted) {
         // Receivers keep the newest model by sequence number: continue above
         // every number the crashed worker may have used.
         self->request(st.buffer, caf::infinite, resume_atom::value)
-          .then([=](std::uint64_t tracks) {
+          .then([=](std::uint64_t tracks, std::uint32_t epoch) {
             self->state.seq = tracks;
+            self->state.epoch = epoch;
             schedule_next(self);
           });
         return;
@@ -367,7 +428,7 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
       ctx->events.record(ctx->ns(self), id, event_kind::wake, self->state.seq);
       self->request(self->state.buffer, caf::infinite, track_atom::value, g)
         .then([=](const float_blob& d, const std::vector<float_blob>& v_hat,
-                  const std::vector<std::uint64_t>& ages) {
+                  const std::vector<std::uint64_t>& ages, const std::vector<double>& r) {
           auto& st = self->state;
           const double gamma = st.gamma / (1.0 + st.decay * static_cast<double>(st.seq));
           std::vector<float> v(dim);                         // 1. local descent
@@ -380,28 +441,43 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
           p.kind = rfast_model;
           p.seq = ++st.seq;
           p.f = float_blob{v};
+          p.epoch = st.epoch;
           st.out_r.broadcast(self, *ctx, p);                 //    send v at once
           std::vector<const float*> parts{v.data()};         // 2. pull consensus
-          std::vector<double> weights{st.r_self};
-          double kept = st.r_self;
+          std::vector<double> weights{r.at(0)};
+          double kept = r[0];
+          // A new epoch's in-neighbour that has sent nothing yet counts as
+          // this node's own x (pre-descent; copied: x is overwritten below).
+          std::vector<float> own;
           for (std::size_t k = 0; k < v_hat.size(); ++k) {
             st.staleness.add(static_cast<double>(ages[k]));
             if (st.stale_limit > 0 && ages[k] > st.stale_limit)
               continue;  // silent in-neighbour: its model would only drag x back
-            parts.push_back(v_hat[k].ptr());
-            weights.push_back(st.r_in[k]);
-            kept += st.r_in[k];
+            if (v_hat[k].empty() && own.empty())
+              own = st.x;
+            parts.push_back(v_hat[k].empty() ? own.data() : v_hat[k].ptr());
+            weights.push_back(r.at(k + 1));
+            kept += r[k + 1];
           }
-          if (weights.size() < v_hat.size() + 1)
-            for (auto& w : weights)
-              w /= kept;  // row stochastic again over the neighbours kept
-          vec::weighted_sum(parts, weights, st.x.data(), dim);
+          if (!(kept > 0))
+            st.x = std::move(v);  // a tree child cut off from its parent keeps its model
+          else {
+            if (weights.size() < v_hat.size() + 1)
+              for (auto& w : weights)
+                w /= kept;  // row stochastic again over the neighbours kept
+            vec::weighted_sum(parts, weights, st.x.data(), dim);
+          }
           schedule_next(self);                               // next gradient at x
         });
     },
     [=](model_atom) {
       const auto& st = self->state;
       return make_snapshot(id, *st.cu, st.out_r, st.staleness, st.x);
+    },
+    [=](epoch_atom, const rfast_epoch& e) {  // a re-rooting: new G_R out-neighbours
+      auto& st = self->state;
+      st.epoch = e.epoch;
+      set_routes(st.out_r, e);
     },
   };
 }
@@ -429,6 +505,9 @@ void wire_rfast(caf::event_based_actor* sup, const context_ptr& ctx,
   for (const auto& e : topo.g_c.edges())
     edges.emplace_back(e.from, e.to);
   network net{sup, ctx, edges, buffers, links};
+  auto table = rfast_route_table(*ctx);
+  for (const auto& [from, to] : edges)
+    table->route[{from, to}] = net.route(from, to);
   for (std::uint32_t i = 0; i < n; ++i) {
     std::vector<caf::actor> out_c, out_r;
     for (auto j : topo.g_c.out(i))
@@ -446,7 +525,14 @@ caf::actor respawn_rfast_worker(caf::event_based_actor* sup, const context_ptr& 
   if (x.empty())
     x = ctx->plan->x0;
   auto w = sup->spawn(rfast_worker, id, node.buffer, ctx, std::move(x));
-  sup->send(w, start_atom::value, node.worker_routes);
+  const auto table = rfast_route_table(*ctx);
+  if (auto view = table->worker_view.find(id); view != table->worker_view.end()) {
+    // Re-rooted since the spec's graph pair: the current epoch's routes.
+    sup->send(w, start_atom::value, std::vector<caf::actor>{});
+    sup->send(w, epoch_atom::value, view->second);
+  } else {
+    sup->send(w, start_atom::value, node.worker_routes);
+  }
   return w;
 }
 

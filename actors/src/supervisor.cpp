@@ -1,12 +1,15 @@
 #include "atrain/actors/supervisor.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "atrain/actors/algorithms.hpp"
 #include "atrain/actors/evaluator.hpp"
 #include "atrain/actors/host.hpp"
 #include "atrain/actors/rfast.hpp"
+#include "atrain/actors/rfast_epoch.hpp"
 
 namespace atrain {
 
@@ -26,6 +29,10 @@ struct sup_state {
   /// Multi-host runs: which node an actor belongs to, and the hosts lost.
   std::map<caf::actor_addr, std::uint32_t> node_of;
   std::set<std::uint32_t> lost_hosts;
+  /// R-FAST: the current tracking epoch, and the nodes out of the run for
+  /// good (lost whole, or their worker lost: no later epoch includes them).
+  std::optional<rfast_epoch_plan> rfast;
+  std::set<std::uint32_t> rfast_out;
   bool stopping = false;
   bool progress = false;
   std::string stop_reason;
@@ -134,6 +141,120 @@ void fail(sup_ptr self, const std::string& what) {
   return {};
 }
 
+/// R-FAST: what losing `gone` for good did to the graph pair; `next` is set
+/// when the survivors need a new epoch (started once the evaluator knows of
+/// the loss).
+struct rfast_loss {
+  std::string effect;                      // appended to the fault's effect
+  std::optional<rfast_epoch_plan> next;
+  std::vector<std::uint32_t> buffers_gone;  // relaying buffers retired with the re-rooting
+};
+
+/// Index = node: its worker is running (not killed, or restarted since).
+[[nodiscard]] std::vector<bool> workers_up(const sup_state& st) {
+  std::vector<bool> up(st.nodes.size());
+  for (std::size_t m = 0; m < st.nodes.size(); ++m)
+    up[m] = st.crashed.count(st.nodes[m].worker.address()) == 0;
+  return up;
+}
+
+/// Kills `a`; its down message is expected (not a failure).
+void kill_child(sup_ptr self, const caf::actor& a) {
+  if (!a)
+    return;
+  self->state.crashed.insert(a.address());
+  self->send_exit(a, caf::exit_reason::kill);
+}
+
+/// R-FAST: nodes `gone` are lost for good (`whole`: with their gradient
+/// buffers; otherwise only their workers). When the survivors' graph pair
+/// still has a common root, nothing changes (a buffer without worker withdraws
+/// the node's gradient and relays tracker mass). When it has none, the nodes
+/// are retired whole (with every buffer left relaying) and the next epoch is
+/// planned over the survivors. Empty: the run ended (fail) saying why.
+[[nodiscard]] std::optional<rfast_loss> lose_rfast_nodes(sup_ptr self,
+                                                         const std::vector<std::uint32_t>& gone,
+                                                         bool whole, double t) {
+  auto& st = self->state;
+  const auto& plan = *st.ctx->plan;
+  auto& e = *st.rfast;
+  const bool was_root = std::find(gone.begin(), gone.end(), e.root) != gone.end();
+  st.rfast_out.insert(gone.begin(), gone.end());
+  std::vector<std::uint32_t> survivors;
+  for (auto m : e.members)
+    if (st.rfast_out.count(m) == 0)
+      survivors.push_back(m);
+  const std::string lost = gone.size() == 1 ? (was_root ? "root node " : "node ") +
+                                                std::to_string(gone.front())
+                                            : std::string{"these nodes"} +
+                                                (was_root ? " (the root among them)" : "");
+  if (survivors.empty()) {
+    fail(self, lost + " lost for good at " + std::to_string(t) + " s: no node is left");
+    return std::nullopt;
+  }
+  rfast_loss loss;
+  const auto roots = surviving_roots(e, survivors);
+  const bool reroot = !plan.spec.algorithm().rfast().has_reroot() ||
+                      plan.spec.algorithm().rfast().reroot();
+  if (!roots.empty() || !reroot) {
+    const std::string why =
+      !roots.empty() ? "the survivors still share the common root " + std::to_string(roots.front()) +
+                         ": no re-rooting"
+                     : "the survivors share no common root and re-rooting is off "
+                       "(algorithm.rfast.reroot: false): the run goes on without one";
+    if (whole) {
+      loss.effect = "; " + lost + " lost for good (its gradient buffer's state with it), the "
+                    "others go on (" + why + ")";
+      return loss;
+    }
+    for (auto k : gone)
+      self->send(st.nodes[k].buffer, retire_atom::value);
+    loss.effect = "; worker lost for good: its gradient buffer withdrew the node's gradient from "
+                  "the tracked sum and relays tracker mass, the others go on (" + why + ")";
+    return loss;
+  }
+  // Re-root. A buffer without its worker has no model to hand on: retire it
+  // (and every buffer left relaying by an earlier loss) with the old epoch.
+  for (auto m : e.members)
+    if (st.rfast_out.count(m) > 0 && std::find(gone.begin(), gone.end(), m) == gone.end() &&
+        st.crashed.count(st.nodes[m].buffer.address()) == 0) {
+      kill_child(self, st.nodes[m].buffer);
+      loss.buffers_gone.push_back(m);
+    }
+  if (!whole)
+    for (auto k : gone)
+      kill_child(self, st.nodes[k].buffer);
+  auto next = next_rfast_epoch(plan, e, survivors, workers_up(st));
+  if (!next) {
+    fail(self, lost + " lost for good at " + std::to_string(t) + " s: " +
+                 caf::to_string(next.error()));
+    return std::nullopt;
+  }
+  loss.effect = "; " + lost + " lost for good" +
+                (whole ? "" : " (its worker; the node is retired whole, buffer too)") +
+                "; re-rooted at node " + std::to_string(next->root) + " (tracking epoch " +
+                std::to_string(next->epoch) + "): " + next->kind + " over the " +
+                std::to_string(survivors.size()) + " survivors";
+  loss.next = std::move(*next);
+  return loss;
+}
+
+/// Starts the planned epoch (every survivor adopts its new neighbours and
+/// restarts its tracker) and tells the evaluator: the new root, the new links,
+/// the retired buffers, and when the loss of `fault` happened (recovery time).
+void start_epoch(sup_ptr self, rfast_loss loss, std::uint64_t fault, double lost_at) {
+  auto& st = self->state;
+  auto& e = *loss.next;
+  std::vector<caf::actor> links;
+  start_rfast_epoch(self, st.ctx, st.nodes, e, workers_up(st), links);
+  for (const auto& l : links)
+    adopt(self, l, "link");
+  st.ctx->events.record(st.ctx->ns(self), e.root, event_kind::reroot, e.epoch, e.members.size());
+  self->send(st.evaluator, epoch_atom::value, e.epoch, e.root, std::move(links),
+             std::move(loss.buffers_gone), fault, lost_at);
+  st.rfast = std::move(e);
+}
+
 /// Injected crash i: kill the worker (and the buffer for a whole node), tell
 /// the evaluator, arm the restart or, when the algorithm cannot go on
 /// without the node, end the run saying so.
@@ -146,18 +267,13 @@ void inject_crash(sup_ptr self, int i) {
   const auto k = c.node();
   auto& node = st.nodes.at(k);
   st.ctx->events.record(st.ctx->ns(self), k, event_kind::crash, static_cast<std::uint64_t>(i));
-  auto kill = [&](const caf::actor& a) {
-    if (!a)
-      return;
-    st.crashed.insert(a.address());
-    self->send_exit(a, caf::exit_reason::kill);
-  };
-  kill(node.worker);
+  kill_child(self, node.worker);
   const bool whole = c.whole_node() && node.buffer && node.buffer != node.worker;
   if (whole)
-    kill(node.buffer);
+    kill_child(self, node.buffer);
   const double t = st.ctx->seconds(self);
   std::string effect = "killed at " + std::to_string(t) + " s";
+  std::optional<rfast_loss> loss;
   if (c.has_restart_after_seconds()) {
     self->delayed_send(self, to_timespan(c.restart_after_seconds()), restart_atom::value,
                        static_cast<std::uint64_t>(i));
@@ -166,19 +282,22 @@ void inject_crash(sup_ptr self, int i) {
                  " s and is not restarted: " + plan.algorithm_name() +
                  " cannot go on without it (" + why + ")");
     return;
-  } else if (!whole && plan.spec.algorithm().has_rfast()) {
-    self->send(node.buffer, retire_atom::value);
-    effect += "; worker lost for good: its gradient buffer withdrew the node's gradient from "
-              "the tracked sum and relays tracker mass, the others go on";
+  } else if (plan.spec.algorithm().has_rfast()) {
+    loss = lose_rfast_nodes(self, {k}, whole, t);
+    if (!loss)
+      return;  // the run ended saying why
+    effect += loss->effect;
   } else {
     effect += whole ? "; node lost for good (its gradient buffer's state with it), the others "
                       "go on"
                     : "; worker lost for good, the others go on";
   }
   // Gossip-style workers are their own "buffer": both are gone for the evaluator.
-  const bool buffer_gone = whole || node.buffer == node.worker;
-  self->send(st.evaluator, crash_atom::value, k, buffer_gone,
-             static_cast<std::uint64_t>(plan.faults.crash_index(i)), effect);
+  const bool buffer_gone = whole || node.buffer == node.worker || (loss && loss->next);
+  const auto fault = static_cast<std::uint64_t>(plan.faults.crash_index(i));
+  self->send(st.evaluator, crash_atom::value, k, buffer_gone, fault, effect);
+  if (loss && loss->next)
+    start_epoch(self, std::move(*loss), fault, t);
 }
 
 /// Restart after crash i (rfast only, checked by the spec): a neighbour's
@@ -262,6 +381,8 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::ac
   for (const auto& l : links)
     adopt(self, l, "link");
   st.nodes = nodes;
+  if (spec.algorithm().has_rfast() && ctx->plan->topo)
+    st.rfast = first_rfast_epoch(*ctx->plan);
   st.evaluator = spawn_evaluator(self, ctx, nodes, links, server, st.progress);
   adopt(self, st.evaluator, "evaluator");
   for (int i = 0; i < spec.faults().crash_size(); ++i)
@@ -354,11 +475,19 @@ void host_lost(sup_ptr self, std::uint32_t h) {
   if (const auto why = needs_every_node(plan.spec.algorithm()); !why.empty())
     return fail(self, what + ": " + plan.algorithm_name() + " cannot go on without them (" +
                         why + ")");
+  std::optional<rfast_loss> loss;
+  if (st.rfast) {
+    loss = lose_rfast_nodes(self, gone, true, t);
+    if (!loss)
+      return;
+  }
   for (auto k : gone) {
     st.ctx->events.record(st.ctx->ns(self), k, event_kind::crash, unplanned_fault);
     self->send(st.evaluator, crash_atom::value, k, true, unplanned_fault,
-               what + "; the others go on");
+               what + (loss ? loss->effect : "; the others go on"));
   }
+  if (loss && loss->next)
+    start_epoch(self, std::move(*loss), unplanned_fault, t);
 }
 
 caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listener,

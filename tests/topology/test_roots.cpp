@@ -36,6 +36,28 @@ BOOST_AUTO_TEST_CASE(tree_pair_has_exactly_its_root) {
   BOOST_TEST(common_roots(tree, tree).empty());
 }
 
+BOOST_AUTO_TEST_CASE(a_tree_pair_without_its_root_or_an_interior_node_has_no_common_root) {
+  // Binary tree on 8 nodes rooted at 0: 0 -> {1, 2}, 1 -> {3, 4}, 2 -> {5, 6}, 3 -> 7.
+  const digraph tree = make_tree(8, 2, 0);
+  const std::vector<std::uint32_t> without_root{1, 2, 3, 4, 5, 6, 7};
+  const digraph sub = induced_subgraph(tree, without_root);
+  BOOST_TEST(sub.size() == 7u);
+  BOOST_TEST(sub.has_edge(0, 2));   // 1 -> 3
+  BOOST_TEST(!sub.has_edge(0, 1));  // 1 and 2 were siblings
+  BOOST_TEST(sub.num_edges() == 5u);  // 1->3, 1->4, 2->5, 2->6, 3->7
+  BOOST_TEST(common_roots(sub, sub.reversed()).empty());
+  const digraph no_1 = induced_subgraph(tree, {0, 2, 3, 4, 5, 6, 7});
+  BOOST_TEST(common_roots(no_1, no_1.reversed()).empty());
+  const digraph no_leaf = induced_subgraph(tree, {0, 1, 2, 3, 4, 5, 6});
+  BOOST_TEST(common_roots(no_leaf, no_leaf.reversed()) == (std::vector<std::uint32_t>{0}),
+             boost::test_tools::per_element());
+  // The exponential graph keeps every survivor as a root when node 0 goes.
+  const digraph expo = induced_subgraph(make_exponential(8), without_root);
+  BOOST_TEST(common_roots(expo, expo) == all_nodes(7), boost::test_tools::per_element());
+  BOOST_CHECK_THROW((void)induced_subgraph(tree, {3, 2}), topology_error);
+  BOOST_CHECK_THROW((void)induced_subgraph(tree, {8}), topology_error);
+}
+
 BOOST_AUTO_TEST_CASE(spanning_roots_of_partial_graphs) {
   // {0,1} strongly connected and feeding 2 -> 3: roots are 0 and 1.
   const digraph g = make_from_edges(4, {{0, 1}, {1, 0}, {1, 2}, {2, 3}});

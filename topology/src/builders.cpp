@@ -124,4 +124,22 @@ digraph make_from_edges(std::size_t n, const std::vector<edge>& edges) {
   return g;
 }
 
+digraph induced_subgraph(const digraph& g, const std::vector<std::uint32_t>& keep) {
+  constexpr auto absent = ~std::uint32_t{0};
+  std::vector<std::uint32_t> index(g.size(), absent);  // old id -> new id
+  for (std::size_t k = 0; k < keep.size(); ++k) {
+    if (keep[k] >= g.size() || (k > 0 && keep[k] <= keep[k - 1])) {
+      throw topology_error("induced_subgraph: kept node #" + std::to_string(k) + " (" +
+                           std::to_string(keep[k]) + ") is out of range (nodes = " +
+                           std::to_string(g.size()) + ") or not above the one before");
+    }
+    index[keep[k]] = id(k);
+  }
+  digraph sub(keep.size());
+  for (const auto& e : g.edges()) {
+    if (index[e.from] != absent && index[e.to] != absent) sub.add_edge(index[e.from], index[e.to]);
+  }
+  return sub;
+}
+
 } // namespace atrain

@@ -33,6 +33,10 @@ public:
 
   /// Initialise with the first gradient: z = g_prev = g0.
   void init(const float* g0);
+  /// Starts tracking epoch `epoch` over new neighbours (a re-rooting): z =
+  /// g_prev, rho = 0, rho~ = 0 for every new in-neighbour, phi = 1, sigma =
+  /// 0. Sequence numbers go on (pushes() is not reset).
+  void reset_epoch(std::uint32_t epoch, double c_self, std::vector<in_neighbour> in_c);
   /// Step 4: z += g - g_prev; g_prev = g.
   void correct(const float* g);
   /// Step 5: rho += z; z = c_ii z (sigma += phi; phi = c_ii phi). Returns the
@@ -55,6 +59,7 @@ public:
   [[nodiscard]] const std::vector<in_neighbour>& in_c() const noexcept { return in_c_; }
   [[nodiscard]] bool phi_variant() const noexcept { return phi_variant_; }
   [[nodiscard]] std::uint64_t pushes() const noexcept { return pushes_; }
+  [[nodiscard]] std::uint32_t epoch() const noexcept { return epoch_; }
   [[nodiscard]] mass_account account() const;
 
 private:
@@ -70,6 +75,7 @@ private:
   double sigma_ = 0;
   double sigma_sent_ = 0;
   std::uint64_t pushes_ = 0;
+  std::uint32_t epoch_ = 0;
   std::vector<in_neighbour> in_c_;
 };
 
@@ -91,7 +97,8 @@ private:
                                      std::uint32_t i);
 
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
-/// every node its routes and starts it.
+/// every node its routes and starts it. The routes are kept in the run's
+/// route table (rfast_route_table) for a later tracking epoch.
 void wire_rfast(caf::event_based_actor* sup, const context_ptr& ctx,
                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 

@@ -2,8 +2,10 @@
 /// The supervisor of one run: spawns the algorithm's node actors, the links
 /// and the evaluator, monitors them all, applies the stop rule (time budget,
 /// gradient budget, target accuracy), and ends the run cleanly: a final
-/// evaluation, the report, every actor told to exit. A crashed actor ends the
-/// run with an error that names it (crash recovery is a later policy).
+/// evaluation, the report, every actor told to exit. An unexpected crash ends
+/// the run with an error that names it; injected crashes and lost hosts are
+/// supervised (restart, going on without the node, or, for R-FAST, re-rooting
+/// when the survivors have no common root: docs/RELIABILITY.md).
 #include <memory>
 #include <mutex>
 #include <optional>

@@ -11,6 +11,7 @@ namespace atrain {
 enum class event_kind : std::uint32_t {
   wake = 1, send = 2, receive = 3, drop = 4, duplicate = 5, evaluate = 6, stop = 7, reject = 8,
   replace = 9, retransmit = 10, ack = 11, coalesce = 12, crash = 13, restart = 14,
+  reroot = 15, old_epoch = 16,
 };
 
 class trace {

@@ -41,6 +41,7 @@ using resume_atom = caf::atom_constant<caf::atom("resume")>;
 using retire_atom = caf::atom_constant<caf::atom("retire")>;
 using relay_atom = caf::atom_constant<caf::atom("relay")>;
 using spawn_atom = caf::atom_constant<caf::atom("spawn")>;
+using epoch_atom = caf::atom_constant<caf::atom("epoch")>;
 
 /// Immutable shared vector that serializes as one raw block.
 template <class T>
@@ -107,7 +108,11 @@ struct packet {
   float_blob f;                  // float payload (models, gradients)
   double_blob d;                 // double payload (tracker running sums)
   std::vector<double> scalars;   // small extras (push-sum weights ...)
+  /// R-FAST tracking epoch of the sender (0 until a re-rooting); receivers
+  /// drop packets of another epoch.
+  std::uint32_t epoch = 0;
 
+  /// Header (from, to, kind, seq, epoch: 24 bytes) + payloads.
   [[nodiscard]] std::size_t bytes() const noexcept {
     return 24 + f.bytes() + d.bytes() + scalars.size() * sizeof(double);
   }
@@ -116,7 +121,7 @@ struct packet {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, packet& x) {
   return f(caf::meta::type_name("atrain_packet"), x.from, x.to, x.kind, x.seq, x.f, x.d,
-           x.scalars);
+           x.scalars, x.epoch);
 }
 
 /// What a worker tells the evaluator about itself.
@@ -169,6 +174,28 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, mass_account& x) {
   return f(caf::meta::type_name("atrain_mass_account"), x.node, x.z, x.g_prev, x.rho_sent,
            x.in_c, x.c_in, x.rho_consumed, x.phi, x.sigma_sent, x.sigma_consumed);
+}
+
+/// One node's part of an R-FAST tracking epoch (a re-rooting, see
+/// docs/RELIABILITY.md): its neighbours and weights in the new graph pair and
+/// the handles that reach its out-neighbours. The gradient buffer gets its
+/// G_C out-neighbours in `out`, the worker its G_R out-neighbours.
+struct rfast_epoch {
+  std::uint32_t epoch = 0;
+  std::vector<std::uint32_t> in_r;  // G_R in-neighbours (models pulled from)
+  std::vector<double> r_in;         // r_ij, aligned with in_r
+  double r_self = 1;                // r_ii
+  std::vector<std::uint32_t> in_c;  // G_C in-neighbours (mass received from)
+  std::vector<double> c_in;         // c_ij, aligned with in_c
+  double c_self = 1;                // c_ii
+  std::vector<std::uint32_t> out;   // out-neighbours of the receiving actor's graph
+  std::vector<caf::actor> routes;   // aligned with out
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rfast_epoch& x) {
+  return f(caf::meta::type_name("atrain_rfast_epoch"), x.epoch, x.in_r, x.r_in, x.r_self, x.in_c,
+           x.c_in, x.c_self, x.out, x.routes);
 }
 
 /// Counters of one link actor.

@@ -88,4 +88,9 @@ private:
 /// loops and duplicates are dropped as in add_edge.
 [[nodiscard]] digraph make_from_edges(std::size_t n, const std::vector<edge>& edges);
 
+/// The subgraph induced by `keep` (ascending, distinct node ids of g): node k
+/// of the result is keep[k]; an edge survives when both ends are kept. Throws
+/// topology_error naming the first id that is out of range or out of order.
+[[nodiscard]] digraph induced_subgraph(const digraph& g, const std::vector<std::uint32_t>& keep);
+
 } // namespace atrain

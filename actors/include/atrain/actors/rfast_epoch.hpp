@@ -1,0 +1,69 @@
+#pragma once
+/// R-FAST tracking epochs (docs/RELIABILITY.md "Re-rooting"): the graph pair
+/// over the nodes still in the run. When a node is lost for good and the
+/// survivors' pair has no common root left (a tree pair losing its root or an
+/// interior node), the supervisor builds a pair of the same kind over the
+/// survivors and starts a new epoch: every survivor adopts its new
+/// neighbours and weights and restarts its tracker from z = g_prev.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "atrain/actors/context.hpp"
+
+namespace atrain {
+
+/// One epoch's graph pair. Node k of `topo` is node members[k] of the run.
+struct rfast_epoch_plan {
+  std::uint32_t epoch = 0;
+  std::vector<std::uint32_t> members;  // ascending
+  std::shared_ptr<const topology> topo;
+  std::uint32_t root = 0;              // a common root (run id): the evaluated model on trees
+  std::string kind;                    // e.g. "tree pair of arity 2"
+};
+
+/// Epoch 0: the spec's graph pair over every node.
+[[nodiscard]] rfast_epoch_plan first_rfast_epoch(const run_plan& plan);
+
+/// The common roots (run ids, ascending) of e's pair restricted to
+/// `survivors` (an ascending subset of e.members); empty: none is left.
+[[nodiscard]] std::vector<std::uint32_t> surviving_roots(const rfast_epoch_plan& e,
+                                                        const std::vector<std::uint32_t>& survivors);
+
+/// The next epoch over `survivors` (ascending, not empty): a pair of the
+/// spec's kind (TREE_PAIR: same arity; STAR; RING, DIRECTED_RING,
+/// EXPONENTIAL, COMPLETE: same builder) whose root is e's root when it
+/// survives, else the first surviving G_R child of e's root with a live
+/// worker (`worker_up`, index = run id), else the lowest survivor with a live
+/// worker, else the lowest survivor. An error when the kind cannot be rebuilt
+/// over other nodes (TORUS, RANDOM_REGULAR, EXPLICIT).
+[[nodiscard]] caf::expected<rfast_epoch_plan>
+next_rfast_epoch(const run_plan& plan, const rfast_epoch_plan& e,
+                 const std::vector<std::uint32_t>& survivors, const std::vector<bool>& worker_up);
+
+/// Every directed edge's handle (a link actor, or the receiving buffer when
+/// links are perfect): filled by wire_rfast, extended by start_rfast_epoch.
+struct rfast_routes {
+  std::map<std::pair<std::uint32_t, std::uint32_t>, caf::actor> route;
+  /// The newest epoch view of each node's worker (none before a re-rooting):
+  /// a worker restarted later gets it too.
+  std::map<std::uint32_t, rfast_epoch> worker_view;
+};
+
+/// This process's route table of the run (in ctx.shared).
+[[nodiscard]] std::shared_ptr<rfast_routes> rfast_route_table(run_context& ctx);
+
+/// Starts epoch `e`: reuses the handle of every edge that existed before,
+/// spawns a link (as wire_rfast does: same link model, same faults) for every
+/// new edge (appended to `new_links`), and sends every member's buffer its
+/// view (G_C out-routes) and, when its worker is up (`worker_up`, index = run
+/// id), its worker its view (G_R out-routes). `nodes[m].worker_routes` is
+/// updated for a later restart.
+void start_rfast_epoch(caf::event_based_actor* sup, const context_ptr& ctx,
+                       std::vector<node_actors>& nodes, const rfast_epoch_plan& e,
+                       const std::vector<bool>& worker_up, std::vector<caf::actor>& new_links);
+
+} // namespace atrain

@@ -1,0 +1,196 @@
+/// R-FAST tracking epochs: the survivors' common-root check, the re-rooted
+/// graph pair, and the wiring of a new epoch.
+#include "atrain/actors/rfast_epoch.hpp"
+
+#include <algorithm>
+
+#include "atrain/actors/network.hpp"
+
+namespace atrain {
+
+namespace {
+
+[[nodiscard]] std::string kind_name(const proto::TopologySpec& t) {
+  switch (t.builder()) {
+    case proto::TopologySpec::TREE_PAIR:
+      return "tree pair of arity " + std::to_string(t.arity() == 0 ? 2 : t.arity());
+    case proto::TopologySpec::STAR: return "star";
+    case proto::TopologySpec::RING: return "ring";
+    case proto::TopologySpec::DIRECTED_RING: return "directed ring";
+    case proto::TopologySpec::EXPONENTIAL: return "exponential graph";
+    case proto::TopologySpec::COMPLETE: return "complete graph";
+    case proto::TopologySpec::TORUS: return "torus";
+    case proto::TopologySpec::RANDOM_REGULAR: return "random regular graph";
+    default: return "explicit graph pair";
+  }
+}
+
+/// The spec's kind of graph pair over m nodes whose root is `root` (compact
+/// ids); empty when the kind cannot be rebuilt.
+[[nodiscard]] std::optional<topology> rebuild(const proto::TopologySpec& t, std::size_t m,
+                                              std::uint32_t root) {
+  const bool tree = t.builder() == proto::TopologySpec::TREE_PAIR;
+  if (m == 1)
+    return make_topology(make_from_edges(1, {}), make_from_edges(1, {}), tree);
+  digraph g;
+  switch (t.builder()) {
+    case proto::TopologySpec::TREE_PAIR: {
+      auto down = make_tree(m, t.arity() == 0 ? 2 : t.arity(), root);
+      auto up = down.reversed();
+      return make_topology(std::move(down), std::move(up), true);
+    }
+    case proto::TopologySpec::STAR: g = make_star(m, root); break;
+    case proto::TopologySpec::RING: g = make_ring(m); break;
+    case proto::TopologySpec::DIRECTED_RING: g = make_directed_ring(m); break;
+    case proto::TopologySpec::EXPONENTIAL: g = make_exponential(m); break;
+    case proto::TopologySpec::COMPLETE: g = make_complete(m); break;
+    default: return std::nullopt;
+  }
+  auto copy = g;
+  return make_topology(std::move(g), std::move(copy), false);
+}
+
+[[nodiscard]] std::uint32_t index_of(const std::vector<std::uint32_t>& ids, std::uint32_t id) {
+  return static_cast<std::uint32_t>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin());
+}
+
+[[nodiscard]] std::vector<std::uint32_t> run_ids(const std::vector<std::uint32_t>& compact,
+                                                 const std::vector<std::uint32_t>& members) {
+  std::vector<std::uint32_t> out;
+  out.reserve(compact.size());
+  for (auto k : compact)
+    out.push_back(members.at(k));
+  return out;
+}
+
+[[nodiscard]] std::string id_list(const std::vector<std::uint32_t>& ids) {
+  std::string s;
+  for (auto i : ids)
+    s += (s.empty() ? "" : ",") + std::to_string(i);
+  return "{" + s + "}";
+}
+
+} // namespace
+
+rfast_epoch_plan first_rfast_epoch(const run_plan& plan) {
+  rfast_epoch_plan e;
+  e.members.resize(plan.nodes());
+  for (std::uint32_t i = 0; i < e.members.size(); ++i)
+    e.members[i] = i;
+  e.topo = std::make_shared<const topology>(*plan.topo);
+  e.root = e.topo->roots.front();
+  e.kind = kind_name(plan.spec.topology());
+  return e;
+}
+
+std::vector<std::uint32_t> surviving_roots(const rfast_epoch_plan& e,
+                                           const std::vector<std::uint32_t>& survivors) {
+  if (survivors.empty())
+    return {};
+  std::vector<std::uint32_t> keep;  // compact ids of e
+  for (auto id : survivors)
+    keep.push_back(index_of(e.members, id));
+  return run_ids(common_roots(induced_subgraph(e.topo->g_r, keep),
+                              induced_subgraph(e.topo->g_c, keep)),
+                 survivors);
+}
+
+caf::expected<rfast_epoch_plan> next_rfast_epoch(const run_plan& plan, const rfast_epoch_plan& e,
+                                                 const std::vector<std::uint32_t>& survivors,
+                                                 const std::vector<bool>& worker_up) {
+  auto alive = [&](std::uint32_t id) {
+    return std::binary_search(survivors.begin(), survivors.end(), id);
+  };
+  auto up = [&](std::uint32_t id) { return alive(id) && worker_up.at(id); };
+  std::uint32_t root = survivors.front();
+  if (alive(e.root)) {
+    root = e.root;
+  } else {
+    const auto children = run_ids(e.topo->g_r.out(index_of(e.members, e.root)), e.members);
+    auto pick = std::find_if(children.begin(), children.end(), up);
+    if (pick == children.end())
+      pick = std::find_if(survivors.begin(), survivors.end(), up);
+    if (pick != children.end() && pick != survivors.end())
+      root = *pick;
+  }
+  const auto& spec_topology = plan.spec.topology();
+  std::optional<topology> topo;
+  try {
+    topo = rebuild(spec_topology, survivors.size(), index_of(survivors, root));
+  } catch (const topology_error& err) {
+    return caf::make_error(caf::sec::invalid_argument,
+                           "re-rooting over " + id_list(survivors) + ": " + err.what());
+  }
+  if (!topo)
+    return caf::make_error(caf::sec::invalid_argument,
+                           "the survivors " + id_list(survivors) + " of the " + e.kind +
+                             " share no common root, and a " + e.kind +
+                             " cannot be rebuilt over other nodes (re-rooting supports tree "
+                             "pairs, stars, rings, directed rings, exponential and complete "
+                             "graphs)");
+  rfast_epoch_plan next;
+  next.epoch = e.epoch + 1;
+  next.members = survivors;
+  next.kind = e.kind;
+  const auto roots = run_ids(topo->roots, survivors);
+  next.root = std::binary_search(roots.begin(), roots.end(), root) ? root : roots.front();
+  next.topo = std::make_shared<const topology>(std::move(*topo));
+  return next;
+}
+
+std::shared_ptr<rfast_routes> rfast_route_table(run_context& ctx) {
+  return process_shared<rfast_routes>(ctx, "rfast.routes",
+                                      [] { return std::make_shared<rfast_routes>(); });
+}
+
+void start_rfast_epoch(caf::event_based_actor* sup, const context_ptr& ctx,
+                       std::vector<node_actors>& nodes, const rfast_epoch_plan& e,
+                       const std::vector<bool>& worker_up, std::vector<caf::actor>& new_links) {
+  const auto& t = *e.topo;
+  const auto& ids = e.members;
+  auto table = rfast_route_table(*ctx);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> missing;
+  for (const auto* g : {&t.g_r, &t.g_c})
+    for (const auto& edge : g->edges()) {
+      const std::pair<std::uint32_t, std::uint32_t> run_edge{ids[edge.from], ids[edge.to]};
+      if (table->route.count(run_edge) == 0)
+        missing.push_back(run_edge);
+    }
+  std::vector<caf::actor> buffers;
+  for (const auto& n : nodes)
+    buffers.push_back(n.buffer);
+  network net{sup, ctx, missing, buffers, new_links};
+  for (const auto& edge : missing)
+    table->route[edge] = net.route(edge.first, edge.second);
+  auto routes_to = [&](std::uint32_t from, const std::vector<std::uint32_t>& out) {
+    std::vector<caf::actor> r;
+    for (auto to : out)
+      r.push_back(table->route.at({from, to}));
+    return r;
+  };
+  for (std::uint32_t k = 0; k < ids.size(); ++k) {
+    const auto id = ids[k];
+    rfast_epoch view;
+    view.epoch = e.epoch;
+    view.in_r = run_ids(t.g_r.in(k), ids);
+    for (auto j : t.g_r.in(k))
+      view.r_in.push_back(t.r(k, j));
+    view.r_self = t.r(k, k);
+    view.in_c = run_ids(t.g_c.in(k), ids);
+    for (auto j : t.g_c.in(k))
+      view.c_in.push_back(t.c(k, j));
+    view.c_self = t.c(k, k);
+    auto to_buffer = view;
+    to_buffer.out = run_ids(t.g_c.out(k), ids);
+    to_buffer.routes = routes_to(id, to_buffer.out);
+    sup->send(nodes[id].buffer, epoch_atom::value, std::move(to_buffer));
+    view.out = run_ids(t.g_r.out(k), ids);
+    view.routes = routes_to(id, view.out);
+    nodes[id].worker_routes = view.routes;
+    table->worker_view[id] = view;
+    if (worker_up.at(id))
+      sup->send(nodes[id].worker, epoch_atom::value, std::move(view));
+  }
+}
+
+} // namespace atrain

@@ -1,0 +1,271 @@
+/// R-FAST re-rooting (docs/RELIABILITY.md "Re-rooting"): a node lost for good
+/// that leaves the survivors without a common root makes the supervisor build
+/// a graph pair of the same kind over them and start a new tracking epoch.
+/// Virtual clock, a9a, 8 nodes on a binary tree pair rooted at 0:
+///   0 -> {1, 2}, 1 -> {3, 4}, 2 -> {5, 6}, 3 -> 7   (G_R; G_C reversed).
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <functional>
+
+#include "atrain/actors/rfast.hpp"
+#include "fixtures.hpp"
+
+namespace t = atrain::test;
+
+namespace {
+
+using overrides = std::vector<std::string>;
+
+/// config/faults/root_lost.textproto (root 0 lost whole at 0.5 s) plus `extra`.
+std::shared_ptr<const atrain::run_plan> root_lost(overrides extra) {
+  extra.push_back("progress=false");
+  return t::config("faults/root_lost.textproto", extra);
+}
+
+atrain::proto::RunReport run(std::shared_ptr<const atrain::run_plan> plan) {
+  auto report = atrain::run_experiment(std::move(plan));
+  BOOST_REQUIRE(report);
+  BOOST_TEST(report->error().empty(), report->error());
+  return *report;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// What a stepped run saw of the tracker mass: checks per epoch and the worst
+/// relative residuals (mass, and phi: sum phi + pending = node count).
+struct mass_watch {
+  std::map<std::uint32_t, std::size_t> checks;  // epoch -> checks
+  double worst = 0;
+  double worst_phi = 0;
+  std::size_t members_last = 0;  // trackers in the last check
+};
+
+/// Steps a virtual run one event at a time. After every event, when the
+/// live trackers are all of one epoch and as many as it has members
+/// (`members`: epoch -> node count; not during a re-rooting or the
+/// shutdown), checks the mass invariant over them; calls `observe` too.
+/// Returns the report.
+atrain::proto::RunReport run_watching_mass(std::shared_ptr<const atrain::run_plan> plan,
+                                           const std::map<std::uint32_t, std::size_t>& members,
+                                           mass_watch& w,
+                                           const std::function<void(atrain::run_probe&, double)>&
+                                             observe = {}) {
+  auto probe = std::make_shared<atrain::run_probe>();
+  atrain::run_options opts;
+  opts.probe = probe;
+  atrain::virtual_run vr{plan, opts};
+  while (vr.step()) {
+    if (observe)
+      observe(*probe, vr.now_seconds());
+    std::vector<const atrain::rfast_tracker*> live;
+    for (const auto* tr : probe->trackers)
+      if (tr != nullptr)
+        live.push_back(tr);
+    if (live.empty())
+      continue;
+    const auto epoch = live.front()->epoch();
+    bool same = true;
+    for (const auto* tr : live)
+      same = same && tr->epoch() == epoch;
+    if (!same || members.count(epoch) == 0 || live.size() != members.at(epoch))
+      continue;  // a re-rooting under way, a loss not yet answered, or the end
+    double phi_res = 0;
+    const double res = atrain::mass_residual(live, &phi_res);
+    w.worst = std::max(w.worst, res);
+    w.worst_phi = std::max(w.worst_phi, phi_res / static_cast<double>(live.size()));
+    ++w.checks[epoch];
+    w.members_last = live.size();
+  }
+  auto report = vr.run();
+  BOOST_REQUIRE(report);
+  BOOST_TEST(report->error().empty(), report->error());
+  return *report;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(rfast_reroot)
+
+BOOST_AUTO_TEST_CASE(losing_the_root_re_roots_at_its_first_child_and_reaches_the_target) {
+  const auto r = run(root_lost({}));
+  BOOST_TEST(r.stop_reason() == "target accuracy reached");
+  BOOST_TEST(r.time_to_target() > 0.5);  // after the loss: the re-rooted tree got there
+  BOOST_REQUIRE(r.faults_size() == 1);
+  const auto& f = r.faults(0);
+  BOOST_TEST(contains(f.effect(), "root node 0 lost for good; re-rooted at node 1 (tracking "
+                                  "epoch 1): tree pair of arity 2 over the 7 survivors"),
+             f.effect());
+  BOOST_TEST(r.evaluated_model() == "common root (node 1), since the re-rooting of tracking epoch 1");
+  BOOST_REQUIRE(f.has_recovery_seconds());
+  BOOST_TEST(f.recovery_seconds() > 0);
+  BOOST_TEST(contains(f.effect(), "recovered in"), f.effect());
+  BOOST_TEST(r.per_node(0).gradients() > 0u);  // its work before the loss still counts
+  // Control: the same loss without re-rooting. No node descends any more (the
+  // children's trackers hand everything on, to a root that is gone): the
+  // accuracy stays where it was at the loss.
+  const auto stalled = run(root_lost({"algorithm.rfast.reroot=false", "stop.time_seconds=6"}));
+  BOOST_TEST(stalled.stop_reason() == "time budget spent");
+  BOOST_TEST(!stalled.has_time_to_target());
+  BOOST_TEST(contains(stalled.faults(0).effect(), "re-rooting is off"), stalled.faults(0).effect());
+  BOOST_TEST(stalled.evaluated_model() == "live nodes' average (the common root, node 0, is down)");
+  // Once the models in flight at the loss have spread down the tree, nothing
+  // changes any more: every evaluation from 2 s on gives the same accuracy.
+  std::size_t frozen = 0;
+  for (const auto& m : stalled.metrics())
+    if (m.time_seconds() >= 2.0) {
+      ++frozen;
+      BOOST_TEST(m.test_accuracy() == stalled.final().test_accuracy());
+    }
+  BOOST_TEST(frozen > 10u);
+  BOOST_TEST(stalled.final().test_accuracy() < 0.845);
+  BOOST_TEST_MESSAGE("root lost at 0.5 s: " << f.effect() << "; target at " << r.time_to_target()
+                                            << " s; without re-rooting the accuracy stays at "
+                                            << stalled.final().test_accuracy() << " to 6 s");
+}
+
+BOOST_AUTO_TEST_CASE(a_root_whose_worker_alone_is_lost_is_retired_whole_and_re_rooted) {
+  const auto r = run(root_lost({"faults.crash=[{node: 0 at_seconds: 0.5}]"}));
+  BOOST_TEST(r.stop_reason() == "target accuracy reached");
+  BOOST_REQUIRE(r.faults_size() == 1);
+  BOOST_TEST(contains(r.faults(0).effect(), "the node is retired whole, buffer too"),
+             r.faults(0).effect());
+  BOOST_TEST(contains(r.faults(0).effect(), "re-rooted at node 1 (tracking epoch 1)"),
+             r.faults(0).effect());
+  // A leaf's worker lost for good leaves the common root in place: the old
+  // rule (its buffer withdraws the gradient and relays tracker mass).
+  const auto leaf = run(root_lost({"faults.crash=[{node: 7 at_seconds: 0.5}]"}));
+  BOOST_TEST(leaf.stop_reason() == "target accuracy reached");
+  BOOST_TEST(contains(leaf.faults(0).effect(), "still share the common root 0: no re-rooting"),
+             leaf.faults(0).effect());
+  BOOST_TEST(leaf.evaluated_model() == "common root (node 0)");
+}
+
+BOOST_AUTO_TEST_CASE(the_mass_is_conserved_over_the_survivors_in_the_new_epoch) {
+  mass_watch w;
+  const auto r = run_watching_mass(root_lost({"stop.stop_at_target=false", "stop.time_seconds=3"}),
+                                   {{0, 8}, {1, 7}}, w);
+  BOOST_TEST(w.checks[0] > 500u);
+  BOOST_TEST(w.checks[1] > 1000u);  // after the re-rooting, over the 7 survivors
+  BOOST_TEST(w.members_last == 7u);
+  BOOST_TEST(w.worst < 1e-12);
+  BOOST_TEST(w.worst_phi < 1e-12);
+  BOOST_TEST(r.mass_residual() < 1e-12);  // the report's own figure, over the survivors
+  BOOST_TEST(r.packets_old_epoch() > 0u);  // epoch-0 packets in flight at the re-rooting
+  BOOST_TEST_MESSAGE("mass checks: epoch 0 " << w.checks[0] << ", epoch 1 " << w.checks[1]
+                                             << "; worst residual " << w.worst << ", phi "
+                                             << w.worst_phi << "; " << r.packets_old_epoch()
+                                             << " old-epoch packets dropped");
+}
+
+BOOST_AUTO_TEST_CASE(losing_an_interior_node_re_trees_and_its_subtree_takes_part_again) {
+  // Node 1 carries 3, 4 and (under 3) 7. Without it their gradients never
+  // reach the root and their models never follow it.
+  auto distance_to_root = [](bool reroot) {
+    overrides o{"faults.crash=[{node: 1 at_seconds: 1.0 whole_node: true}]",
+                "stop.stop_at_target=false", "stop.time_seconds=4"};
+    if (!reroot)
+      o.push_back("algorithm.rfast.reroot=false");
+    mass_watch w;
+    double worst = 0;  // largest |x_k - x_0| / |x_0| over the cut-off subtree, near the end
+    auto r = run_watching_mass(root_lost(o), {{0, 8}, {1, 7}}, w, [&](atrain::run_probe& p, double now) {
+      if (now < 3.9 || p.models[0] == nullptr)
+        return;
+      const auto& root = *p.models[0];
+      double norm = 0;
+      for (float v : root)
+        norm += double{v} * v;
+      for (std::uint32_t k : {3u, 4u, 7u}) {
+        if (p.models[k] == nullptr)
+          continue;
+        double d = 0;
+        for (std::size_t i = 0; i < root.size(); ++i)
+          d += std::pow(double{(*p.models[k])[i]} - root[i], 2);
+        worst = std::max(worst, std::sqrt(d / norm));
+      }
+    });
+    return std::make_tuple(r, w, worst);
+  };
+  const auto [r, w, near] = distance_to_root(true);
+  BOOST_REQUIRE(r.faults_size() == 1);
+  BOOST_TEST(contains(r.faults(0).effect(), "node 1 lost for good; re-rooted at node 0 (tracking "
+                                            "epoch 1): tree pair of arity 2 over the 7 survivors"),
+             r.faults(0).effect());
+  BOOST_TEST(r.evaluated_model() == "common root (node 0), since the re-rooting of tracking epoch 1");
+  BOOST_TEST(w.checks.at(1) > 1000u);
+  BOOST_TEST(w.worst < 1e-12);
+  const auto [cut, wc, far] = distance_to_root(false);
+  BOOST_TEST(contains(cut.faults(0).effect(), "re-rooting is off"));
+  // Cut off, node 1's share of the tracked sum is gone with it; re-rooted,
+  // the survivors' sum is whole again from the epoch start.
+  BOOST_TEST(cut.mass_residual() > 1e-3);
+  BOOST_TEST(r.mass_residual() < 1e-12);
+  // Re-rooted, the subtree's models follow the root's (a few hops behind);
+  // cut off, they freeze at their value at the loss while the root moves on.
+  BOOST_TEST(near < 0.25 * far);
+  BOOST_TEST(r.final().test_accuracy() >= cut.final().test_accuracy());
+  BOOST_TEST_MESSAGE("interior node 1 lost: subtree {3,4,7} relative distance to the root's model "
+                     << near << " re-rooted, " << far << " cut off; accuracy "
+                     << r.final().test_accuracy() << " vs " << cut.final().test_accuracy());
+}
+
+BOOST_AUTO_TEST_CASE(a_star_losing_its_centre_becomes_a_star_around_node_1) {
+  // Star weights are not 0/1 (r_ii = 1/2 at the leaves, c = 1/8 at the
+  // centre): the residual is rounding, not exactly zero as on a tree.
+  mass_watch w;
+  const auto r = run_watching_mass(
+    t::quickstart({"topology.builder=STAR", "topology.root=0",
+                   "faults.crash=[{node: 0 at_seconds: 0.3 whole_node: true}]",
+                   "stop.stop_at_target=false", "stop.time_seconds=1.5", "progress=false"}),
+    {{0, 8}, {1, 7}}, w);
+  BOOST_REQUIRE(r.faults_size() == 1);
+  BOOST_TEST(contains(r.faults(0).effect(), "node 0 lost for good; re-rooted at node 1 (tracking "
+                                            "epoch 1): star over the 7 survivors"),
+             r.faults(0).effect());
+  BOOST_TEST(w.checks.at(1) > 1000u);
+  BOOST_TEST(w.worst < 1e-12);
+  BOOST_TEST(w.worst_phi < 1e-12);
+  BOOST_TEST(std::isfinite(r.final().train_loss()));
+  BOOST_TEST(r.final().test_accuracy() > 0.8);
+  BOOST_TEST_MESSAGE("star centre lost: worst residual " << w.worst << ", phi " << w.worst_phi
+                                                         << ", accuracy "
+                                                         << r.final().test_accuracy());
+}
+
+BOOST_AUTO_TEST_CASE(re_rooting_on_the_real_clock) {
+  // Threads: no event-level checks, but the same supervision path and report.
+  const auto r = run(root_lost({"clock=REAL", "stop.stop_at_target=false", "stop.time_seconds=2",
+                                "link.latency_seconds=0"}));
+  BOOST_TEST(r.clock() == "REAL");
+  BOOST_REQUIRE(r.faults_size() == 1);
+  BOOST_TEST(contains(r.faults(0).effect(), "re-rooted at node 1 (tracking epoch 1)"),
+             r.faults(0).effect());
+  BOOST_TEST(r.evaluated_model() == "common root (node 1), since the re-rooting of tracking epoch 1");
+  BOOST_TEST(r.per_node(1).gradients() > 0u);
+  BOOST_TEST(r.mass_residual() < 1e-9);
+  BOOST_TEST(r.final().test_accuracy() > 0.8);
+}
+
+BOOST_AUTO_TEST_CASE(an_exponential_graph_losing_node_0_keeps_its_pair) {
+  const auto r = run(t::quickstart({"faults.crash=[{node: 0 at_seconds: 0.3 whole_node: true}]",
+                                    "stop.stop_at_target=false", "stop.time_seconds=1",
+                                    "progress=false"}));
+  BOOST_REQUIRE(r.faults_size() == 1);
+  BOOST_TEST(contains(r.faults(0).effect(), "still share the common root 1: no re-rooting"),
+             r.faults(0).effect());
+  BOOST_TEST(!contains(r.faults(0).effect(), "re-rooted"));
+  BOOST_TEST(!r.faults(0).has_recovery_seconds());
+  BOOST_TEST(r.packets_old_epoch() == 0u);
+  BOOST_TEST(r.evaluated_model() == "node average");
+}
+
+BOOST_AUTO_TEST_CASE(a_re_rooted_run_replays_exactly) {
+  t::expect_replay([](std::uint64_t seed) {
+    return root_lost({"seed=" + std::to_string(seed), "stop.stop_at_target=false",
+                      "stop.time_seconds=2"});
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
