@@ -60,7 +60,8 @@ struct eval_state {
   /// accuracy is back at its last value before the loss.
   struct recovery {
     std::uint64_t fault = 0;       // describe() index, or unplanned_fault
-    std::size_t unplanned = 0;     // index into `unplanned` when fault == unplanned_fault
+    std::size_t unplanned = 0;     // unplanned_fault: its records are unplanned[unplanned ..
+    std::size_t records = 0;       //   unplanned + records) (one per node of the lost host)
     double lost_at = 0;
     double accuracy_before = 0;
     std::optional<double> back_at;
@@ -427,21 +428,22 @@ void fill_faults(proto::RunReport& r, const fault_schedule& faults, const gather
 
 /// Appends a re-rooting's recovery to its fault record.
 void add_recovery(proto::RunReport& r, const eval_state::recovery& rec, int planned) {
-  const auto at = rec.fault == unplanned_fault ? planned + static_cast<int>(rec.unplanned)
-                                               : static_cast<int>(rec.fault);
-  if (at < 0 || at >= r.faults_size())
-    return;
-  auto* f = r.mutable_faults(at);
+  const bool host = rec.fault == unplanned_fault;
+  const auto first = host ? planned + static_cast<int>(rec.unplanned) : static_cast<int>(rec.fault);
+  const auto count = host ? static_cast<int>(rec.records) : 1;
   char level[32];
   std::snprintf(level, sizeof level, "%.4f", rec.accuracy_before);
-  if (rec.back_at) {
-    f->set_recovery_seconds(*rec.back_at - rec.lost_at);
-    f->set_effect(f->effect() + "; test accuracy back to " + level +
-                  " (its last value before the loss) at " + std::to_string(*rec.back_at) +
-                  " s: recovered in " + std::to_string(*rec.back_at - rec.lost_at) + " s");
-  } else {
-    f->set_effect(f->effect() + "; test accuracy not back to " + level +
-                  " (its last value before the loss) by the end of the run");
+  for (int at = first; at < first + count && at < r.faults_size(); ++at) {
+    auto* f = r.mutable_faults(at);
+    if (rec.back_at) {
+      f->set_recovery_seconds(*rec.back_at - rec.lost_at);
+      f->set_effect(f->effect() + "; test accuracy back to " + level +
+                    " (its last value before the loss) at " + std::to_string(*rec.back_at) +
+                    " s: recovered in " + std::to_string(*rec.back_at - rec.lost_at) + " s");
+    } else {
+      f->set_effect(f->effect() + "; test accuracy not back to " + level +
+                    " (its last value before the loss) by the end of the run");
+    }
   }
 }
 
@@ -599,7 +601,8 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
     // links spawned for new edges, the relaying buffers retired with it, and
     // when the loss that caused it happened.
     [=](epoch_atom, std::uint32_t epoch, std::uint32_t root, std::vector<caf::actor>& links,
-        const std::vector<std::uint32_t>& buffers_gone, std::uint64_t fault, double lost_at) {
+        const std::vector<std::uint32_t>& buffers_gone, std::uint64_t fault,
+        std::uint32_t records, double lost_at) {
       auto& st = self->state;
       st.epoch = epoch;
       st.root = root;
@@ -608,7 +611,9 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
         st.buffer_down.at(k) = true;
       eval_state::recovery rec;
       rec.fault = fault;
-      rec.unplanned = st.unplanned.empty() ? 0 : st.unplanned.size() - 1;
+      rec.records =
+        fault == unplanned_fault ? std::min<std::size_t>(records, st.unplanned.size()) : 0;
+      rec.unplanned = st.unplanned.size() - rec.records;
       rec.lost_at = lost_at;
       rec.accuracy_before = st.report.metrics_size() > 0
                               ? st.report.metrics(st.report.metrics_size() - 1).test_accuracy()

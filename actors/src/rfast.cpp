@@ -30,7 +30,8 @@ rfast_tracker::rfast_tracker(std::uint32_t node, std::size_t dim, double c_self,
   reset_epoch(0, c_self, std::move(in_c));
 }
 
-void rfast_tracker::reset_epoch(std::uint32_t epoch, double c_self, std::vector<in_neighbour> in_c) {
+void rfast_tracker::reset_epoch(std::uint32_t epoch, double c_self,
+                                std::vector<in_neighbour> in_c) {
   epoch_ = epoch;
   c_self_ = c_self;
   z_ = g_prev_;

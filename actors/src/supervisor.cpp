@@ -198,8 +198,9 @@ void kill_child(sup_ptr self, const caf::actor& a) {
                       plan.spec.algorithm().rfast().reroot();
   if (!roots.empty() || !reroot) {
     const std::string why =
-      !roots.empty() ? "the survivors still share the common root " + std::to_string(roots.front()) +
-                         ": no re-rooting"
+      !roots.empty()
+        ? "the survivors still share the common root " + std::to_string(roots.front()) +
+            ": no re-rooting"
                      : "the survivors share no common root and re-rooting is off "
                        "(algorithm.rfast.reroot: false): the run goes on without one";
     if (whole) {
@@ -241,8 +242,10 @@ void kill_child(sup_ptr self, const caf::actor& a) {
 
 /// Starts the planned epoch (every survivor adopts its new neighbours and
 /// restarts its tracker) and tells the evaluator: the new root, the new links,
-/// the retired buffers, and when the loss of `fault` happened (recovery time).
-void start_epoch(sup_ptr self, rfast_loss loss, std::uint64_t fault, double lost_at) {
+/// the retired buffers, and when the loss of `fault` happened (recovery time;
+/// `records`: how many fault records it made, one per node of a lost host).
+void start_epoch(sup_ptr self, rfast_loss loss, std::uint64_t fault, std::uint32_t records,
+                 double lost_at) {
   auto& st = self->state;
   auto& e = *loss.next;
   std::vector<caf::actor> links;
@@ -251,7 +254,7 @@ void start_epoch(sup_ptr self, rfast_loss loss, std::uint64_t fault, double lost
     adopt(self, l, "link");
   st.ctx->events.record(st.ctx->ns(self), e.root, event_kind::reroot, e.epoch, e.members.size());
   self->send(st.evaluator, epoch_atom::value, e.epoch, e.root, std::move(links),
-             std::move(loss.buffers_gone), fault, lost_at);
+             std::move(loss.buffers_gone), fault, records, lost_at);
   st.rfast = std::move(e);
 }
 
@@ -297,7 +300,7 @@ void inject_crash(sup_ptr self, int i) {
   const auto fault = static_cast<std::uint64_t>(plan.faults.crash_index(i));
   self->send(st.evaluator, crash_atom::value, k, buffer_gone, fault, effect);
   if (loss && loss->next)
-    start_epoch(self, std::move(*loss), fault, t);
+    start_epoch(self, std::move(*loss), fault, 1, t);
 }
 
 /// Restart after crash i (rfast only, checked by the spec): a neighbour's
@@ -487,7 +490,8 @@ void host_lost(sup_ptr self, std::uint32_t h) {
                what + (loss ? loss->effect : "; the others go on"));
   }
   if (loss && loss->next)
-    start_epoch(self, std::move(*loss), unplanned_fault, t);
+    start_epoch(self, std::move(*loss), unplanned_fault, static_cast<std::uint32_t>(gone.size()),
+                t);
 }
 
 caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listener,

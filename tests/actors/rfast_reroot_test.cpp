@@ -30,6 +30,12 @@ atrain::proto::RunReport run(std::shared_ptr<const atrain::run_plan> plan) {
   return *report;
 }
 
+/// The report's evaluated model after one re-rooting at `root`.
+std::string since_epoch_1(int root) {
+  return "common root (node " + std::to_string(root) +
+         "), since the re-rooting of tracking epoch 1";
+}
+
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -98,7 +104,7 @@ BOOST_AUTO_TEST_CASE(losing_the_root_re_roots_at_its_first_child_and_reaches_the
   BOOST_TEST(contains(f.effect(), "root node 0 lost for good; re-rooted at node 1 (tracking "
                                   "epoch 1): tree pair of arity 2 over the 7 survivors"),
              f.effect());
-  BOOST_TEST(r.evaluated_model() == "common root (node 1), since the re-rooting of tracking epoch 1");
+  BOOST_TEST(r.evaluated_model() == since_epoch_1(1));
   BOOST_REQUIRE(f.has_recovery_seconds());
   BOOST_TEST(f.recovery_seconds() > 0);
   BOOST_TEST(contains(f.effect(), "recovered in"), f.effect());
@@ -170,7 +176,7 @@ BOOST_AUTO_TEST_CASE(losing_an_interior_node_re_trees_and_its_subtree_takes_part
       o.push_back("algorithm.rfast.reroot=false");
     mass_watch w;
     double worst = 0;  // largest |x_k - x_0| / |x_0| over the cut-off subtree, near the end
-    auto r = run_watching_mass(root_lost(o), {{0, 8}, {1, 7}}, w, [&](atrain::run_probe& p, double now) {
+    auto near_end = [&](atrain::run_probe& p, double now) {
       if (now < 3.9 || p.models[0] == nullptr)
         return;
       const auto& root = *p.models[0];
@@ -185,7 +191,8 @@ BOOST_AUTO_TEST_CASE(losing_an_interior_node_re_trees_and_its_subtree_takes_part
           d += std::pow(double{(*p.models[k])[i]} - root[i], 2);
         worst = std::max(worst, std::sqrt(d / norm));
       }
-    });
+    };
+    auto r = run_watching_mass(root_lost(o), {{0, 8}, {1, 7}}, w, near_end);
     return std::make_tuple(r, w, worst);
   };
   const auto [r, w, near] = distance_to_root(true);
@@ -193,7 +200,7 @@ BOOST_AUTO_TEST_CASE(losing_an_interior_node_re_trees_and_its_subtree_takes_part
   BOOST_TEST(contains(r.faults(0).effect(), "node 1 lost for good; re-rooted at node 0 (tracking "
                                             "epoch 1): tree pair of arity 2 over the 7 survivors"),
              r.faults(0).effect());
-  BOOST_TEST(r.evaluated_model() == "common root (node 0), since the re-rooting of tracking epoch 1");
+  BOOST_TEST(r.evaluated_model() == since_epoch_1(0));
   BOOST_TEST(w.checks.at(1) > 1000u);
   BOOST_TEST(w.worst < 1e-12);
   const auto [cut, wc, far] = distance_to_root(false);
@@ -242,7 +249,7 @@ BOOST_AUTO_TEST_CASE(re_rooting_on_the_real_clock) {
   BOOST_REQUIRE(r.faults_size() == 1);
   BOOST_TEST(contains(r.faults(0).effect(), "re-rooted at node 1 (tracking epoch 1)"),
              r.faults(0).effect());
-  BOOST_TEST(r.evaluated_model() == "common root (node 1), since the re-rooting of tracking epoch 1");
+  BOOST_TEST(r.evaluated_model() == since_epoch_1(1));
   BOOST_TEST(r.per_node(1).gradients() > 0u);
   BOOST_TEST(r.mass_residual() < 1e-9);
   BOOST_TEST(r.final().test_accuracy() > 0.8);

@@ -30,8 +30,8 @@ struct rfast_epoch_plan {
 
 /// The common roots (run ids, ascending) of e's pair restricted to
 /// `survivors` (an ascending subset of e.members); empty: none is left.
-[[nodiscard]] std::vector<std::uint32_t> surviving_roots(const rfast_epoch_plan& e,
-                                                        const std::vector<std::uint32_t>& survivors);
+[[nodiscard]] std::vector<std::uint32_t>
+surviving_roots(const rfast_epoch_plan& e, const std::vector<std::uint32_t>& survivors);
 
 /// The next epoch over `survivors` (ascending, not empty): a pair of the
 /// spec's kind (TREE_PAIR: same arity; STAR; RING, DIRECTED_RING,
