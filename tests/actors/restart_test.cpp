@@ -216,7 +216,14 @@ BOOST_AUTO_TEST_CASE(adpsgd_workers_restart_from_a_neighbour_and_no_exchange_hal
   BOOST_TEST(worst < 1e-6);
   BOOST_TEST(completed > 500u);
   BOOST_TEST(by_replacements > 0u);  // replacements that are active did exchange
-  BOOST_TEST(r.per_node(2).gradients() > 0u);
+  // Nobody stalls: a neighbour left waiting on a dead partner would stop
+  // stepping for good (each crashed node lost at most 0.2 s of the run).
+  std::uint64_t most = 0;
+  for (const auto& n : r.per_node())
+    most = std::max(most, n.gradients());
+  for (const auto& n : r.per_node())
+    BOOST_TEST(n.gradients() * 2 > most, "node " << n.node() << ": " << n.gradients() << " of "
+                                                 << most << " gradients");
   BOOST_TEST_MESSAGE("adpsgd, 3 restarts: " << completed << " exchanges completed, " << half
                                             << " half seen, " << by_replacements
                                             << " by replacements; worst pair-sum residual "
