@@ -90,6 +90,10 @@ caf::actor spawn_replacement(caf::event_based_actor* sup, const context_ptr& ctx
     return spawn_adpsgd_replacement(sup, ctx, k, incarnation);
   if (a.has_dpsgd())
     return spawn_dpsgd_replacement(sup, ctx, k);
+  if (a.has_allreduce())
+    return spawn_allreduce_replacement(sup, ctx, k);
+  if (a.has_local_sgd())
+    return spawn_local_sgd_replacement(sup, ctx, k);
   return {};
 }
 
@@ -102,6 +106,8 @@ void join_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
     join_adpsgd_worker(sup, ctx, r, std::move(started));
   else if (a.has_dpsgd())
     join_dpsgd_worker(sup, ctx, r, std::move(started));
+  else if (a.has_allreduce() || a.has_local_sgd())
+    join_ring_worker(sup, ctx, r, std::move(started));
 }
 
 caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* sup,

@@ -56,15 +56,13 @@ std::string idx(const std::string& path, int i) { return path + "[" + std::to_st
 /// Why a crashed worker of algorithm `a` cannot be restarted (empty: it can;
 /// docs/RELIABILITY.md "Restart").
 std::string why_no_restart(const proto::AlgorithmSpec& a) {
-  const std::string can = " (restart is implemented for rfast, async_ps, adpsgd and dpsgd)";
-  if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_dpsgd())
+  const std::string can =
+    " (restart is implemented for rfast, async_ps, adpsgd, dpsgd, allreduce and local_sgd)";
+  if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_dpsgd() ||
+      a.has_allreduce() || a.has_local_sgd())
     return {};
   if (a.has_centralized())
     return "centralized runs one node: there is no other node to take a model from";
-  if (a.has_allreduce() || a.has_local_sgd())
-    return "every node of the ring holds partial sums of the all-reduce round the worker died "
-           "in; rejoining needs that round redone consistently by every node, which is not "
-           "implemented" + can;
   if (a.has_dasgd())
     return "its replicas stay equal only if each applies every gradient exactly once: the "
            "replacement would need a donor's model together with the donor's record of the "
