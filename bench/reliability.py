@@ -25,7 +25,8 @@ CONDITIONS = [
     ("partition 0.2-0.8 s heals", "config/faults/partition_heals.textproto", [], None),
     ("node 3 straggles x4", "config/faults/straggler.textproto", [], None),
     ("node 2 crashes at 0.3 s, restart 0.2 s later", "config/quickstart.textproto",
-     ["faults.crash=[{node: 2 at_seconds: 0.3 restart_after_seconds: 0.2}]"], ["rfast"]),
+     ["faults.crash=[{node: 2 at_seconds: 0.3 restart_after_seconds: 0.2}]"],
+     ["rfast", "dpsgd", "adpsgd", "async_ps", "allreduce", "local_sgd"]),
     ("node 2 crashes at 0.3 s, no restart", "config/quickstart.textproto",
      ["faults.crash=[{node: 2 at_seconds: 0.3}]"], None),
 ]
@@ -67,7 +68,7 @@ def main():
         with open(os.path.join(out, "compare.json")) as f:
             result = {a["name"]: a for a in json.load(f)["algorithms"]}
         for a in ALGORITHMS:
-            table[a].append(cell(result[a]) if a in result else "— (restart: rfast only)")
+            table[a].append(cell(result[a]) if a in result else "— (restart refused)")
     print("| algorithm | " + " | ".join(c[0] for c in CONDITIONS) + " |")
     print("|---|" + "---|" * len(CONDITIONS))
     for a in ALGORITHMS:

@@ -30,6 +30,9 @@
 /// for an active node, any number for a passive one).
 #include "atrain/actors/adpsgd.hpp"
 
+#include <tuple>
+#include <utility>
+
 #include "atrain/kernels/rng.hpp"
 #include "atrain/topology/weights.hpp"
 #include "gossip.hpp"
@@ -144,22 +147,55 @@ void complete(adpsgd_ptr self, run_context& ctx, std::uint32_t id, const packet&
   try_step(self, ctx, id);
 }
 
-caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, context_ptr ctx) {
+/// Neighbour `k` was restarted (supervision): the fence. Answers with this
+/// node's model (a donor for the replacement), its exchange count (the
+/// replacement serves only this node's later requests) and its step count.
+/// An ACTIVE node waiting on k gives that exchange up: the dead incarnation
+/// applied it or not, either way with it; a reply still in flight is then a
+/// duplicate. A PASSIVE node serves k's requests only above `fence`, where
+/// the replacement numbers its exchanges: a request of the dead incarnation
+/// still in flight is never served.
+std::tuple<float_blob, std::uint64_t, std::uint64_t>
+fence_off(adpsgd_ptr self, run_context& ctx, std::uint32_t id, std::uint32_t k,
+          std::uint64_t fence) {
+  auto& st = self->state;
+  ctx.events.record(ctx.ns(self), id, event_kind::restart, k, fence);
+  std::tuple<float_blob, std::uint64_t, std::uint64_t> out{float_blob{st.x}, st.exchange_seq,
+                                                           st.steps};
+  if (const auto at = gossip::neighbour_index(st, k); at && !st.active)
+    st.served[*at] = std::max(st.served[*at], fence);
+  if (st.active && st.waiting && st.partner == k) {
+    st.waiting = false;
+    st.sent = float_blob{};
+    try_step(self, ctx, id);
+  }
+  return out;
+}
+
+/// Node `id`'s worker. `incarnation` 0 is the first; a replacement
+/// (incarnation >= 1, after a crash) keeps every message until the
+/// supervisor starts it with a neighbour's model, the neighbours' fences and
+/// its routes.
+caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, context_ptr ctx,
+                            std::uint64_t incarnation) {
   const auto& plan = *ctx->plan;
   const auto& algo = plan.spec.algorithm().adpsgd();
   auto& st = self->state;
   gossip::init(st, *ctx, id);
   st.active = active;
-  st.gen.reseed(derive_seed(plan.spec.seed(), 0x41445053ULL + id));
+  st.gen.reseed(derive_seed(plan.spec.seed(), 0x41445053ULL + id + (incarnation << 32)));
   st.gamma = algo.step_size();
   st.decay = algo.decay();
   st.served.assign(st.neighbours.size(), 0);
   st.record = ctx->probe != nullptr;
-  return {
+  caf::behavior running{
     [=](init_atom, const std::vector<caf::actor>& routes) {
       gossip::take_routes(self->state, routes);
     },
     [=](start_atom) { begin_cycle(self, *ctx, id); },
+    [=](restart_atom, std::uint32_t k, std::uint64_t fence) {
+      return fence_off(self, *ctx, id, k, fence);
+    },
     [=](wake_atom, std::uint64_t step) {
       ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
       self->state.woke = true;
@@ -177,6 +213,26 @@ caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, cont
     [=](model_atom) { return gossip::snapshot(self->state, id); },
     [=](stats_atom) { return gossip::stats(self->state); },
   };
+  if (incarnation == 0)
+    return running;
+  self->set_default_handler(caf::skip);
+  return {
+    [=](start_atom, const float_blob& x, std::uint64_t steps,
+        const std::vector<std::uint64_t>& marks, std::uint64_t fence,
+        const std::vector<caf::actor>& routes) mutable {
+      auto& st = self->state;
+      st.x = x.vec();
+      st.steps = steps;
+      if (st.active)
+        st.exchange_seq = fence;
+      else
+        st.served = marks;
+      gossip::take_routes(st, routes);
+      self->set_default_handler(caf::print_and_drop);
+      self->become(std::move(running));
+      begin_cycle(self, *ctx, id);
+    },
+  };
 }
 
 } // namespace
@@ -185,16 +241,61 @@ std::vector<adpsgd_exchange> adpsgd_take_exchanges(const caf::actor_addr& worker
   return gossip::take_from_worker(worker, &adpsgd_state::ledger);
 }
 
-node_actors spawn_adpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
-                              std::uint32_t i) {
+namespace {
+
+[[nodiscard]] bool is_active(const context_ptr& ctx, std::uint32_t i) {
   const auto split = process_shared<std::vector<bool>>(*ctx, "adpsgd.split", [&] {
     auto s = bipartite_split(ctx->plan->topo->g_r);
     if (!s)
       throw topology_error("AD-PSGD needs a bipartite graph (active/passive split)");
     return std::make_shared<std::vector<bool>>(std::move(*s));
   });
-  return gossip::one_actor_node(
-    parent->spawn(adpsgd_worker, i, static_cast<bool>(split->at(i)), ctx));
+  return split->at(i);
+}
+
+} // namespace
+
+node_actors spawn_adpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                              std::uint32_t i) {
+  return gossip::one_actor_node(parent->spawn(adpsgd_worker, i, is_active(ctx, i), ctx,
+                                              std::uint64_t{0}));
+}
+
+caf::actor spawn_adpsgd_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
+                                    std::uint32_t k, std::uint64_t incarnation) {
+  return sup->spawn(adpsgd_worker, k, is_active(ctx, k), ctx, incarnation);
+}
+
+void join_adpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                        const worker_restart& r, restart_started started) {
+  const auto& neighbours = ctx->plan->topo->g_r.out(r.node);
+  // The replacement numbers its exchanges from here: far above anything the
+  // dead incarnations can have used (one exchange per gradient).
+  const std::uint64_t fence = r.incarnation << 40;
+  using ask = gossip::ask_neighbours<std::tuple<float_blob, std::uint64_t, std::uint64_t>>;
+  ask::run(
+    sup, ctx, r,
+    [=](const ask::answers& got) {
+      std::vector<std::uint64_t> marks(neighbours.size(), 0);
+      float_blob x{ctx->plan->x0};
+      std::uint64_t steps = 0;
+      std::string source = "x^0 (no neighbour answered)";
+      bool donor = false;  // the first neighbour that answered
+      for (std::size_t j = 0; j < neighbours.size(); ++j) {
+        if (!got[j])
+          continue;
+        marks[j] = std::get<1>(*got[j]);
+        if (std::exchange(donor, true))
+          continue;
+        x = std::get<0>(*got[j]);
+        steps = std::get<2>(*got[j]);
+        source = "node " + std::to_string(neighbours[j]) + "'s model";
+      }
+      sup->send(r.replacement, start_atom::value, x, steps, marks, fence,
+                r.nodes.at(r.node).worker_routes);
+      started(source);
+    },
+    fence);
 }
 
 void wire_adpsgd(caf::event_based_actor* sup, const context_ptr& ctx,

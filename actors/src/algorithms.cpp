@@ -81,6 +81,35 @@ void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
     server = nodes.at(ctx->plan->spec.algorithm().async_ps().server()).hub;
 }
 
+caf::actor spawn_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
+                             std::uint32_t k, std::uint64_t incarnation) {
+  const auto& a = ctx->plan->spec.algorithm();
+  if (a.has_async_ps())
+    return spawn_async_ps_replacement(sup, ctx, k);
+  if (a.has_adpsgd())
+    return spawn_adpsgd_replacement(sup, ctx, k, incarnation);
+  if (a.has_dpsgd())
+    return spawn_dpsgd_replacement(sup, ctx, k);
+  if (a.has_allreduce())
+    return spawn_allreduce_replacement(sup, ctx, k);
+  if (a.has_local_sgd())
+    return spawn_local_sgd_replacement(sup, ctx, k);
+  return {};
+}
+
+void join_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
+                      const worker_restart& r, restart_started started) {
+  const auto& a = ctx->plan->spec.algorithm();
+  if (a.has_async_ps())
+    join_async_ps_worker(sup, ctx, r, std::move(started));
+  else if (a.has_adpsgd())
+    join_adpsgd_worker(sup, ctx, r, std::move(started));
+  else if (a.has_dpsgd())
+    join_dpsgd_worker(sup, ctx, r, std::move(started));
+  else if (a.has_allreduce() || a.has_local_sgd())
+    join_ring_worker(sup, ctx, r, std::move(started));
+}
+
 caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* sup,
                                                         const context_ptr& ctx,
                                                         std::vector<caf::actor>& links,

@@ -99,7 +99,9 @@ void descend(allreduce_ptr self, run_context& ctx) {
     join(self, ctx);
 }
 
-caf::behavior allreduce_worker(allreduce_ptr self, std::uint32_t id, context_ptr ctx) {
+/// `joining`: a replacement after a crash (ring_joining).
+caf::behavior allreduce_worker(allreduce_ptr self, std::uint32_t id, context_ptr ctx,
+                               bool joining) {
   const auto& algo = ctx->plan->spec.algorithm().allreduce();
   auto& st = self->state;
   st.skip = algo.straggler_policy() == proto::SKIP;
@@ -124,7 +126,9 @@ caf::behavior allreduce_worker(allreduce_ptr self, std::uint32_t id, context_ptr
     if (self->state.skip)
       join(self, *ctx);
   };
-  return ring_worker(self, id, ctx, st.skip, on_wake, [=] { descend(self, *ctx); }, on_called);
+  auto running =
+    ring_worker(self, id, ctx, st.skip, on_wake, [=] { descend(self, *ctx); }, on_called);
+  return joining ? ring_joining(self, id, ctx, std::move(running)) : running;
 }
 
 } // namespace
@@ -135,7 +139,12 @@ std::vector<allreduce_step> allreduce_take_steps(const caf::actor_addr& worker) 
 
 node_actors spawn_allreduce_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                  std::uint32_t i) {
-  return {parent->spawn(allreduce_worker, i, ctx)};
+  return {parent->spawn(allreduce_worker, i, ctx, false)};
+}
+
+caf::actor spawn_allreduce_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
+                                       std::uint32_t k) {
+  return sup->spawn(allreduce_worker, k, ctx, true);
 }
 
 } // namespace atrain

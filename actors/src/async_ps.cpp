@@ -138,6 +138,27 @@ caf::behavior server_actor(server_ptr self, std::uint32_t node, context_ptr ctx)
         return reject(self, *ctx, st.node, st.rejected, p);
       apply(self, *ctx, p);
     },
+    // Worker k was restarted (supervision): the replacement reads the
+    // model now and continues after a fence. The crashed worker had at most
+    // one gradient outstanding, numbered applied[k] + 1 at most; skipping
+    // that number makes it a duplicate should it still arrive, so nothing
+    // from the dead incarnation is applied from now on (and the replacement's
+    // version stamp is the version returned here). A direct route to the
+    // dead worker (worker k shares node s with the server) is re-pointed.
+    [=](restart_atom, std::uint32_t k, const caf::actor_addr& dead, const caf::actor& w)
+      -> caf::result<float_blob, std::uint64_t, std::uint64_t> {
+      auto& st = self->state;
+      if (k >= st.applied.size())
+        return caf::make_error(caf::sec::invalid_argument, "no worker " + std::to_string(k));
+      for (auto& route : st.out.routes)
+        if (route.second.address() == dead)
+          route.second = w;
+      st.applied[k] += 1;
+      st.sent_version[k] = st.version;
+      ctx->events.record(ctx->ns(self), st.node, event_kind::restart, k, st.version);
+      return {float_blob{std::vector<float>(st.x.begin(), st.x.end())}, st.version,
+              st.applied[k]};
+    },
     [=](model_atom) {
       const auto& st = self->state;
       model_snapshot s;
@@ -168,21 +189,37 @@ struct worker_state {
 };
 using worker_ptr = caf::stateful_actor<worker_state>*;
 
+/// Test hook: the probe sees this worker's model from now until it is gone.
+void show_model(worker_ptr self, run_context& ctx, std::uint32_t id) {
+  if (!ctx.probe)
+    return;
+  ctx.probe->models.at(id) = &self->state.x;
+  self->attach_functor([probe = ctx.probe, id, me = &self->state.x] {
+    if (probe->models.at(id) == me)
+      probe->models.at(id) = nullptr;
+  });
+}
+
 void compute(worker_ptr self) {
   auto& st = self->state;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);          // 1
   send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value);
 }
 
+/// Worker `id`; a replacement (`joining`) keeps every message until the
+/// supervisor starts it with the server's model, version and the seq to go
+/// on from, and its route to the server.
 caf::behavior worker_actor(worker_ptr self, std::uint32_t id, std::uint32_t server,
-                           context_ptr ctx) {
+                           context_ptr ctx, bool joining) {
   const auto& plan = *ctx->plan;
   auto& st = self->state;
   st.cu.emplace(*ctx, id);
   st.x = plan.x0;
   st.server = server;
   const std::size_t dim = plan.dim();
-  return {
+  if (!joining)
+    show_model(self, *ctx, id);
+  caf::behavior running{
     [=](init_atom, const caf::actor& route) {
       self->state.out.routes.emplace_back(self->state.server, route);
     },
@@ -222,6 +259,23 @@ caf::behavior worker_actor(worker_ptr self, std::uint32_t id, std::uint32_t serv
       return s;
     },
   };
+  if (!joining)
+    return running;
+  self->set_default_handler(caf::skip);
+  return {
+    [=](start_atom, const float_blob& x, std::uint64_t version, std::uint64_t seq,
+        const caf::actor& route) mutable {
+      auto& st = self->state;
+      st.x = x.vec();
+      st.version = version;
+      st.seq = seq;
+      st.out.routes.emplace_back(st.server, route);
+      self->set_default_handler(caf::print_and_drop);
+      self->become(std::move(running));
+      show_model(self, *ctx, id);
+      compute(self);
+    },
+  };
 }
 
 } // namespace
@@ -250,8 +304,26 @@ node_actors spawn_async_ps_node(caf::event_based_actor* parent, const context_pt
   node_actors node;
   if (i == s)
     node.hub = parent->spawn(server_actor, s, ctx);
-  node.worker = parent->spawn(worker_actor, i, s, ctx);
+  node.worker = parent->spawn(worker_actor, i, s, ctx, false);
   return node;
+}
+
+caf::actor spawn_async_ps_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
+                                      std::uint32_t k) {
+  return sup->spawn(worker_actor, k, ctx->plan->spec.algorithm().async_ps().server(), ctx, true);
+}
+
+void join_async_ps_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                          const worker_restart& r, restart_started started) {
+  const auto s = ctx->plan->spec.algorithm().async_ps().server();
+  const auto& server = r.nodes.at(s).hub;
+  const auto route = r.nodes.at(r.node).worker_routes.at(0);
+  const auto w = r.replacement;
+  sup->request(server, ctx->reply_timeout(), restart_atom::value, r.node, r.dead, w)
+    .then([=](const float_blob& x, std::uint64_t version, std::uint64_t seq) {
+      sup->send(w, start_atom::value, x, version, seq, route);
+      started("the parameter server's model (version " + std::to_string(version) + ")");
+    });
 }
 
 void wire_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,

@@ -35,7 +35,11 @@
 /// recorded there: the WAIT report stays as it was).
 #include "atrain/actors/dpsgd.hpp"
 
+#include <algorithm>
 #include <map>
+#include <memory>
+#include <tuple>
+#include <utility>
 
 #include "gossip.hpp"
 
@@ -144,8 +148,12 @@ void try_finish_round(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   }
 }
 
+/// Node `id`'s worker; a replacement (`joining`, after a crash) keeps every
+/// message until the supervisor starts it in the round its neighbours wait
+/// in, with a neighbour's model and the neighbours' models of that round
+/// that went to the dead worker.
 caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
-                           std::shared_ptr<const weight_matrix> mixing) {
+                           std::shared_ptr<const weight_matrix> mixing, bool joining) {
   const auto& plan = *ctx->plan;
   const auto& algo = plan.spec.algorithm().dpsgd();
   auto& st = self->state;
@@ -158,11 +166,18 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
   st.decay = algo.decay();
   st.skip = algo.straggler_policy() == proto::SKIP;
   st.record = ctx->probe != nullptr;
-  return {
+  caf::behavior running{
     [=](init_atom, const std::vector<caf::actor>& routes) {
       gossip::take_routes(self->state, routes);
     },
     [=](start_atom) { begin_round(self); },
+    // Neighbour k is being restarted: this node's round, whether x^round
+    // went out already (then it may have gone to the dead worker), and x.
+    [=](restart_atom, std::uint32_t k) {
+      const auto& st = self->state;
+      ctx->events.record(ctx->ns(self), id, event_kind::restart, k, st.round);
+      return std::make_tuple(st.round, st.sent, float_blob{st.x});
+    },
     [=](wake_atom, std::uint64_t round) {
       auto& st = self->state;
       ctx->events.record(ctx->ns(self), id, event_kind::wake, round);
@@ -196,6 +211,29 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
     },
     [=](stats_atom) { return gossip::stats(self->state); },
   };
+  if (!joining)
+    return running;
+  self->set_default_handler(caf::skip);
+  return {
+    [=](start_atom, std::uint64_t round, const float_blob& x,
+        const std::vector<float_blob>& models, const std::vector<caf::actor>& routes) mutable {
+      auto& st = self->state;
+      st.round = round;
+      st.x = x.vec();
+      if (std::any_of(models.begin(), models.end(), [](const auto& m) { return !m.empty(); }))
+        st.inbox[round] = models;
+      gossip::take_routes(st, routes);
+      self->set_default_handler(caf::print_and_drop);
+      self->become(std::move(running));
+      begin_round(self);
+    },
+  };
+}
+
+[[nodiscard]] std::shared_ptr<const weight_matrix> shared_weights(const context_ptr& ctx) {
+  return process_shared<weight_matrix>(*ctx, "dpsgd.weights", [&] {
+    return std::make_shared<weight_matrix>(dpsgd_weights(*ctx->plan->topo));
+  });
 }
 
 } // namespace
@@ -206,11 +244,68 @@ std::vector<dpsgd_round> dpsgd_take_rounds(const caf::actor_addr& worker) {
 
 node_actors spawn_dpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                              std::uint32_t i) {
-  std::shared_ptr<const weight_matrix> w =
-    process_shared<weight_matrix>(*ctx, "dpsgd.weights", [&] {
-      return std::make_shared<weight_matrix>(dpsgd_weights(*ctx->plan->topo));
+  return gossip::one_actor_node(parent->spawn(dpsgd_worker, i, ctx, shared_weights(ctx), false));
+}
+
+caf::actor spawn_dpsgd_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
+                                   std::uint32_t k) {
+  return sup->spawn(dpsgd_worker, k, ctx, shared_weights(ctx), true);
+}
+
+void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                       const worker_restart& r, restart_started started) {
+  // The round the neighbours wait in: one past the last model the dead
+  // worker handed to its links (they deliver it, whatever happens to the
+  // sender), or 0. Every link the dead worker sent on has seen the same
+  // rounds (a model goes to all neighbours at once).
+  struct last_sent {
+    std::size_t pending = 0;
+    bool any = false;
+    std::uint64_t round = 0;
+  };
+  auto last = std::make_shared<last_sent>();
+  auto with_round = [=](std::uint64_t round) {
+    const auto& neighbours = ctx->plan->topo->g_r.out(r.node);
+    using ask = gossip::ask_neighbours<std::tuple<std::uint64_t, bool, float_blob>>;
+    ask::run(sup, ctx, r, [=](const ask::answers& got) {
+      std::vector<float_blob> models(neighbours.size());
+      float_blob x{ctx->plan->x0};
+      std::string source = "x^0 (no neighbour answered)";
+      bool donor = false;  // the first neighbour that answered
+      for (std::size_t j = 0; j < neighbours.size(); ++j) {
+        if (!got[j])
+          continue;
+        const auto& [their_round, sent, their_x] = *got[j];
+        if (their_round == round && sent)  // x^round went out, perhaps to the dead worker
+          models[j] = their_x;
+        if (std::exchange(donor, true))
+          continue;
+        x = their_x;
+        source = "node " + std::to_string(neighbours[j]) + "'s model";
+      }
+      sup->send(r.replacement, start_atom::value, round, x, models,
+                r.nodes.at(r.node).worker_routes);
+      started(source + ", joining round " + std::to_string(round));
     });
-  return gossip::one_actor_node(parent->spawn(dpsgd_worker, i, ctx, std::move(w)));
+  };
+  last->pending = r.links.size();
+  if (r.links.empty())
+    return with_round(0);
+  for (const auto& link : r.links)
+    sup->request(link, ctx->reply_timeout(), resume_atom::value)
+      .then(
+        [=](std::uint32_t from, bool any, std::uint64_t seq) {
+          if (from == r.node && any) {
+            last->round = last->any ? std::max(last->round, seq) : seq;
+            last->any = true;
+          }
+          if (--last->pending == 0)
+            with_round(last->any ? last->round + 1 : 0);
+        },
+        [=](const caf::error&) {
+          if (--last->pending == 0)
+            with_round(last->any ? last->round + 1 : 0);
+        });
 }
 
 void wire_dpsgd(caf::event_based_actor* sup, const context_ptr& ctx,

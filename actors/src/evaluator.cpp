@@ -593,7 +593,12 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
     [=](restart_atom, std::uint32_t k, caf::actor& worker, std::uint64_t fault,
         std::string& effect) {
       auto& st = self->state;
-      st.nodes.at(k).worker = std::move(worker);
+      auto& node = st.nodes.at(k);
+      if (node.buffer == node.worker) {  // gossip-style: the worker is its own buffer
+        node.buffer = worker;
+        st.buffer_down[k] = false;
+      }
+      node.worker = std::move(worker);
       st.worker_down[k] = false;
       st.fault_effects[fault] = std::move(effect);
     },

@@ -4,6 +4,7 @@
 /// neighbours, packet checks, the decaying step size and the model snapshot.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -113,8 +114,9 @@ template <class State, class T>
 /// (init_atom, routes to out[i] in that order), then every worker
 /// (start_atom): with the real clock a node that starts early may already
 /// send to one not yet started, which must know its routes to answer.
+/// Each node's routes are kept in its worker_routes (for a restarted worker).
 inline void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
-                       const std::vector<node_actors>& nodes, std::vector<caf::actor>& links,
+                       std::vector<node_actors>& nodes, std::vector<caf::actor>& links,
                        const std::vector<std::vector<std::uint32_t>>& out) {
   const auto n = static_cast<std::uint32_t>(nodes.size());
   const auto workers = workers_of(nodes);
@@ -127,6 +129,7 @@ inline void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
     std::vector<caf::actor> routes;
     for (auto j : out[i])
       routes.push_back(net.route(i, j));
+    nodes[i].worker_routes = routes;
     sup->send(workers[i], init_atom::value, std::move(routes));
   }
   for (const auto& w : workers)
@@ -135,12 +138,52 @@ inline void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
 
 /// The same over the undirected graph g_r of the plan's topology.
 inline void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
-                       const std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+                       std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
   const auto& g = ctx->plan->topo->g_r;
   std::vector<std::vector<std::uint32_t>> out(g.size());
   for (std::uint32_t i = 0; i < g.size(); ++i)
     out[i] = g.out(i);
   wire_nodes(sup, ctx, nodes, links, out);
 }
+
+/// Restart (supervision): asks each neighbour of node r.node, in g_r order,
+/// (restart_atom, r.node, xs...) and calls done(answers) once every one
+/// answered or failed (a dead neighbour: nullopt). Answer is the reply as a
+/// std::tuple.
+template <class Answer>
+struct ask_neighbours;
+
+template <class... Ts>
+struct ask_neighbours<std::tuple<Ts...>> {
+  using answers = std::vector<std::optional<std::tuple<Ts...>>>;
+
+  template <class Done, class... Xs>
+  static void run(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
+                  Done done, Xs... xs) {
+    const auto& neighbours = ctx->plan->topo->g_r.out(r.node);
+    struct pending_answers {
+      std::size_t pending = 0;
+      answers got;
+    };
+    auto a = std::make_shared<pending_answers>();
+    a->pending = neighbours.size();
+    a->got.resize(neighbours.size());
+    if (neighbours.empty())
+      return done(a->got);
+    auto one = [a, done]() mutable {
+      if (--a->pending == 0)
+        done(a->got);
+    };
+    for (std::size_t j = 0; j < neighbours.size(); ++j)
+      sup->request(r.nodes.at(neighbours[j]).worker, ctx->reply_timeout(), restart_atom::value,
+                   r.node, xs...)
+        .then(
+          [a, j, one](const Ts&... ys) mutable {
+            a->got[j].emplace(ys...);
+            one();
+          },
+          [one](const caf::error&) mutable { one(); });
+  }
+};
 
 } // namespace atrain::gossip

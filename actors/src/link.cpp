@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "atrain/actors/network.hpp"
@@ -16,6 +17,15 @@ bool link_is_active(const proto::LinkModel& m) {
 
 bool links_are_acknowledged(const proto::ExperimentSpec& spec) {
   return !spec.algorithm().has_rfast();
+}
+
+bool links_follow_restarts(const proto::ExperimentSpec& spec) {
+  if (spec.algorithm().has_rfast())
+    return false;  // its links end at the gradient buffers, which a restart keeps
+  for (const auto& c : spec.faults().crash())
+    if (c.has_restart_after_seconds())
+      return true;
+  return false;
 }
 
 bool exactly_once::first_time(std::uint32_t from, std::uint32_t kind, std::uint64_t seq) {
@@ -71,6 +81,9 @@ struct link_state {
   std::map<std::uint64_t, unacked> outstanding;
   std::uint64_t next_id = 0;
   bool release_armed = false;
+  /// The highest seq accepted from the sender, if any (a restart asks).
+  bool accepted_any = false;
+  std::uint64_t highest_seq = 0;
   static inline const char* name = "atrain_link";
 };
 
@@ -236,7 +249,10 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
   st.gen.reseed(derive_seed(ctx->plan->spec.seed(), 0x4c494e4bULL + (std::uint64_t{from} << 20) + to));
   return {
     [=](deliver_atom, packet& p) {
-      if (self->state.acknowledged)
+      auto& st = self->state;
+      st.highest_seq = st.accepted_any ? std::max(st.highest_seq, p.seq) : p.seq;
+      st.accepted_any = true;
+      if (st.acknowledged)
         accept_acknowledged(self, *ctx, p);
       else
         accept_unacknowledged(self, *ctx, p);
@@ -278,6 +294,18 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
       enqueue(self, *ctx, id);
     },
     [=](stats_atom) { return self->state.stats; },
+    // A restarted worker replaces the crashed one: packets not yet on the
+    // wire, and retransmissions, go to the new incarnation.
+    [=](restart_atom, const caf::actor_addr& old, const caf::actor& replacement) {
+      auto& st = self->state;
+      if (st.dest.address() == old)
+        st.dest = replacement;
+    },
+    // (sender node, whether it sent anything, the highest seq it sent).
+    [=](resume_atom) {
+      const auto& st = self->state;
+      return std::make_tuple(st.stats.from, st.accepted_any, st.highest_seq);
+    },
   };
 }
 
@@ -286,8 +314,9 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
 network::network(caf::event_based_actor* sup, const context_ptr& ctx,
                  const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges,
                  const std::vector<caf::actor>& receivers, std::vector<caf::actor>& links_out) {
-  const bool active =
-    link_is_active(ctx->plan->spec.link()) || ctx->plan->faults.touches_links();
+  const bool active = link_is_active(ctx->plan->spec.link()) ||
+                      ctx->plan->faults.touches_links() ||
+                      links_follow_restarts(ctx->plan->spec);
   for (const auto& [from, to] : edges) {
     if (routes_.count({from, to}) > 0)
       continue;
@@ -307,7 +336,7 @@ caf::actor network::route(std::uint32_t from, std::uint32_t to) const {
 
 void wire_star(caf::event_based_actor* sup, const context_ptr& ctx,
                std::vector<caf::actor>& links, std::uint32_t at,
-               const std::vector<node_actors>& nodes) {
+               std::vector<node_actors>& nodes) {
   const auto& hub = nodes.at(at).hub;
   const auto workers = workers_of(nodes);
   const auto n = static_cast<std::uint32_t>(workers.size());
@@ -324,8 +353,10 @@ void wire_star(caf::event_based_actor* sup, const context_ptr& ctx,
   for (std::uint32_t i = 0; i < n; ++i)
     to_workers[i] = i == at ? workers[at] : net.route(at, i);
   sup->send(hub, init_atom::value, std::move(to_workers));
-  for (std::uint32_t i = 0; i < n; ++i)
-    sup->send(workers[i], init_atom::value, i == at ? hub : net.route(i, at));
+  for (std::uint32_t i = 0; i < n; ++i) {
+    nodes[i].worker_routes = {i == at ? hub : net.route(i, at)};
+    sup->send(workers[i], init_atom::value, nodes[i].worker_routes.front());
+  }
   for (const auto& w : workers)
     sup->send(w, start_atom::value);
 }

@@ -33,15 +33,15 @@ namespace {
 struct local_sgd_state : ring_worker_state {
   std::uint32_t since_average = 0;
   bool late_gradient = false;  // SKIP: g was done during an average it joined early
-  std::uint64_t averages = 0;
   bool record = false;         // keep the ledger (test probe only)
   local_sgd_average open;      // the average in the ring, until its sum is in
   std::vector<local_sgd_average> ledger;
   static inline const char* name = "atrain_local_sgd_worker";
 };
 
+/// `joining`: a replacement after a crash (ring_joining).
 caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::uint32_t id,
-                               context_ptr ctx) {
+                               context_ptr ctx, bool joining) {
   const auto& algo = ctx->plan->spec.algorithm().local_sgd();
   const double gamma0 = algo.step_size();
   const double decay = algo.decay();
@@ -99,7 +99,8 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
     if (skip && join())
       average();
   };
-  return ring_worker(self, id, ctx, false, local_step, average, on_called);
+  auto running = ring_worker(self, id, ctx, false, local_step, average, on_called);
+  return joining ? ring_joining(self, id, ctx, std::move(running)) : running;
 }
 
 } // namespace
@@ -110,7 +111,12 @@ std::vector<local_sgd_average> local_sgd_take_averages(const caf::actor_addr& wo
 
 node_actors spawn_local_sgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                  std::uint32_t i) {
-  return {parent->spawn(local_sgd_worker, i, ctx)};
+  return {parent->spawn(local_sgd_worker, i, ctx, false)};
+}
+
+caf::actor spawn_local_sgd_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
+                                       std::uint32_t k) {
+  return sup->spawn(local_sgd_worker, k, ctx, true);
 }
 
 } // namespace atrain

@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
 
 #include "atrain/kernels/vector_ops.hpp"
 
@@ -44,15 +48,15 @@ ring_allreduce::send ring_allreduce::make_send(std::uint32_t step) const {
 
 std::vector<ring_allreduce::send> ring_allreduce::begin(const float* v, double count) {
   std::copy(v, v + dim_, buf_.begin());
+  contribution_.assign(v, v + dim_);
+  contribution_count_ = count;
   std::fill(counts_.begin(), counts_.end(), count);
   active_ = true;
   finished_ = false;
   next_ = 0;
   std::vector<send> out;
   if (steps_per_round() == 0) {  // one rank: the sum is its own vector
-    active_ = false;
-    finished_ = true;
-    ++round_;
+    finish_round();
     return out;
   }
   out.push_back(make_send(0));
@@ -78,13 +82,37 @@ void ring_allreduce::run(std::vector<send>& out) {
     }
     stash_.erase(it);
     if (++next_ == steps_per_round()) {
-      active_ = false;
-      finished_ = true;
-      ++round_;
+      finish_round();
       return;
     }
     out.push_back(make_send(next_));
   }
+}
+
+void ring_allreduce::finish_round() {
+  active_ = false;
+  finished_ = true;
+  ++round_;
+  last_sum_ = buf_;
+  last_count_ = counts_.front();
+}
+
+void ring_allreduce::adopt(const std::vector<float>& sum, double count) {
+  buf_ = sum;
+  std::fill(counts_.begin(), counts_.end(), count);
+  finish_round();
+  stash_.erase(stash_.begin(), stash_.lower_bound({round_, 0}));
+}
+
+std::vector<ring_allreduce::send> ring_allreduce::skip_to(std::uint64_t round) {
+  const bool again = active_;
+  active_ = false;
+  round_ = round;
+  stash_.erase(stash_.begin(), stash_.lower_bound({round_, 0}));
+  if (!again)
+    return {};
+  const auto v = contribution_;
+  return begin(v.data(), contribution_count_);
 }
 
 ring_allreduce::verdict ring_allreduce::offer(std::uint64_t round, std::uint32_t step,
@@ -133,6 +161,11 @@ bool ring_endpoint::begin(caf::event_based_actor* self, run_context& ctx, const 
   return ring_.round() != before;
 }
 
+void ring_endpoint::skip_to(caf::event_based_actor* self, run_context& ctx, std::uint64_t round) {
+  auto sends = ring_.skip_to(round);
+  emit(self, ctx, sends);
+}
+
 bool ring_endpoint::deliver(caf::event_based_actor* self, run_context& ctx, const packet& p) {
   ctx.events.record(ctx.ns(self), rank_, event_kind::receive, p.from, p.seq);
   const auto n = static_cast<std::uint32_t>(ctx.plan->nodes());
@@ -165,7 +198,83 @@ void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx,
     std::vector<caf::actor> out;
     if (n > 1)
       out.push_back(net.route(i, (i + 1) % n));
+    nodes[i].worker_routes = out;
     sup->send(workers[i], start_atom::value, std::move(out));
+  }
+}
+
+// ---------------------------------------------------------------- restart
+
+void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                      const worker_restart& r, restart_started started) {
+  using frozen = std::tuple<std::uint64_t, float_blob, double, float_blob, std::uint64_t,
+                            std::uint64_t>;
+  struct answers {
+    std::size_t pending = 0;
+    std::vector<std::optional<frozen>> got;
+  };
+  const auto n = static_cast<std::uint32_t>(r.nodes.size());
+  auto a = std::make_shared<answers>();
+  a->got.resize(n);
+  a->pending = n - 1;
+  auto decide = [=] {
+    // m: the most rounds a live rank finished; the donor: the first rank
+    // (from the dead one's predecessor backwards) that finished m.
+    std::uint64_t m = 0;
+    for (const auto& x : a->got)
+      if (x)
+        m = std::max(m, std::get<0>(*x));
+    std::optional<std::uint32_t> donor;
+    for (std::uint32_t back = 1; back < n && !donor; ++back) {
+      const auto j = (r.node + n - back) % n;
+      if (a->got[j] && std::get<0>(*a->got[j]) == m)
+        donor = j;
+    }
+    float_blob sum, x{ctx->plan->x0};
+    double count = 0;
+    std::uint64_t steps = 0, averages = 0;
+    std::string source = "x^0 (no rank answered)";
+    if (donor) {
+      const auto& d = *a->got[*donor];
+      sum = std::get<1>(d);
+      count = std::get<2>(d);
+      x = std::get<3>(d);
+      steps = std::get<4>(d);
+      averages = std::get<5>(d);
+      source = "node " + std::to_string(*donor) + "'s model";
+    }
+    std::size_t completed = 0;
+    for (std::uint32_t j = 0; j < n; ++j)
+      if (a->got[j]) {
+        if (m > 0 && std::get<0>(*a->got[j]) + 1 == m)
+          ++completed;
+        sup->send(r.nodes[j].worker, resume_atom::value, m, sum, count);
+      }
+    sup->send(r.replacement, start_atom::value, r.nodes.at(r.node).worker_routes, x, steps,
+              averages, m + 1);
+    std::string how = "round " + std::to_string(m) + " begun again as " + std::to_string(m + 1);
+    if (completed > 0)
+      how = std::to_string(completed) + " rank(s) finished round " + std::to_string(m - 1) +
+            " with node " + std::to_string(*donor) + "'s sum; " + how;
+    started(source + ", joining the ring at round " + std::to_string(m + 1) + " (" + how + ")");
+  };
+  if (a->pending == 0)
+    return decide();
+  for (std::uint32_t j = 0; j < n; ++j) {
+    if (j == r.node)
+      continue;
+    auto one = [a, decide] {
+      if (--a->pending == 0)
+        decide();
+    };
+    sup->request(r.nodes[j].worker, ctx->reply_timeout(), restart_atom::value, r.node)
+      .then(
+        [a, j, one](std::uint64_t rounds, const float_blob& sum, double count,
+                    const float_blob& x, std::uint64_t steps, std::uint64_t averages) {
+          a->got[j].emplace(rounds, sum, count, x, steps, averages);
+          one();
+        },
+        [one](const caf::error&) { one(); });  // dead too: nothing to freeze
   }
 }
 

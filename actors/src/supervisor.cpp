@@ -1,6 +1,7 @@
 #include "atrain/actors/supervisor.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -24,6 +25,13 @@ struct sup_state {
   std::map<caf::actor_addr, std::string> names;  // for error messages
   caf::actor evaluator;
   std::vector<node_actors> nodes;
+  std::vector<caf::actor> links;
+  /// Restarts so far per node (supervision).
+  std::map<std::uint32_t, std::uint64_t> incarnations;
+  /// A replacement is joining: later restarts wait (crash indices), so two
+  /// neighbours never wait on each other's replacement.
+  bool joining = false;
+  std::deque<int> restarts_waiting;
   /// Actors killed by an injected crash: their down message is expected.
   std::set<caf::actor_addr> crashed;
   /// Multi-host runs: which node an actor belongs to, and the hosts lost.
@@ -303,14 +311,75 @@ void inject_crash(sup_ptr self, int i) {
     start_epoch(self, std::move(*loss), fault, 1, t);
 }
 
-/// Restart after crash i (rfast only, checked by the spec): a neighbour's
-/// model (its G_R in-neighbour's, else any live node's) and the buffer's
-/// durable state.
+/// Restart after crash i of an algorithm whose links end at its workers
+/// (async_ps, AD-PSGD, D-PSGD; checked by the spec): a replacement that
+/// keeps every message, every link re-pointed at it, then its state the
+/// algorithm's way (join_replacement). Nobody else restarts.
+void replace_worker(sup_ptr self, int i) {
+  auto& st = self->state;
+  if (st.joining) {
+    st.restarts_waiting.push_back(i);
+    return;
+  }
+  const auto& plan = *st.ctx->plan;
+  const auto& crash = plan.spec.faults().crash(i);
+  const auto k = crash.node();
+  worker_restart r;
+  r.node = k;
+  r.incarnation = ++st.incarnations[k];
+  r.dead = st.nodes[k].worker.address();
+  r.replacement = spawn_replacement(self, st.ctx, k, r.incarnation);
+  if (!r.replacement)
+    return fail(self, "node " + std::to_string(k) + ": " + plan.algorithm_name() +
+                        " cannot restart a worker");
+  const auto w = r.replacement;
+  auto& node = st.nodes[k];
+  if (node.buffer == node.worker)  // gossip-style: the worker is its own buffer
+    node.buffer = w;
+  node.worker = w;
+  adopt(self, w, "node " + std::to_string(k) + " worker");
+  st.node_of[w.address()] = k;
+  if (auto& probe = st.ctx->probe) {
+    if (k < probe->workers.size())
+      probe->workers[k] = w.address();
+    if (k < probe->buffers.size() && probe->buffers[k] == r.dead)
+      probe->buffers[k] = w.address();
+  }
+  for (const auto& l : st.links)
+    self->send(l, restart_atom::value, r.dead, w);
+  r.nodes = st.nodes;
+  r.links = st.links;
+  const auto fault = static_cast<std::uint64_t>(plan.faults.crash_index(i));
+  const double at = crash.at_seconds();
+  st.joining = true;
+  join_replacement(self, st.ctx, r, [self, k, i, w, fault, at](const std::string& source) {
+    auto& st = self->state;
+    st.joining = false;
+    if (st.stopping)
+      return;
+    st.ctx->events.record(st.ctx->ns(self), k, event_kind::restart, static_cast<std::uint64_t>(i));
+    const double t = st.ctx->seconds(self);
+    self->send(st.evaluator, restart_atom::value, k, w, fault,
+               "killed at " + std::to_string(at) + " s, restarted at " + std::to_string(t) +
+                 " s with " + source);
+    if (!st.restarts_waiting.empty()) {
+      const int next = st.restarts_waiting.front();
+      st.restarts_waiting.pop_front();
+      replace_worker(self, next);
+    }
+  });
+}
+
+/// Restart after crash i (checked by the spec): R-FAST's worker gets a
+/// neighbour's model (its G_R in-neighbour's, else any live node's) and the
+/// buffer's durable state; the other algorithms see replace_worker.
 void restart_worker(sup_ptr self, int i) {
   auto& st = self->state;
   if (st.stopping)
     return;
   const auto& plan = *st.ctx->plan;
+  if (!plan.spec.algorithm().has_rfast())
+    return replace_worker(self, i);
   const auto k = plan.spec.faults().crash(i).node();
   std::vector<std::uint32_t> donors = plan.topo->g_r.in(k);
   for (std::uint32_t j = 0; j < st.nodes.size(); ++j)
@@ -384,6 +453,7 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::ac
   for (const auto& l : links)
     adopt(self, l, "link");
   st.nodes = nodes;
+  st.links = links;
   if (spec.algorithm().has_rfast() && ctx->plan->topo)
     st.rfast = first_rfast_epoch(*ctx->plan);
   st.evaluator = spawn_evaluator(self, ctx, nodes, links, server, st.progress);

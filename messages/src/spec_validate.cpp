@@ -53,6 +53,31 @@ bool valid_utf8(const std::string& s) {
 
 std::string idx(const std::string& path, int i) { return path + "[" + std::to_string(i) + "]"; }
 
+/// Why a crashed worker of algorithm `a` cannot be restarted (empty: it can;
+/// docs/RELIABILITY.md "Restart").
+std::string why_no_restart(const proto::AlgorithmSpec& a) {
+  const std::string can =
+    " (restart is implemented for rfast, async_ps, adpsgd, dpsgd, allreduce and local_sgd)";
+  if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_dpsgd() ||
+      a.has_allreduce() || a.has_local_sgd())
+    return {};
+  if (a.has_centralized())
+    return "centralized runs one node: there is no other node to take a model from";
+  if (a.has_dasgd())
+    return "its replicas stay equal only if each applies every gradient exactly once: the "
+           "replacement would need a donor's model together with the donor's record of the "
+           "gradients it applied, and the links would have to deliver to it exactly the "
+           "gradients missing from that record, which is not implemented" + can;
+  if (a.has_loscar())
+    return "the aggregator's round in progress waits for the dead worker's snapshot; "
+           "rejoining it with the aggregator's last average is not implemented" + can;
+  if (a.has_sgp() || a.has_osgp())
+    return "push-sum mass (x, w) held by the dead worker, and sent to it, is lost with it (the "
+           "average drifts and the weights no longer sum to n); restoring it exactly is not "
+           "implemented" + can;
+  return "not implemented for this algorithm" + can;
+}
+
 class checker {
  public:
   explicit checker(const loaded_spec& s) : s_(s) {}
@@ -512,10 +537,8 @@ void checker::faults(bool nodes_ok) {
         bad(p + ".restart_after_seconds",
             "a whole node cannot be restarted: its gradient buffer's durable state is gone "
             "(crash only the worker to restart it)");
-      else if (!s_.spec.algorithm().has_rfast())
-        bad(p + ".restart_after_seconds",
-            "restarting a crashed worker is implemented for rfast only (its durable state "
-            "lives in the gradient buffer; the other algorithms keep theirs in the worker)");
+      else if (const auto why = why_no_restart(s_.spec.algorithm()); !why.empty())
+        bad(p + ".restart_after_seconds", "a crashed worker cannot be restarted: " + why);
     }
   }
   for (int i = 0; i < f.bad_gradients_size(); ++i) {

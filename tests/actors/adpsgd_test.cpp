@@ -46,28 +46,9 @@ BOOST_AUTO_TEST_CASE(ten_thousand_exchanges_on_16_nodes_without_deadlock_each_pr
   atrain::run_options opts;
   opts.probe = probe;
   atrain::virtual_run run{plan, opts};
-  // (active, seq) -> the two sides' model changes.
-  struct sides {
-    std::vector<double> active, passive;
-    int active_count = 0, passive_count = 0;
-  };
-  std::map<std::pair<std::uint32_t, std::uint64_t>, sides> exchanges;
-  auto harvest = [&] {
-    for (std::uint32_t i = 0; i < probe->workers.size(); ++i)
-      for (auto& e : atrain::adpsgd_take_exchanges(probe->workers[i])) {
-        auto& s = exchanges[{e.active, e.seq}];
-        if (i == e.active) {
-          ++s.active_count;
-          s.active = std::move(e.delta);
-        } else {
-          BOOST_TEST(i == e.passive);
-          ++s.passive_count;
-          s.passive = std::move(e.delta);
-        }
-      }
-  };
+  g::exchange_book exchanges;  // (active, seq) -> the two sides' model changes
   while (run.step())
-    harvest();
+    g::harvest_exchanges(*probe, exchanges);
   auto report = run.run();
   BOOST_REQUIRE(report);
   BOOST_TEST(report->error().empty(), report->error());

@@ -3,9 +3,11 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "atrain/actors/adpsgd.hpp"
 #include "fixtures.hpp"
 
 namespace atrain::test::gossip {
@@ -28,6 +30,31 @@ inline void expect_refused(const std::vector<std::string>& overrides,
     for (const auto& n : needles)
       BOOST_TEST(what.find(n) != std::string::npos, "'" << n << "' missing in: " << what);
   }
+}
+
+/// AD-PSGD: the two sides of one exchange (active node, seq) as the
+/// workers' ledgers recorded them (model changes, and how often each side
+/// applied it).
+struct exchange_sides {
+  std::vector<double> active, passive;
+  int active_count = 0, passive_count = 0;
+};
+using exchange_book = std::map<std::pair<std::uint32_t, std::uint64_t>, exchange_sides>;
+
+/// Moves every worker's new exchange ledger entries into `book`.
+inline void harvest_exchanges(const run_probe& probe, exchange_book& book) {
+  for (std::uint32_t i = 0; i < probe.workers.size(); ++i)
+    for (auto& e : adpsgd_take_exchanges(probe.workers[i])) {
+      auto& s = book[{e.active, e.seq}];
+      if (i == e.active) {
+        ++s.active_count;
+        s.active = std::move(e.delta);
+      } else {
+        BOOST_TEST(i == e.passive);
+        ++s.passive_count;
+        s.passive = std::move(e.delta);
+      }
+    }
 }
 
 /// Runs the plan (a config's target run): it must reach its target and stop there.

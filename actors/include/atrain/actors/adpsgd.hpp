@@ -34,6 +34,20 @@ struct adpsgd_exchange {
 [[nodiscard]] node_actors spawn_adpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                      std::uint32_t i);
 
+/// Restart (supervision): a replacement for node `k`'s crashed worker, a
+/// child of `sup`, keeping every message until join_adpsgd_worker starts it.
+[[nodiscard]] caf::actor spawn_adpsgd_replacement(caf::event_based_actor* sup,
+                                                  const context_ptr& ctx, std::uint32_t k,
+                                                  std::uint64_t incarnation);
+
+/// Fences node r.node's neighbours against the dead incarnation (an active
+/// neighbour gives up an exchange outstanding with it; a passive one serves
+/// only the replacement's exchanges) and starts the replacement with the
+/// first neighbour's model: every exchange completed among live nodes still
+/// preserves the pair sum.
+void join_adpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                        const worker_restart& r, restart_started started);
+
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_adpsgd(caf::event_based_actor* sup, const context_ptr& ctx,

@@ -27,6 +27,21 @@ void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links,
                 caf::actor& server);
 
+/// Restart (supervision, issue 5): a replacement for node `k`'s crashed
+/// worker, a child of `sup`, that keeps every message until
+/// join_replacement hands it its state; `incarnation` counts the node's
+/// restarts (1 for the first). Invalid when the algorithm restarts no
+/// workers this way (R-FAST has its own path: respawn_rfast_worker;
+/// spec validation refuses the others).
+[[nodiscard]] caf::actor spawn_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
+                                           std::uint32_t k, std::uint64_t incarnation);
+
+/// Once every link that ended at the dead worker points at the replacement:
+/// gives it its durable state and a donor's model the algorithm's way, then
+/// calls `started`.
+void join_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
+                      const worker_restart& r, restart_started started);
+
 /// Both steps in this process, every node a child of `sup`.
 [[nodiscard]] caf::expected<std::vector<node_actors>>
 spawn_algorithm(caf::event_based_actor* sup, const context_ptr& ctx,

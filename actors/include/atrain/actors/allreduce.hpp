@@ -30,4 +30,9 @@ struct allreduce_step {
 [[nodiscard]] node_actors spawn_allreduce_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                      std::uint32_t i);
 
+/// Restart (supervision): a replacement for node `k`'s crashed worker, a
+/// child of `sup`, keeping every message until join_ring_worker starts it.
+[[nodiscard]] caf::actor spawn_allreduce_replacement(caf::event_based_actor* sup,
+                                       const context_ptr& ctx, std::uint32_t k);
+
 } // namespace atrain

@@ -47,6 +47,17 @@ struct async_ps_view {
 [[nodiscard]] node_actors spawn_async_ps_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                      std::uint32_t i);
 
+/// Restart (supervision): a replacement for node `k`'s crashed worker, a
+/// child of `sup`, keeping every message until join_async_ps_worker starts it.
+[[nodiscard]] caf::actor spawn_async_ps_replacement(caf::event_based_actor* sup,
+                                                    const context_ptr& ctx, std::uint32_t k);
+
+/// Asks the server to take worker r.node back (it fences off the dead
+/// incarnation's outstanding gradient) and starts the replacement with the
+/// server's model at that instant, its version and the seq to go on from.
+void join_async_ps_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                          const worker_restart& r, restart_started started);
+
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,

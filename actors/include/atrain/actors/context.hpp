@@ -102,6 +102,24 @@ struct node_actors {
   std::vector<caf::actor> worker_routes;
 };
 
+/// A crashed worker being replaced (supervision, issue 5): the supervisor
+/// spawns the replacement (which keeps every message until it has its
+/// state), re-points every link that ended at the dead worker, then lets the
+/// algorithm hand the replacement its state (join_replacement).
+struct worker_restart {
+  std::uint32_t node = 0;
+  /// 1 for a node's first restart, 2 for its second, ...
+  std::uint64_t incarnation = 1;
+  caf::actor_addr dead;     // the crashed worker
+  caf::actor replacement;
+  std::vector<node_actors> nodes;  // the run's nodes; nodes[node].worker = replacement
+  std::vector<caf::actor> links;   // every link actor of the run
+};
+
+/// Called by the algorithm once the replacement runs, naming where its
+/// model came from ("node 3's model", ...).
+using restart_started = std::function<void(const std::string& source)>;
+
 /// The nodes' workers, index = node.
 [[nodiscard]] inline std::vector<caf::actor> workers_of(const std::vector<node_actors>& nodes) {
   std::vector<caf::actor> out;

@@ -37,6 +37,20 @@ struct dpsgd_round {
 [[nodiscard]] node_actors spawn_dpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                      std::uint32_t i);
 
+/// Restart (supervision): a replacement for node `k`'s crashed worker, a
+/// child of `sup`, keeping every message until join_dpsgd_worker starts it.
+[[nodiscard]] caf::actor spawn_dpsgd_replacement(caf::event_based_actor* sup,
+                                                 const context_ptr& ctx, std::uint32_t k);
+
+/// Starts the replacement in the round its neighbours wait in (one past the
+/// last model the dead worker handed its links), with the first answering
+/// neighbour's model and every neighbour model of that round already sent
+/// (to the dead worker); the rest arrive over the re-pointed links. W stays
+/// doubly stochastic: every round from there moves the node average by the
+/// gradient steps alone.
+void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                       const worker_restart& r, restart_started started);
+
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_dpsgd(caf::event_based_actor* sup, const context_ptr& ctx,

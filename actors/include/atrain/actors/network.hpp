@@ -25,6 +25,14 @@ namespace atrain {
 /// and must drop them: see exactly_once.
 [[nodiscard]] bool links_are_acknowledged(const proto::ExperimentSpec& spec);
 
+/// Whether a crashed worker may be restarted in a run where links end at
+/// workers (every algorithm but R-FAST). Such runs send every packet through
+/// a link actor, even over a perfect link: a link can be re-pointed at the
+/// replacement ((restart_atom, old address, new handle)) and tell the
+/// highest seq its sender handed it ((resume_atom) -> (from, any, seq)),
+/// where a direct route would leave the dead handle in every sender.
+[[nodiscard]] bool links_follow_restarts(const proto::ExperimentSpec& spec);
+
 /// Receiver-side de-duplication by (sender, stream, seq): first_time() is
 /// true once per key. Memory stays small when each sender numbers a
 /// stream to one receiver 1, 2, 3, ... (gaps are remembered individually).
@@ -65,10 +73,11 @@ private:
 /// link at -> i ending at worker i for every other node (worker `at` and the
 /// hub share a node and talk directly). Then sends the hub (init_atom, routes
 /// to every worker, index = node), every worker (init_atom, its route to the
-/// hub), and every worker (start_atom).
+/// hub), and every worker (start_atom). Each node's route to the hub is kept
+/// in its worker_routes (for a restarted worker).
 void wire_star(caf::event_based_actor* sup, const context_ptr& ctx,
                std::vector<caf::actor>& links, std::uint32_t at,
-               const std::vector<node_actors>& nodes);
+               std::vector<node_actors>& nodes);
 
 /// Adds `p`'s payloads into `into` (DASGD's coalescing: gradients summed, the
 /// newest sequence number kept). False when the shapes differ.

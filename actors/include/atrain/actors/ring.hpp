@@ -85,9 +85,22 @@ public:
   /// Chunk index rank `rank` sends at step t (received by rank+1).
   [[nodiscard]] std::uint32_t sent_chunk(std::uint32_t rank, std::uint32_t step) const;
 
+  /// Restart (supervision): the sum and count of the last finished round
+  /// (empty before the first).
+  [[nodiscard]] const std::vector<float>& last_sum() const noexcept { return last_sum_; }
+  [[nodiscard]] double last_count() const noexcept { return last_count_; }
+  /// Restart: ends the active round with the result another rank finished
+  /// it with (chunks through the dead rank will never come).
+  void adopt(const std::vector<float>& sum, double count);
+  /// Restart: moves on to round `round` (> the current one), dropping what
+  /// is stashed of earlier rounds; an active round begins again there with
+  /// the same vector and count (its chunks may have gone to the dead rank).
+  std::vector<send> skip_to(std::uint64_t round);
+
 private:
   void run(std::vector<send>& out);
   send make_send(std::uint32_t step) const;
+  void finish_round();
 
   std::uint32_t rank_;
   std::uint32_t n_;
@@ -99,6 +112,10 @@ private:
   bool finished_ = false;
   std::uint32_t next_ = 0;    // next step whose chunk we wait for
   std::map<std::pair<std::uint64_t, std::uint32_t>, std::pair<float_blob, double>> stash_;
+  std::vector<float> contribution_;  // this rank's vector of the active round
+  double contribution_count_ = 0;
+  std::vector<float> last_sum_;
+  double last_count_ = 0;
 };
 
 /// A worker's end of the ring: the state machine plus packets, counters and
@@ -125,6 +142,9 @@ public:
   [[nodiscard]] std::uint64_t messages() const noexcept { return out_.messages; }
   [[nodiscard]] std::uint64_t bytes() const noexcept { return out_.bytes; }
   [[nodiscard]] std::uint64_t rejected() const noexcept { return rejected_; }
+  [[nodiscard]] ring_allreduce& state() noexcept { return ring_; }
+  /// Restart: ring_allreduce::skip_to, sending what it begins again.
+  void skip_to(caf::event_based_actor* self, run_context& ctx, std::uint64_t round);
 
 private:
   void emit(caf::event_based_actor* self, run_context& ctx, std::vector<ring_allreduce::send>& s);
@@ -151,6 +171,7 @@ struct ring_worker_state {
   std::vector<float> x;
   std::vector<float> g;
   std::uint64_t steps = 0;
+  std::uint64_t averages = 0;  // Local SGD: averages done
   bool computing = false;
   std::uint64_t read_at = 0;
   staleness_stats staleness;
@@ -174,6 +195,58 @@ void ring_compute_next(caf::stateful_actor<State>* self) {
   const double wait = st.cu->gradient(self, st.x.data(), st.g);
   send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value);
 }
+
+/// Restart (supervision): the decision after a freeze. The highest number
+/// of rounds any live rank finished is `m`: a rank still in round m-1
+/// finishes it with `sum` and `count` (what a rank that finished it got);
+/// then every rank moves to round m+1, an active round m beginning again
+/// there (its chunks may have gone to the dead rank, and the replacement
+/// joins at m+1). Every rank thus ends round m-1 with the same sum, and no
+/// chunk of round m is ever mixed with one of the redo.
+template <class State, class OnSum>
+void ring_resume(caf::stateful_actor<State>* self, run_context& ctx, std::uint64_t m,
+                 const float_blob& sum, double count, const OnSum& on_sum) {
+  auto& st = self->state;
+  self->unbecome();
+  self->set_default_handler(caf::print_and_drop);
+  auto& ring = st.ring->state();
+  const bool adopt = ring.active() && ring.round() + 1 == m && !sum.empty();
+  if (adopt)
+    ring.adopt(sum.vec(), count);
+  st.ring->skip_to(self, ctx, m + 1);
+  if (adopt)
+    on_sum();
+}
+
+/// Restart: a replacement rank keeps every message until the supervisor
+/// starts it with its route, a donor's model and counters, and the round to
+/// join; then it runs `running` and computes.
+template <class State>
+caf::behavior ring_joining(caf::stateful_actor<State>* self, std::uint32_t id,
+                           const context_ptr& ctx, caf::behavior running) {
+  const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
+  self->set_default_handler(caf::skip);
+  return {
+    [=](start_atom, const std::vector<caf::actor>& out, const float_blob& x, std::uint64_t steps,
+        std::uint64_t averages, std::uint64_t round) mutable {
+      auto& st = self->state;
+      for (const auto& route : out)
+        st.ring->connect((id + 1) % n, route);
+      st.x = x.vec();
+      st.steps = steps;
+      st.averages = averages;
+      st.ring->skip_to(self, *ctx, round);
+      self->set_default_handler(caf::print_and_drop);
+      self->become(std::move(running));
+      ring_compute_next(self);
+    },
+  };
+}
+
+/// Supervision: freezes every live rank, decides the round (ring_resume),
+/// and starts the replacement r.replacement (made with ring_joining) at it.
+void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                      const worker_restart& r, restart_started started);
 
 /// The behaviour of a ring worker (State derives from ring_worker_state):
 /// `on_wake()` runs when a gradient is done (after the trace event),
@@ -210,6 +283,21 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
         on_sum();
       else if (!ring.active() && ring.called())
         on_called();
+    },
+    // Ring rank k is being restarted (supervision): freeze (every other
+    // message waits) and report this rank's rounds, last sum and model.
+    [=](restart_atom, std::uint32_t k) {
+      auto& st = self->state;
+      const auto& ring = st.ring->state();
+      ctx->events.record(ctx->ns(self), id, event_kind::restart, k, ring.round());
+      self->set_default_handler(caf::skip);
+      self->become(caf::keep_behavior,
+                   caf::behavior{[=](resume_atom, std::uint64_t m, const float_blob& sum,
+                                     double count) {
+                     ring_resume(self, *ctx, m, sum, count, on_sum);
+                   }});
+      return std::make_tuple(ring.round(), float_blob{ring.last_sum()}, ring.last_count(),
+                             float_blob{st.x}, st.steps, st.averages);
     },
     [=](model_atom) {
       const auto& st = self->state;
