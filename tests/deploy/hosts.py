@@ -167,10 +167,10 @@ class Driver:
         the report ({} without one)."""
         try:
             self.proc.wait(timeout=timeout)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            print("     (the driver was still running after %g s: killed)" % timeout, flush=True)
         self.reader.join()
         self.stdout = self.proc.stdout.read().decode(errors="replace")
         path = os.path.join(self.out, "report.json")

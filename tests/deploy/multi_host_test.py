@@ -8,7 +8,6 @@ usage: multi_host_test.py ATRAIN [ALGORITHM,...]"""
 import os
 import signal
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hosts import Cluster, check, finish, host_lost, report  # noqa: E402
@@ -56,15 +55,15 @@ finally:
 for algo, goes_on in (("dasgd", True), ("allreduce", False)):
     c = Cluster(atrain, 3)
     try:
-        driver = c.start("config/algorithms/%s.textproto" % algo,
-                         ["clock=REAL", "cost.real_min_seconds=0.002", "stop.time_seconds=6",
-                          "stop.stop_at_target=false"], os.path.join(c.dir, "kill_" + algo))
-        time.sleep(2.5)  # the run is going (data loaded, nodes spawned)
+        # Killed at 1.5 s of the run: data loaded, nodes spawned, training
+        # (a host lost while it spawns is a different case).
         victim = c.hosts[2]
-        victim.proc.send_signal(signal.SIGKILL)
-        killed = time.monotonic()
-        rep = driver.wait(timeout=60)
-        ended = driver.ended
+        driver, killed = c.run_hurt(
+            "config/algorithms/%s.textproto" % algo,
+            ["clock=REAL", "cost.real_min_seconds=0.002", "stop.time_seconds=6",
+             "stop.stop_at_target=false"], os.path.join(c.dir, "kill_" + algo), 1.5,
+            lambda: victim.proc.send_signal(signal.SIGKILL), lambda: None, 0)
+        rep, ended = driver.report, driver.ended
         if goes_on:
             lost = host_lost(rep)
             check(sorted(f["what"] for f in lost) == ["node 2", "node 5"] and
