@@ -13,9 +13,10 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$here/build}"
 jobs="$(nproc 2>/dev/null || echo 2)"
-# gnuplot-nox draws `atrain compare`'s figures (and lets the tests check them).
+# gnuplot-nox draws `atrain compare`'s figures (and lets the tests check them);
+# iproute2 (`ip`) builds the network namespaces of tests/deploy/partition_test.py.
 packages=(libcaf-dev libdnnl-dev libeigen3-dev libprotobuf-dev protobuf-compiler
-          libboost-test-dev zlib1g-dev libssl-dev openssl cmake g++ make gnuplot-nox)
+          libboost-test-dev zlib1g-dev libssl-dev openssl cmake g++ make gnuplot-nox iproute2)
 
 # Peers of the benchmarks only (bench/): not needed to build, run or test.
 bench_packages=(libgloo-dev)

@@ -130,6 +130,13 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
     g->errors.push_back(what + ": " + caf::to_string(err));
     finish_one();
   };
+  /// Multi-host: an actor on a host that was just lost answers
+  /// request_receiver_down, which may come before the supervisor's crash_atom
+  /// (it hears of the loss from its own monitors, then decides whether the
+  /// run can go on); not an evaluation failure.
+  const auto lost_with_host = [self](const caf::error& e) {
+    return self->state.ctx->spans_processes && e == caf::sec::request_receiver_down;
+  };
   for (std::size_t i = 0; i < st.nodes.size(); ++i) {
     if (st.worker_down[i]) {
       g->models[i] = retired_only(st, i);
@@ -143,10 +150,16 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
             g->models[i] = add_counters(std::move(s), st.retired[i]);
             finish_one();
           },
-          [self, g, i, fail, finish_one](caf::error& e) {
-            if (!self->state.worker_down[i])
+          [self, g, i, fail, finish_one, lost_with_host](caf::error& e) {
+            auto& st = self->state;
+            if (st.worker_down[i]) {
+              g->models[i] = retired_only(st, i);  // crashed meanwhile
+            } else if (lost_with_host(e)) {
+              // left out of this evaluation; its counters as of the last one
+              g->models[i] = add_counters(retired_only(st, i), st.last[i]);
+            } else {
               return fail("node " + std::to_string(i) + " worker", e);
-            g->models[i] = retired_only(self->state, i);  // crashed meanwhile
+            }
             finish_one();
           });
     }
@@ -161,8 +174,8 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
       g->old_epoch += old_epoch;
       finish_one();
     };
-    auto stats_failed = [self, i, fail, finish_one](caf::error& e) {
-      if (!self->state.buffer_down[i])
+    auto stats_failed = [self, i, fail, finish_one, lost_with_host](caf::error& e) {
+      if (!self->state.buffer_down[i] && !lost_with_host(e))
         return fail("node " + std::to_string(i) + " buffer", e);
       finish_one();
     };
@@ -184,8 +197,8 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
               g->masses.push_back(std::move(a));
               finish_one();
             },
-            [self, i, fail, finish_one](caf::error& e) {
-              if (!self->state.buffer_down[i])
+            [self, i, fail, finish_one, lost_with_host](caf::error& e) {
+              if (!self->state.buffer_down[i] && !lost_with_host(e))
                 return fail("node " + std::to_string(i) + " buffer", e);
               finish_one();
             });

@@ -1,5 +1,6 @@
-"""Shared helpers of the multi-host tests: start `atrain node` hosts on
-127.0.0.1 (port 0: each prints the port it got), run the driver, read reports."""
+"""Shared helpers of the multi-host tests: start `atrain node` hosts (on
+127.0.0.1 by default; port 0: each prints the port it got), run the driver in
+the foreground or in the background (to hurt a host meanwhile), read reports."""
 import json
 import os
 import re
@@ -8,16 +9,26 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 
+# Runs to hurt a host in: every gradient paced to >= 20 ms (8 nodes: ~400
+# gradients/s), so that a9a's target is not reached before the hurt, and the
+# budget (stop.time_seconds), not the target, ends the run.
+PACED = ["clock=REAL", "cost.real_min_seconds=0.02", "stop.stop_at_target=false"]
+
+
 class Host:
-    def __init__(self, atrain, workdir, name, extra):
+    """`atrain node` listening on `listen`; `prefix` wraps the command (e.g.
+    `ip netns exec NS`, which execs it: proc.pid is the host itself)."""
+
+    def __init__(self, atrain, workdir, name, extra, listen="127.0.0.1:0", prefix=()):
         self.log = open(os.path.join(workdir, name + ".log"), "w+")
-        self.proc = subprocess.Popen([atrain, "node", "--listen", "127.0.0.1:0"] + extra,
+        self.proc = subprocess.Popen(list(prefix) + [atrain, "node", "--listen", listen] + extra,
                                      stdout=subprocess.PIPE, stderr=self.log, text=True)
         line = self.proc.stdout.readline()
-        m = re.search(r"listening on (127\.0\.0\.1:\d+)", line)
+        m = re.search(r"listening on (\S+:\d+)", line)
         if not m:
             self.proc.kill()
             self.log.seek(0)
@@ -42,32 +53,179 @@ class Host:
 
 
 class Cluster:
-    """Hosts sharing a secret file in a temporary directory."""
+    """Hosts sharing a secret file in a temporary directory; `places`: one
+    (listen, prefix) per host (default: `hosts` hosts on 127.0.0.1); `flags`
+    go to every host after the credentials."""
 
-    def __init__(self, atrain, hosts, extra=None):
+    def __init__(self, atrain, hosts, extra=None, places=None, flags=()):
         self.atrain = atrain
         self.dir = tempfile.mkdtemp(prefix="atrain_hosts_")
         self.secret = os.path.join(self.dir, "secret")
         with open(self.secret, "w") as f:
             f.write(secrets.token_hex(24) + "\n")
         os.chmod(self.secret, 0o600)
-        args = extra if extra is not None else ["--secret-file", self.secret]
-        self.hosts = [Host(atrain, self.dir, "host%d" % i, args) for i in range(hosts)]
+        args = (extra if extra is not None else ["--secret-file", self.secret]) + list(flags)
+        self.drivers = []
+        places = places or [("127.0.0.1:0", ())] * hosts
+        self.hosts = [Host(atrain, self.dir, "host%d" % i, args, listen, prefix)
+                      for i, (listen, prefix) in enumerate(places)]
 
     def addresses(self):
         return ",".join(h.address for h in self.hosts)
 
-    def run(self, spec, sets, out, extra=None, timeout=120):
+    def command(self, spec, sets, out, extra=None):
         cmd = [self.atrain, "run", spec, "--no-progress", "--out", out, "--hosts",
                self.addresses()]
         cmd += extra if extra is not None else ["--secret-file", self.secret]
         for s in sets:
             cmd += ["--set", s]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return cmd
+
+    def run(self, spec, sets, out, extra=None, timeout=120):
+        return subprocess.run(self.command(spec, sets, out, extra), capture_output=True,
+                              text=True, timeout=timeout)
+
+    def start(self, spec, sets, out):
+        """The driver in the background: hurt a host while it runs."""
+        self.drivers.append(Driver(self.command(spec, sets, out), out))
+        return self.drivers[-1]
+
+    def run_hurt(self, spec, sets, out, at, hurt, heal, hold):
+        """Runs `spec`; `hurt()` at `at` s of the run's clock, `heal()` `hold` s
+        later; waits for the driver. Returns it and when hurt() returned
+        (time.monotonic())."""
+        d = self.start(spec, sets, out)
+        if not d.wait_started():
+            d.wait()
+            sys.exit("%s: the run did not start: %s" % (out, d.stdout[-500:] + d.stderr[-500:]))
+        d.sleep_until(at)
+        hurt()
+        hurt_at = time.monotonic()
+        time.sleep(hold)
+        heal()
+        healed_at = time.monotonic()
+        d.wait(timeout=90)
+        print("     (last evaluation %.2f s after the hurt; the driver exited %.2f s after it, "
+              "%.2f s %s the heal)" % ((d.last_record or 0) - hurt_at, d.ended - hurt_at,
+                                       abs(d.ended - healed_at),
+                                       "after" if d.ended > healed_at else "before"), flush=True)
+        return d, hurt_at
 
     def stop(self):
+        for d in self.drivers:
+            if d.proc.poll() is None:
+                d.proc.kill()
         for h in self.hosts:
             h.stop()
+
+
+class Driver:
+    """`atrain run` in the background. Its progress records (stderr, one per
+    evaluation, `[algo] t=  1.234s ...`) are timestamped on arrival: they
+    anchor the run's clock to time.monotonic()."""
+
+    PROGRESS = re.compile(rb"\] t=\s*([0-9.]+)s grads")
+
+    def __init__(self, cmd, out):
+        self.out = out
+        self.t0 = float("inf")  # time.monotonic() when the run's clock read 0 (upper bound)
+        self.last_record = None  # time.monotonic() of the last progress record (the run's end)
+        self.ended = None  # time.monotonic() when the driver closed stderr: its exit
+        self.proc = subprocess.Popen(["--progress" if a == "--no-progress" else a for a in cmd],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.reader = threading.Thread(target=self._read_progress, daemon=True)
+        self.reader.start()
+
+    def _read_progress(self):
+        buf, scanned = b"", 0
+        while True:
+            chunk = os.read(self.proc.stderr.fileno(), 65536)
+            now = time.monotonic()
+            if not chunk:
+                self.ended = now
+                break
+            buf += chunk
+            for m in self.PROGRESS.finditer(buf, scanned):
+                # printed at run time t, read at `now` >= t0 + t
+                self.t0 = min(self.t0, now - float(m.group(1)))
+                self.last_record = now
+                scanned = m.end()
+        self.stderr = buf.decode(errors="replace")
+
+    def wait_started(self, timeout=30):
+        """Until the first progress record (data loaded, nodes spawned, training)."""
+        end = time.monotonic() + timeout
+        while self.t0 == float("inf") and self.proc.poll() is None and time.monotonic() < end:
+            time.sleep(0.02)
+        return self.t0 != float("inf")
+
+    def sleep_until(self, run_seconds):
+        time.sleep(max(0.0, self.wall(run_seconds) - time.monotonic()))
+
+    def wait(self, timeout=60):
+        """Waits for the end (killing the driver after `timeout` s); returns
+        the report ({} without one)."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            print("     (the driver was still running after %g s: killed)" % timeout, flush=True)
+        self.reader.join()
+        self.stdout = self.proc.stdout.read().decode(errors="replace")
+        path = os.path.join(self.out, "report.json")
+        self.report = report(self.out) if os.path.exists(path) else {}
+        return self.report
+
+    @property
+    def returncode(self):
+        return self.proc.returncode
+
+    def wall(self, run_seconds):
+        """time.monotonic() at `run_seconds` of the run's clock, an upper bound
+        (inf when no progress record came)."""
+        return self.t0 + run_seconds
+
+
+def host_lost(rep):
+    """The report's host_lost faults."""
+    return [f for f in rep.get("faults", []) if f.get("kind") == "host_lost"]
+
+
+def check_host_lost(driver, hurt, nodes, label, bound=15.0):
+    """Checks that exactly `nodes` were reported lost (kind host_lost), less
+    than `bound` s after `hurt` (time.monotonic()); returns (run time of the
+    loss, seconds after `hurt`), or (None, inf)."""
+    lost = host_lost(driver.report)
+    seen = driver.wall(lost[0]["from_seconds"]) - hurt if lost else float("inf")
+    check(sorted(int(f["what"].split()[-1]) for f in lost) == sorted(nodes) and 0 < seen < bound,
+          "%s: nodes %s reported lost (host_lost) %.2f s after (< %g s): %s" % (
+              label, ",".join(f["what"].split()[-1] for f in lost) or "none", seen, bound,
+              lost[0]["effect"][:110] if lost else driver.report.get("error", "")[:200]))
+    return (lost[0]["from_seconds"], seen) if lost else (None, float("inf"))
+
+
+def check_went_on(rep, t_lost, label):
+    """After the loss at run time `t_lost` the others trained on, to the target."""
+    after = [m for m in rep.get("metrics", []) if t_lost is not None and m["time_seconds"] > t_lost]
+    more = int(after[-1]["gradients"]) - int(after[0]["gradients"]) if after else 0
+    best = max((m["test_accuracy"] for m in after), default=0)
+    check(rep.get("stop_reason") == "time budget spent" and more > 0 and
+          best >= rep.get("target_accuracy", 1),
+          "%s: the others trained on after the loss to the budget's end (%s): %d more gradients, "
+          "best accuracy %.4f (target %.3f)" % (label, rep.get("stop_reason"), more, best,
+                                               rep.get("target_accuracy", 1)))
+
+
+def check_serves_again(cluster, host, label):
+    """`host` is alive and spawns its share of a new (short) run."""
+    before = host.text().count("spawned nodes")
+    out = os.path.join(cluster.dir, "again_%d" % before)
+    r = cluster.run("config/algorithms/dasgd.textproto",
+                    ["clock=REAL", "cost.real_min_seconds=0.002", "stop.time_seconds=30"], out)
+    check(host.alive() and r.returncode == 0 and host.text().count("spawned nodes") == before + 1,
+          "%s: the host is alive and serves a new run (rc %d, host log: %s)" % (
+              label, r.returncode, (host.text().strip().splitlines() or [""])[-1][:100]))
 
 
 def report(out):
