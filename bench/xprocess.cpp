@@ -15,9 +15,13 @@
 /// selects and reports the checksum in the ack, which the sender checks too:
 /// nothing is counted that did not arrive intact.
 ///
+/// With --guard a second receiver puts the BASP guard of `atrain node`
+/// (actors/basp_guard.hpp) in front of its CAF port, and the sender pushes
+/// the same packets through it too: the cost of the guard's extra hop.
+///
 /// MB/s = messages x payload bytes / wall seconds (1 MB = 1e6 bytes).
 ///
-///   bench_xprocess [--floats N] [--messages M] [--reps R] [--windows 1,2,4]
+///   bench_xprocess [--floats N] [--messages M] [--reps R] [--windows 1,2,4] [--guard]
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -37,6 +41,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include "atrain/actors/basp_guard.hpp"
 #include "atrain/messages/wire.hpp"
 #include "procs.hpp"
 
@@ -52,6 +57,7 @@ struct options {
   std::uint64_t messages = 32;
   int reps = 5;
   std::vector<std::uint64_t> windows{1, 2, 4};
+  bool guard = false;
 };
 
 /// Payload `p`: small integers, exact in float, shifted per pattern.
@@ -187,8 +193,9 @@ void tcp_receiver(int listener, const payloads& ref) {
 }
 
 /// The receiver role: prints "ports CAF TCP" on stdout, serves until its
-/// standard input closes (the sender closes it, or dies).
-int run_receiver(std::size_t floats) {
+/// standard input closes (the sender closes it, or dies). With `guard` the
+/// CAF port it prints is a BASP guard's in front of the published one.
+int run_receiver(std::size_t floats, bool guard) {
   auto ref = std::make_shared<const payloads>(floats);
   caf::actor_system_config cfg;
   configure(cfg);
@@ -198,6 +205,18 @@ int run_receiver(std::size_t floats) {
   if (!caf_port) {
     std::fprintf(stderr, "receiver: publish: %s\n", sys.render(caf_port.error()).c_str());
     return 1;
+  }
+  atrain::basp_guard front;
+  if (guard) {
+    atrain::basp_guard_options g;
+    g.basp_port = *caf_port;
+    auto spawned = atrain::spawn_basp_guard(sys, g);
+    if (!spawned) {
+      std::fprintf(stderr, "receiver: guard: %s\n", sys.render(spawned.error()).c_str());
+      return 1;
+    }
+    front = *spawned;
+    caf_port = front.port;
   }
   const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   auto addr = loopback(0);
@@ -219,6 +238,8 @@ int run_receiver(std::size_t floats) {
   ::close(listener);
   tcp.join();
   caf::anon_send_exit(rx, caf::exit_reason::user_shutdown);
+  if (front.actor)
+    caf::anon_send_exit(front.actor, caf::exit_reason::user_shutdown);
   return 0;
 }
 
@@ -290,13 +311,15 @@ struct child_process {
   FILE* from_child = nullptr;
 };
 
-[[nodiscard]] bool start_receiver(const options& opt, child_process& child) {
+[[nodiscard]] bool start_receiver(const options& opt, bool guard, child_process& child) {
   int in[2];
   int out[2];
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0)
     return false;
-  child.pid = atrain::bench::spawn_self({"--receiver", "--floats", std::to_string(opt.floats)},
-                                        in[0], out[1]);
+  std::vector<std::string> args{"--receiver", "--floats", std::to_string(opt.floats)};
+  if (guard)
+    args.push_back("--guard");
+  child.pid = atrain::bench::spawn_self(args, in[0], out[1]);
   ::close(in[0]);
   ::close(out[1]);
   child.to_child = in[1];
@@ -304,27 +327,69 @@ struct child_process {
   return child.pid > 0 && child.from_child != nullptr;
 }
 
-int run_sender(const options& opt) {
+/// A receiver process and the CAF actor it published.
+struct receiver_link {
   child_process child;
-  if (!start_receiver(opt, child))
-    return 1;
-  unsigned caf_port = 0;
   unsigned tcp_port = 0;
-  if (std::fscanf(child.from_child, "ports %u %u", &caf_port, &tcp_port) != 2) {
+  caf::actor dst;
+};
+
+[[nodiscard]] bool connect_receiver(caf::actor_system& sys, const options& opt, bool guard,
+                                    receiver_link& r) {
+  if (!start_receiver(opt, guard, r.child))
+    return false;
+  unsigned caf_port = 0;
+  if (std::fscanf(r.child.from_child, "ports %u %u", &caf_port, &r.tcp_port) != 2) {
     std::fprintf(stderr, "bench_xprocess: the receiver did not report its ports\n");
-    return 1;
+    return false;
   }
+  auto dst = sys.middleman().remote_actor("127.0.0.1", static_cast<std::uint16_t>(caf_port));
+  if (!dst) {
+    std::fprintf(stderr, "bench_xprocess: remote_actor%s: %s\n", guard ? " (guard)" : "",
+                 sys.render(dst.error()).c_str());
+    return false;
+  }
+  r.dst = *dst;
+  return true;
+}
+
+[[nodiscard]] bool stop_receiver(receiver_link& r) {
+  ::close(r.child.to_child);
+  std::fclose(r.child.from_child);
+  return atrain::bench::wait_ok(r.child.pid);
+}
+
+/// One row per window: medians and bests of `a` and `b`, and their ratios.
+void print_table(const char* a_name, const char* b_name, const char* ratio_name,
+                 const std::vector<std::uint64_t>& windows,
+                 const std::vector<std::vector<double>>& a,
+                 const std::vector<std::vector<double>>& b) {
+  std::printf("%-7s %21s %21s %17s\n", "window", a_name, b_name, ratio_name);
+  std::printf("%-7s %10s %10s %10s %10s %8s %8s\n", "", "median", "best", "median", "best",
+              "median", "best");
+  for (std::size_t w = 0; w < windows.size(); ++w) {
+    const auto x = atrain::bench::summarize(a[w]);
+    const auto y = atrain::bench::summarize(b[w]);
+    std::printf("k = %-3llu %10.0f %10.0f %10.0f %10.0f %8.2f %8.2f\n",
+                static_cast<unsigned long long>(windows[w]), x.median, x.best, y.median, y.best,
+                y.median > 0 ? x.median / y.median : 0, y.best > 0 ? x.best / y.best : 0);
+  }
+}
+
+int run_sender(const options& opt) {
   const payloads ref{opt.floats};
   caf::actor_system_config cfg;
   configure(cfg);
   caf::actor_system sys{cfg};
-  auto dst = sys.middleman().remote_actor("127.0.0.1", static_cast<std::uint16_t>(caf_port));
-  if (!dst) {
-    std::fprintf(stderr, "bench_xprocess: remote_actor: %s\n", sys.render(dst.error()).c_str());
+  // The guarded receiver is a process of its own: a second connection to
+  // the same node would be folded into the first by CAF.
+  receiver_link plain;
+  receiver_link guarded;
+  if (!connect_receiver(sys, opt, false, plain) ||
+      (opt.guard && !connect_receiver(sys, opt, true, guarded)))
     return 1;
-  }
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const auto addr = loopback(static_cast<std::uint16_t>(tcp_port));
+  const auto addr = loopback(static_cast<std::uint16_t>(plain.tcp_port));
   if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
     std::fprintf(stderr, "bench_xprocess: connect: %s\n", std::strerror(errno));
     return 1;
@@ -335,47 +400,45 @@ int run_sender(const options& opt) {
   bool ok = true;
   std::uint64_t seq = 0;
   std::vector<std::vector<double>> caf_rates(opt.windows.size());
+  std::vector<std::vector<double>> guard_rates(opt.windows.size());
   std::vector<std::vector<double>> tcp_rates(opt.windows.size());
   {
     caf::scoped_actor self{sys};
     // Warm-up: connection set-up, first allocations, page faults.
-    const bool warm = caf_push(self, *dst, ref, seq, 2, 1, ok) > 0 &&
+    const bool warm = caf_push(self, plain.dst, ref, seq, 2, 1, ok) > 0 &&
+                      (!opt.guard || caf_push(self, guarded.dst, ref, seq, 2, 1, ok) > 0) &&
                       tcp_push(fd, ref, seq, 2, 1, ok) > 0;
     for (int rep = 0; warm && rep < opt.reps; ++rep)
       for (std::size_t w = 0; w < opt.windows.size(); ++w) {
         const auto k = opt.windows[w];
-        const double c = caf_push(self, *dst, ref, seq, opt.messages, k, ok);
+        const double c = caf_push(self, plain.dst, ref, seq, opt.messages, k, ok);
+        const double g = opt.guard ? caf_push(self, guarded.dst, ref, seq, opt.messages, k, ok) : 1;
         const double t = tcp_push(fd, ref, seq, opt.messages, k, ok);
-        if (c <= 0 || t <= 0) {
+        if (c <= 0 || g <= 0 || t <= 0) {
           ok = false;
           break;
         }
         caf_rates[w].push_back(mb / c);
+        guard_rates[w].push_back(mb / g);
         tcp_rates[w].push_back(mb / t);
       }
     ok = ok && warm;
   }
   ::close(fd);
-  ::close(child.to_child);
-  std::fclose(child.from_child);
-  const bool child_ok = atrain::bench::wait_ok(child.pid);
+  bool child_ok = stop_receiver(plain);
+  if (opt.guard)
+    child_ok = stop_receiver(guarded) && child_ok;
 
   std::printf("## cross-process push: %llu x %zu floats (%.2f MB) per run, %d repetitions, "
-              "2 processes on 127.0.0.1, %u hardware threads\n",
+              "%d processes on 127.0.0.1, %u hardware threads\n",
               static_cast<unsigned long long>(opt.messages), opt.floats,
-              static_cast<double>(ref.blobs[0].bytes()) / 1e6, opt.reps,
+              static_cast<double>(ref.blobs[0].bytes()) / 1e6, opt.reps, opt.guard ? 3 : 2,
               std::thread::hardware_concurrency());
-  std::printf("%-7s %21s %21s %17s\n", "window", "CAF packet MB/s", "TCP socket MB/s",
-              "CAF / TCP");
-  std::printf("%-7s %10s %10s %10s %10s %8s %8s\n", "", "median", "best", "median", "best",
-              "median", "best");
-  for (std::size_t w = 0; w < opt.windows.size(); ++w) {
-    const auto c = atrain::bench::summarize(caf_rates[w]);
-    const auto t = atrain::bench::summarize(tcp_rates[w]);
-    std::printf("k = %-3llu %10.0f %10.0f %10.0f %10.0f %8.2f %8.2f\n",
-                static_cast<unsigned long long>(opt.windows[w]), c.median, c.best, t.median,
-                t.best, t.median > 0 ? c.median / t.median : 0, t.best > 0 ? c.best / t.best : 0);
-  }
+  print_table("CAF packet MB/s", "TCP socket MB/s", "CAF / TCP", opt.windows, caf_rates,
+              tcp_rates);
+  if (opt.guard)
+    print_table("CAF via guard MB/s", "CAF direct MB/s", "guard / direct", opt.windows,
+                guard_rates, caf_rates);
   std::printf("checksums: %s; receiver exit: %s\n", ok ? "all intact" : "FAILED",
               child_ok ? "ok" : "FAILED");
   return ok && child_ok ? 0 : 1;
@@ -400,6 +463,7 @@ int run_sender(const options& opt) {
 int main(int argc, char** argv) {
   options opt;
   bool receiver = false;
+  bool guard = false;
   bool bad = false;
   for (int i = 1; i < argc && !bad; ++i) {
     const std::string a = argv[i];
@@ -407,6 +471,8 @@ int main(int argc, char** argv) {
     auto next = [&] { return has_value ? std::strtoull(argv[++i], nullptr, 10) : 0ull; };
     if (a == "--receiver")
       receiver = true;
+    else if (a == "--guard")
+      guard = true;
     else if (a == "--floats")
       opt.floats = next();
     else if (a == "--messages")
@@ -421,8 +487,9 @@ int main(int argc, char** argv) {
   if (bad || opt.floats == 0 || opt.floats > atrain::max_blob_elements || opt.messages == 0 ||
       opt.reps < 1) {
     std::fprintf(stderr, "usage: bench_xprocess [--floats N (1..2^30)] [--messages M >= 1] "
-                         "[--reps R >= 1] [--windows K1,K2,...]\n");
+                         "[--reps R >= 1] [--windows K1,K2,...] [--guard]\n");
     return 2;
   }
-  return receiver ? run_receiver(opt.floats) : run_sender(opt);
+  opt.guard = guard;
+  return receiver ? run_receiver(opt.floats, guard) : run_sender(opt);
 }

@@ -11,6 +11,7 @@
 #include <thread>
 #include <sstream>
 
+#include "atrain/actors/basp_guard.hpp"
 #include "atrain/messages/spec.hpp"
 
 namespace atrain {
@@ -164,6 +165,11 @@ connect_hosts(caf::actor_system& sys, const run_plan& plan, const deploy_options
     d->hosts.push_back(*h);
     d->names.push_back(name);
   }
+  // The driver only connects out: the port CAF opened for peers to connect
+  // to it directly (with its first connection; plain BASP on every
+  // interface, even with TLS) goes.
+  if (auto ok = replace_automatic_connection_port(sys, "", 0); !ok)
+    return failure("cannot close CAF's automatic-connection port: " + sys.render(ok.error()));
   for (std::uint32_t i = 0; i < plan.nodes(); ++i)
     d->host_of.push_back(opts.placement.empty() ? i % static_cast<std::uint32_t>(d->hosts.size())
                                                 : opts.placement[i]);

@@ -4,6 +4,7 @@
 ///              [--hosts HOST:PORT,... --secret-file F | --tls-cert F --tls-key F --tls-ca F]
 ///   atrain node [--listen HOST:PORT] [--secret-file F] [--data-root DIR]
 ///               [--tls-cert F --tls-key F --tls-ca F] [--allow-remote] [--max-runs N]
+///               [--max-message-mb N] [--no-guard]
 ///   atrain topology SPEC [--set ...]... [--dot FILE]
 ///   atrain check SPEC [--set ...]...
 ///   atrain shards SPEC [--set ...]... [--out FILE]
@@ -31,6 +32,7 @@ void usage(std::ostream& out) {
          "             [--hosts HOST:PORT,... [--secret-file F] [--tls-cert F --tls-key F --tls-ca F]]\n"
          "  atrain node [--listen HOST:PORT] [--secret-file F] [--data-root DIR]\n"
          "              [--tls-cert F --tls-key F --tls-ca F] [--allow-remote] [--max-runs N]\n"
+         "              [--max-message-mb N] [--no-guard]   (atrain node --help)\n"
          "  atrain topology SPEC [--set field.path=value]... [--dot FILE]\n"
          "  atrain check SPEC [--set field.path=value]...\n"
          "  atrain shards SPEC [--set field.path=value]... [--out FILE]\n"

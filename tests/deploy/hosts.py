@@ -6,6 +6,7 @@ import os
 import re
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -231,6 +232,33 @@ def check_serves_again(cluster, host, label):
 def report(out):
     with open(os.path.join(out, "report.json")) as f:
         return json.load(f)
+
+
+def listening_addresses(pid):
+    """The local addresses of the TCP sockets process `pid` listens on."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            m = re.match(r"socket:\[(\d+)\]", os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+        except OSError:
+            continue
+        if m:
+            inodes.add(m.group(1))
+    out = []
+    for table, width in (("tcp", 8), ("tcp6", 32)):
+        with open("/proc/%d/net/%s" % (pid, table)) as f:
+            for line in f.readlines()[1:]:
+                cols = line.split()
+                if cols[3] == "0A" and cols[9] in inodes:  # LISTEN
+                    addr, port = cols[1].split(":")
+                    raw = bytes.fromhex(addr)
+                    if width == 8:
+                        ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
+                    else:
+                        ip = socket.inet_ntop(socket.AF_INET6, b"".join(
+                            raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+                    out.append("%s:%d" % (ip, int(port, 16)))
+    return out
 
 
 failures = []

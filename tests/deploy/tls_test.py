@@ -2,7 +2,8 @@
 """Mutual TLS between hosts and driver (issue 7): with certificates of one
 throwaway CA (make_certs.sh) a run spans a TLS host; a driver holding a
 certificate of another CA, or none at all (plain caf_io), cannot connect;
-the host keeps running. usage: tls_test.py ATRAIN"""
+the host keeps running; the host listens on its --listen address only (no
+plain automatic-connection port). usage: tls_test.py ATRAIN"""
 import os
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
-from hosts import Host, check, finish  # noqa: E402
+from hosts import Host, check, finish, listening_addresses  # noqa: E402
 
 atrain = sys.argv[1]
 d = tempfile.mkdtemp(prefix="atrain_tls_")
@@ -29,6 +30,10 @@ REAL = ["--set", "clock=REAL", "--set", "cost.real_min_seconds=0.002", "--set",
         "stop.time_seconds=30"]
 h = Host(atrain, d, "tls_host", tls("host"))
 try:
+    # CAF's automatic-connection port (plain BASP on every interface) is closed.
+    listening = listening_addresses(h.proc.pid)
+    check(listening == [h.address], "the TLS host listens on its --listen address only (%s)" %
+          ", ".join(listening))
     def run(extra, out):
         return subprocess.run([atrain, "run", "config/algorithms/allreduce.textproto",
                                "--no-progress", "--out", os.path.join(d, out), "--hosts",
