@@ -284,24 +284,11 @@ double tcp_push(int fd, const payloads& ref, std::uint64_t& seq, std::uint64_t m
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-struct child_process {
-  pid_t pid = -1;
-  int to_child = -1;    // its stdin: closing it ends the receiver
-  FILE* from_child = nullptr;
-};
+using atrain::bench::child_process;
 
 [[nodiscard]] bool start_receiver(const options& opt, child_process& child) {
-  int in[2];
-  int out[2];
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0)
-    return false;
-  child.pid = atrain::bench::spawn_self({"--receiver", "--floats", std::to_string(opt.floats)},
-                                        in[0], out[1]);
-  ::close(in[0]);
-  ::close(out[1]);
-  child.to_child = in[1];
-  child.from_child = ::fdopen(out[0], "r");
-  return child.pid > 0 && child.from_child != nullptr;
+  return atrain::bench::start_child(atrain::bench::self_path(),
+                                    {"--receiver", "--floats", std::to_string(opt.floats)}, child);
 }
 
 int run_sender(const options& opt) {
@@ -356,9 +343,7 @@ int run_sender(const options& opt) {
     ok = ok && warm;
   }
   ::close(fd);
-  ::close(child.to_child);
-  std::fclose(child.from_child);
-  const bool child_ok = atrain::bench::wait_ok(child.pid);
+  const bool child_ok = atrain::bench::finish_child(child);
 
   std::printf("## cross-process push: %llu x %zu floats (%.2f MB) per run, %d repetitions, "
               "2 processes on 127.0.0.1, %u hardware threads\n",
