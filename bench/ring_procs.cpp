@@ -142,10 +142,10 @@ caf::behavior ring_member(caf::stateful_actor<member_state>* self, std::uint32_t
   return ctx;
 }
 
-/// The member published on 127.0.0.1:`port`. A few attempts: on this
-/// loaded 2-core VM a connection's BASP handshake now and then misses the
-/// middleman's connection-timeout (configure_networking) and fails with
-/// connection_timeout; in the runs so far the second attempt connected.
+/// The member published on 127.0.0.1:`port`. A few attempts: on the loaded
+/// 2-core VM remote_actor now and then failed with connection_timeout
+/// (presumably the BASP handshake missing configure_networking's 4 s
+/// connection timeout); in the runs so far the second attempt connected.
 [[nodiscard]] caf::expected<caf::actor> connect_member(caf::actor_system& sys, unsigned port,
                                                        const char* who) {
   constexpr int attempts = 5;
