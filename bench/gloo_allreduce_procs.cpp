@@ -11,7 +11,9 @@
 /// compared with the exact sum (small integers, exact in float).
 ///
 /// A repetition's time per all-reduce is the slowest rank's; the launcher
-/// reports best and median over repetitions, as
+/// reports median, best and worst over repetitions and the median CPU time
+/// of all ranks per all-reduce (bench_ring_procs reads these lines: keep the
+/// columns), as
 ///   algbw = bytes / time              (bench_allreduce's "MB/s")
 ///   busbw = 2(n-1)/n x bytes / time   (what each rank's links carry in a
 ///                                      reduce-scatter + all-gather ring)
@@ -62,7 +64,8 @@ std::vector<float> exact_sum(std::uint32_t n, std::size_t d) {
 
 const char* const algorithm_names[] = {"AllreduceRing", "AllreduceRingChunked"};
 
-/// One rank: writes "ALGORITHM REP SECONDS_PER_ALLREDUCE CORRECT" lines to `out`.
+/// One rank: writes "ALGORITHM REP SECONDS_PER_ALLREDUCE CORRECT CPU_SECONDS"
+/// lines to `out` (CPU: this process, all threads, during run(), per all-reduce).
 int run_rank(const options& opt, std::uint32_t rank, const std::string& dir,
              const std::string& out) {
   gloo::rendezvous::FileStore store{dir};
@@ -93,20 +96,23 @@ int run_rank(const options& opt, std::uint32_t rank, const std::string& dir,
     for (std::size_t a = 0; a < algos.size(); ++a) {
       barrier.run();
       double seconds = 0;
+      double cpu = 0;
       bool ok = true;
       // Only run() is timed: the copy-in and the check (about one memcpy
       // each) happen on every rank between all-reduces.
       for (int k = 0; k < opt.rounds; ++k) {
         std::copy(pristine.begin(), pristine.end(), v.begin());
         const auto t0 = clock_type::now();
+        const double c0 = atrain::bench::process_cpu_seconds();
         algos[a]->run();
         seconds += std::chrono::duration<double>(clock_type::now() - t0).count();
+        cpu += atrain::bench::process_cpu_seconds() - c0;
         ok = ok && v == expected;
       }
       all_ok = all_ok && ok;
       if (rep > 0)
-        std::fprintf(f, "%s %d %.9f %d\n", algorithm_names[a], rep, seconds / opt.rounds,
-                     ok ? 1 : 0);
+        std::fprintf(f, "%s %d %.9f %d %.9f\n", algorithm_names[a], rep, seconds / opt.rounds,
+                     ok ? 1 : 0, cpu / opt.rounds);
     }
   std::fclose(f);
   return all_ok ? 0 : 1;
@@ -131,18 +137,22 @@ int launch(const options& opt) {
   for (auto pid : pids)
     ok = (pid > 0 && atrain::bench::wait_ok(pid)) && ok;
 
-  // seconds[algorithm][rep] = the slowest rank's seconds per all-reduce.
+  // seconds[algorithm][rep] = the slowest rank's seconds per all-reduce;
+  // cpu[algorithm][rep] = the CPU seconds of all ranks per all-reduce.
   std::map<std::string, std::map<int, double>> seconds;
+  std::map<std::string, std::map<int, double>> cpu;
   for (std::uint32_t r = 0; r < opt.ranks; ++r) {
     std::ifstream in{out_file(r)};
     std::string algo;
     int rep = 0;
     double s = 0;
     int good = 0;
+    double c = 0;
     int lines = 0;
-    while (in >> algo >> rep >> s >> good) {
+    while (in >> algo >> rep >> s >> good >> c) {
       auto& slot = seconds[algo][rep];
       slot = std::max(slot, s);
+      cpu[algo][rep] += c;
       ok = ok && good == 1;
       ++lines;
     }
@@ -156,18 +166,24 @@ int launch(const options& opt) {
               "%d repetitions x %d rounds, %u hardware threads\n",
               opt.ranks, opt.floats, mb, opt.reps, opt.rounds,
               std::thread::hardware_concurrency());
-  std::printf("%-22s %21s %21s %12s\n", "", "ms per all-reduce", "algbw MB/s", "busbw MB/s");
-  std::printf("%-22s %10s %10s %10s %10s %12s\n", "algorithm", "median", "best", "median",
-              "best", "median");
+  std::printf("%-22s %32s %21s %12s %12s\n", "", "ms per all-reduce", "algbw MB/s", "busbw MB/s",
+              "CPU ms");
+  std::printf("%-22s %10s %10s %10s %10s %10s %12s %12s\n", "algorithm", "median", "best", "worst",
+              "median", "best", "median", "median");
   for (const auto* name : algorithm_names) {
     std::vector<double> rates;
     for (const auto& [rep, s] : seconds[name])
       rates.push_back(1.0 / s);  // all-reduces per second
+    std::vector<double> cpu_rates;
+    for (const auto& [rep, c] : cpu[name])
+      cpu_rates.push_back(1.0 / c);
     const auto sum = atrain::bench::summarize(rates);
+    const auto cpu_sum = atrain::bench::summarize(cpu_rates);
     if (sum.best <= 0)
       continue;
-    std::printf("%-22s %10.2f %10.2f %10.0f %10.0f %12.0f\n", name, 1e3 / sum.median,
-                1e3 / sum.best, mb * sum.median, mb * sum.best, bus * mb * sum.median);
+    std::printf("%-22s %10.2f %10.2f %10.2f %10.0f %10.0f %12.0f %12.1f\n", name,
+                1e3 / sum.median, 1e3 / sum.best, 1e3 / sum.worst, mb * sum.median,
+                mb * sum.best, bus * mb * sum.median, 1e3 / cpu_sum.median);
   }
   std::printf("results equal the exact sum on every rank and round: %s\n", ok ? "yes" : "NO");
   return ok ? 0 : 1;
@@ -180,14 +196,8 @@ int main(int argc, char** argv) {
   long rank = -1;
   std::string dir;
   std::string out;
-  bool bad = false;
-  for (int i = 1; i < argc && !bad; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) {
-      bad = true;
-      break;
-    }
-    const std::string v = argv[++i];
+  const bool parsed = atrain::bench::parse_pairs(argc, argv, [&](const std::string& a,
+                                                                  const std::string& v) {
     const auto n = std::strtoull(v.c_str(), nullptr, 10);
     if (a == "--ranks")
       opt.ranks = static_cast<std::uint32_t>(n);
@@ -204,9 +214,10 @@ int main(int argc, char** argv) {
     else if (a == "--out")
       out = v;
     else
-      bad = true;
-  }
-  if (bad || opt.ranks < 2 || opt.ranks > 64 || opt.floats < opt.ranks || opt.floats > (1u << 30) ||
+      return false;
+    return true;
+  });
+  if (!parsed || opt.ranks < 2 || opt.ranks > 64 || opt.floats < opt.ranks || opt.floats > (1u << 30) ||
       opt.rounds < 1 || opt.reps < 1) {
     std::fprintf(stderr, "usage: bench_gloo_procs [--ranks N (2..64)] [--floats N >= ranks] "
                          "[--rounds R >= 1] [--reps P >= 1]\n");

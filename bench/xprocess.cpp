@@ -305,26 +305,13 @@ double tcp_push(int fd, const payloads& ref, std::uint64_t& seq, std::uint64_t m
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-struct child_process {
-  pid_t pid = -1;
-  int to_child = -1;    // its stdin: closing it ends the receiver
-  FILE* from_child = nullptr;
-};
+using atrain::bench::child_process;
 
 [[nodiscard]] bool start_receiver(const options& opt, bool guard, child_process& child) {
-  int in[2];
-  int out[2];
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0)
-    return false;
   std::vector<std::string> args{"--receiver", "--floats", std::to_string(opt.floats)};
   if (guard)
     args.push_back("--guard");
-  child.pid = atrain::bench::spawn_self(args, in[0], out[1]);
-  ::close(in[0]);
-  ::close(out[1]);
-  child.to_child = in[1];
-  child.from_child = ::fdopen(out[0], "r");
-  return child.pid > 0 && child.from_child != nullptr;
+  return atrain::bench::start_child(atrain::bench::self_path(), args, child);
 }
 
 /// A receiver process and the CAF actor it published.
@@ -354,9 +341,7 @@ struct receiver_link {
 }
 
 [[nodiscard]] bool stop_receiver(receiver_link& r) {
-  ::close(r.child.to_child);
-  std::fclose(r.child.from_child);
-  return atrain::bench::wait_ok(r.child.pid);
+  return atrain::bench::finish_child(r.child);
 }
 
 /// One row per window: medians and bests of `a` and `b`, and their ratios.
