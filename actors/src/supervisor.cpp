@@ -174,12 +174,27 @@ void kill_child(sup_ptr self, const caf::actor& a) {
   self->send_exit(a, caf::exit_reason::kill);
 }
 
+/// Retires, with the old epoch, every buffer left relaying by an earlier
+/// worker-only loss (none of `gone`): a new epoch has no place for them.
+void retire_relaying_buffers(sup_ptr self, const rfast_epoch_plan& e,
+                             const std::vector<std::uint32_t>& gone, rfast_loss& loss) {
+  auto& st = self->state;
+  for (auto m : e.members)
+    if (st.rfast_out.count(m) > 0 && std::find(gone.begin(), gone.end(), m) == gone.end() &&
+        st.crashed.count(st.nodes[m].buffer.address()) == 0) {
+      kill_child(self, st.nodes[m].buffer);
+      loss.buffers_gone.push_back(m);
+    }
+}
+
 /// R-FAST: nodes `gone` are lost for good (`whole`: with their gradient
-/// buffers; otherwise only their workers). When the survivors' graph pair
-/// still has a common root, nothing changes (a buffer without worker withdraws
-/// the node's gradient and relays tracker mass). When it has none, the nodes
-/// are retired whole (with every buffer left relaying) and the next epoch is
-/// planned over the survivors. Empty: the run ended (fail) saying why.
+/// buffers; otherwise only their workers). A whole node took tracker mass
+/// along: the next epoch is planned over the survivors (the pair rebuilt,
+/// keeping the root when it survives). Only workers lost and the survivors'
+/// pair still has a common root: nothing changes (a buffer without worker
+/// withdraws the node's gradient and relays tracker mass). No common root
+/// left: the nodes are retired whole (with every buffer left relaying) and
+/// the next epoch is planned. Empty: the run ended (fail) saying why.
 [[nodiscard]] std::optional<rfast_loss> lose_rfast_nodes(sup_ptr self,
                                                          const std::vector<std::uint32_t>& gone,
                                                          bool whole, double t) {
@@ -204,6 +219,29 @@ void kill_child(sup_ptr self, const caf::actor& a) {
   const auto roots = surviving_roots(e, survivors);
   const bool reroot = !plan.spec.algorithm().rfast().has_reroot() ||
                       plan.spec.algorithm().rfast().reroot();
+  // A whole node takes its buffer's tracker mass (and the mass in flight to
+  // it) along: even when a common root survives, the tracked sum no longer
+  // equals the survivors' gradients and R-FAST settles off the optimum
+  // (measured: a9a stalls near 0.77). A new epoch over the survivors restores
+  // it; a pair that cannot be rebuilt goes on as before, saying so.
+  std::optional<rfast_epoch_plan> renewed;
+  std::string no_renewal;
+  if (whole && !roots.empty() && reroot) {
+    auto next = next_rfast_epoch(plan, e, survivors, workers_up(st));
+    if (next)
+      renewed = std::move(*next);
+    else
+      no_renewal = "; its tracker mass is not restored: " + caf::to_string(next.error());
+  }
+  if (renewed) {
+    retire_relaying_buffers(self, e, gone, loss);
+    loss.effect = "; " + lost + " lost for good (its gradient buffer's tracker mass with it); "
+                  "new tracking epoch " + std::to_string(renewed->epoch) + " over the " +
+                  std::to_string(survivors.size()) + " survivors to restore the tracked sum: " +
+                  renewed->kind + " with root " + std::to_string(renewed->root);
+    loss.next = std::move(*renewed);
+    return loss;
+  }
   if (!roots.empty() || !reroot) {
     const std::string why =
       !roots.empty()
@@ -213,7 +251,7 @@ void kill_child(sup_ptr self, const caf::actor& a) {
                        "(algorithm.rfast.reroot: false): the run goes on without one";
     if (whole) {
       loss.effect = "; " + lost + " lost for good (its gradient buffer's state with it), the "
-                    "others go on (" + why + ")";
+                    "others go on (" + why + no_renewal + ")";
       return loss;
     }
     for (auto k : gone)
@@ -224,12 +262,7 @@ void kill_child(sup_ptr self, const caf::actor& a) {
   }
   // Re-root. A buffer without its worker has no model to hand on: retire it
   // (and every buffer left relaying by an earlier loss) with the old epoch.
-  for (auto m : e.members)
-    if (st.rfast_out.count(m) > 0 && std::find(gone.begin(), gone.end(), m) == gone.end() &&
-        st.crashed.count(st.nodes[m].buffer.address()) == 0) {
-      kill_child(self, st.nodes[m].buffer);
-      loss.buffers_gone.push_back(m);
-    }
+  retire_relaying_buffers(self, e, gone, loss);
   if (!whole)
     for (auto k : gone)
       kill_child(self, st.nodes[k].buffer);

@@ -255,17 +255,42 @@ BOOST_AUTO_TEST_CASE(re_rooting_on_the_real_clock) {
   BOOST_TEST(r.final().test_accuracy() > 0.8);
 }
 
-BOOST_AUTO_TEST_CASE(an_exponential_graph_losing_node_0_keeps_its_pair) {
-  const auto r = run(t::quickstart({"faults.crash=[{node: 0 at_seconds: 0.3 whole_node: true}]",
+BOOST_AUTO_TEST_CASE(an_exponential_graph_losing_a_worker_keeps_its_pair) {
+  const auto r = run(t::quickstart({"faults.crash=[{node: 0 at_seconds: 0.3}]",
                                     "stop.stop_at_target=false", "stop.time_seconds=1",
                                     "progress=false"}));
   BOOST_REQUIRE(r.faults_size() == 1);
   BOOST_TEST(contains(r.faults(0).effect(), "still share the common root 1: no re-rooting"),
              r.faults(0).effect());
-  BOOST_TEST(!contains(r.faults(0).effect(), "re-rooted"));
+  BOOST_TEST(!contains(r.faults(0).effect(), "epoch"));
   BOOST_TEST(!r.faults(0).has_recovery_seconds());
   BOOST_TEST(r.packets_old_epoch() == 0u);
   BOOST_TEST(r.evaluated_model() == "node average");
+}
+
+BOOST_AUTO_TEST_CASE(an_exponential_graph_losing_a_whole_node_renews_its_tracked_sum) {
+  // The lost buffer's tracker mass is gone: without a new epoch the tracked
+  // sum stays off the survivors' gradients for good (the control run).
+  const overrides lose_0{"faults.crash=[{node: 0 at_seconds: 0.3 whole_node: true}]",
+                         "stop.stop_at_target=false", "stop.time_seconds=3"};
+  mass_watch w;
+  const auto r = run_watching_mass(t::quickstart(lose_0), {{0, 8}, {1, 7}}, w);
+  BOOST_REQUIRE(r.faults_size() == 1);
+  BOOST_TEST(contains(r.faults(0).effect(), "new tracking epoch 1 over the 7 survivors"),
+             r.faults(0).effect());
+  BOOST_TEST(w.checks[1] > 1000u);
+  BOOST_TEST(w.worst < 1e-12);
+  BOOST_TEST(r.mass_residual() < 1e-12);
+  BOOST_TEST(r.has_time_to_target());
+  auto control_overrides = lose_0;
+  control_overrides.push_back("algorithm.rfast.reroot=false");
+  const auto control = run(t::quickstart(control_overrides));
+  BOOST_TEST(control.mass_residual() > 1e-3);
+  BOOST_TEST(r.final().test_accuracy() > control.final().test_accuracy());
+  BOOST_TEST_MESSAGE("exponential, node 0 lost whole: renewed " << r.final().test_accuracy()
+                     << " (mass residual " << r.mass_residual() << ") vs without renewal "
+                     << control.final().test_accuracy() << " (" << control.mass_residual()
+                     << ")");
 }
 
 BOOST_AUTO_TEST_CASE(a_re_rooted_run_replays_exactly) {
