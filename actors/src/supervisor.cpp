@@ -37,6 +37,9 @@ struct sup_state {
   /// Multi-host runs: which node an actor belongs to, and the hosts lost.
   std::map<caf::actor_addr, std::uint32_t> node_of;
   std::set<std::uint32_t> lost_hosts;
+  /// Multi-host runs: the hosts' spawners, watched so that a host lost while
+  /// it prepares its nodes ends the run at once (not after the spawn timeout).
+  std::map<caf::actor_addr, std::uint32_t> spawner_of;
   /// R-FAST: the current tracking epoch, and the nodes out of the run for
   /// good (lost whole, or their worker lost: no later epoch includes them).
   std::optional<rfast_epoch_plan> rfast;
@@ -526,6 +529,8 @@ void spawn_on_hosts(sup_ptr self) {
     r.supervisor = caf::actor_cast<caf::actor>(self);
     ++*pending;
     const auto name = d.names[h];
+    self->monitor(d.hosts[h]);
+    st.spawner_of[d.hosts[h].address()] = h;
     // Loading the data on the host takes a while (MNIST: seconds).
     self->request(d.hosts[h], std::chrono::seconds{120}, spawn_atom::value, std::move(r))
       .then(
@@ -628,6 +633,13 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
     auto& st = self->state;
     if (st.stopping || !dm.reason || st.crashed.count(dm.source) > 0)
       return;
+    if (auto it = st.spawner_of.find(dm.source); it != st.spawner_of.end()) {
+      // Once the nodes run, a lost host shows through its nodes (host_lost).
+      if (!st.evaluator)
+        fail(self, "host " + st.ctx->deploy->names[it->second] +
+                     " was lost while it prepared its nodes: " + caf::to_string(dm.reason));
+      return;
+    }
     if (dm.reason == caf::exit_reason::remote_link_unreachable && st.ctx->deploy) {
       if (auto it = st.node_of.find(dm.source); it != st.node_of.end())
         return host_lost(self, st.ctx->deploy->host_of.at(it->second));

@@ -2,12 +2,15 @@
 """Multi-host runs on 127.0.0.1 (issue 7): every algorithm across 3 processes
 (2 hosts + the driver) reaches the quickstart target; a driver without the
 secret is refused and the hosts keep serving; a host killed with SIGKILL is
-detected within seconds (the run goes on, or ends naming why it cannot).
+detected within seconds (the run goes on, or ends naming why it cannot); a host
+killed while it prepares its nodes ends the run at once, naming the host.
 
 usage: multi_host_test.py ATRAIN [ALGORITHM,...]"""
 import os
 import signal
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hosts import Cluster, check, finish, host_lost, report  # noqa: E402
@@ -88,5 +91,39 @@ for algo, goes_on in (("dasgd", True), ("allreduce", False)):
         check(all(h.alive() for h in c.hosts[:2]), "%s: the other hosts keep running" % algo)
     finally:
         c.stop()
+
+# A host killed while it prepares its nodes (loading MNIST takes seconds):
+# the driver watches the spawners and ends at once, naming the host (it used
+# to wait out the 120 s spawn timeout).
+c = Cluster(atrain, 1)
+try:
+    host = c.hosts[0]
+    port = host.address.rsplit(":", 1)[1]
+    out = os.path.join(c.dir, "kill_spawning")
+    driver = subprocess.Popen(c.command("config/mnist_mlp.textproto", ["clock=REAL"], out),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    connected = False
+    deadline = time.monotonic() + 60
+    while not connected and time.monotonic() < deadline and driver.poll() is None:
+        ss = subprocess.run(["ss", "-tnH", "state", "established", "( sport = :%s )" % port],
+                            capture_output=True, text=True)
+        connected = bool(ss.stdout.strip())
+        time.sleep(0.05)
+    time.sleep(0.3)  # the spawn request is under way; MNIST is loading on the host
+    killed_at = time.monotonic()
+    host.proc.send_signal(signal.SIGKILL)
+    try:
+        text, _ = driver.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        driver.kill()
+        text, _ = driver.communicate()
+    took = time.monotonic() - killed_at
+    check(connected and driver.returncode == 1 and
+          "was lost while it prepared its nodes" in text and took < 15,
+          "a host killed while preparing its nodes: the driver ends %.2f s later (rc %s): %s" % (
+              took, driver.returncode,
+              next((l for l in text.splitlines() if l.startswith("error:")), text[-300:])))
+finally:
+    c.stop()
 
 finish("multi_host_test")
