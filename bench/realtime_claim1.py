@@ -15,6 +15,10 @@ same order, so slow phases of a shared machine hit all of them.
                      algorithm.allreduce.step_size=GAMMA link.latency_seconds=0 ...
   atrain rfast     : the same with SPEC's own rfast block
   ddp (gloo)       : bench/ddp_peer.py, N processes + an evaluator process, lr GAMMA
+  allreduce_hosts, rfast_hosts : the atrain runs with every node in its own
+                     `atrain node` process on 127.0.0.1 (N hosts, node i on host
+                     i; the driver evaluates in another process), over CAF/TCP like
+                     DDP's gloo — the like-for-like comparison
 
 Prints a table of time to target (mean +- sample std over the repetitions
 that reached it), the gradients (all nodes) and gradients per second up to
@@ -26,6 +30,7 @@ installed: peer skipped") when --python cannot import torch.
   python3 bench/realtime_claim1.py build/atrain [--nodes 4] [--target 0.95] [--reps 3]
       [--straggler 3 --factor 4] [--allreduce-step 0.5] [--python /usr/bin/python3]
       [--mnist DIR] [--out build/realtime_claim1]
+      [--systems allreduce,rfast,ddp,allreduce_hosts,rfast_hosts]
 """
 import argparse
 import json
@@ -64,11 +69,14 @@ def common_sets(args, seed, straggle):
     return sets
 
 
-def atrain_run(args, name, extra, seed, straggle, out):
+def atrain_run(args, name, extra, seed, straggle, out, cluster=None):
     sets = common_sets(args, seed, straggle) + extra
-    cmd = [args.atrain, "run", args.spec, "--no-progress", "--out", out]
-    for s in sets:
-        cmd += ["--set", s]
+    if cluster is not None:  # across `atrain node` processes
+        cmd = cluster.command(args.spec, sets, out)
+    else:
+        cmd = [args.atrain, "run", args.spec, "--no-progress", "--out", out]
+        for s in sets:
+            cmd += ["--set", s]
     done = run(cmd, out + ".log")
     if done.returncode != 0:
         raise SystemExit(f"{name}: atrain run failed (exit {done.returncode}), see {out}.log")
@@ -150,25 +158,46 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     conditions = [("none", False), (f"node {args.straggler} x{args.factor:g}", True)]
     results = {c: {s: [] for s in systems} for c, _ in conditions}
+    cluster = None
+    if any(s.endswith("_hosts") for s in systems):
+        sys.path.insert(0, os.path.join(ROOT, "tests", "deploy"))
+        from hosts import Cluster  # noqa: E402
+        cluster = Cluster(args.atrain, args.nodes)
+    try:
+        run_all(args, systems, conditions, results, cluster)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+    report_table(args, systems, conditions, results)
+    return 0
+
+
+def run_all(args, systems, conditions, results, cluster):
     began = time.time()
     for rep in range(args.reps):
         seed = 1 + rep
         for cond, straggle in conditions:
             for sysname in systems:
                 out = os.path.join(args.out, f"{sysname}_{'straggle' if straggle else 'none'}_s{seed}")
+                algo = sysname[:-len("_hosts")] if sysname.endswith("_hosts") else sysname
+                where = cluster if sysname.endswith("_hosts") else None
                 if sysname == "ddp":
                     r = ddp_run(args, seed, straggle, out)
-                elif sysname == "allreduce":
+                elif algo == "allreduce":
                     r = atrain_run(args, sysname, [f"algorithm.allreduce.step_size={args.allreduce_step}"],
-                                   seed, straggle, out)
+                                   seed, straggle, out, where)
                 else:
-                    r = atrain_run(args, sysname, [], seed, straggle, out)
+                    r = atrain_run(args, sysname, [], seed, straggle, out, where)
                 results[cond][sysname].append(r)
                 ttt = r["time_to_target"]
                 print(f"[{time.time() - began:6.0f} s] seed {seed} {cond:>12} {sysname:>9}: "
                       f"time to {args.target} = {'not reached' if ttt is None else f'{ttt:.2f} s'}, "
                       f"gradients {r['gradients']}, final acc {r['final_accuracy']:.4f}",
                       flush=True)
+    print(f"total wall time {time.time() - began:.0f} s")
+
+
+def report_table(args, systems, conditions, results):
     lines = [f"| condition | system | time to {args.target} (s) | reached | gradients to target "
              "| gradients / s | / ddp |", "|---|---|---:|---:|---:|---:|---:|"]
     for cond, _ in conditions:
@@ -183,7 +212,7 @@ def main():
             rate = statistics.mean([r["gradients_to_target"] / r["time_to_target"]
                                     for r in reached] or [float("nan")])
             ratio = f"{means[s] / means['ddp']:.2f}" if "ddp" in systems else "–"
-            name = {"ddp": "ddp (gloo)"}.get(s, "atrain " + s)
+            name = {"ddp": "ddp (gloo)"}.get(s, "atrain " + s.replace("_hosts", f" ({args.nodes} processes)"))
             lines.append(f"| {cond} | {name} | {fmt(ts)} | {len(ts)}/{len(row[s])} | "
                          f"{grads:.0f} | {rate:.0f} | {ratio} |")
     slow = [f"{s}: {statistics.mean(t) / statistics.mean(u):.2f}x" for s in systems
@@ -195,12 +224,10 @@ def main():
     lines.append(f"time to target with the straggler / without: {', '.join(slow)}")
     table = "\n".join(lines)
     print(table)
-    print(f"total wall time {time.time() - began:.0f} s")
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(table + "\n")
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump({"args": vars(args), "results": results}, f, indent=1)
-    return 0
 
 
 if __name__ == "__main__":
