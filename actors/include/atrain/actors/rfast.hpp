@@ -57,6 +57,12 @@ public:
   [[nodiscard]] std::uint64_t pushes() const noexcept { return pushes_; }
   [[nodiscard]] mass_account account() const;
 
+  /// Checkpoints: z, g_prev, rho, phi, sigma and every in-neighbour's
+  /// rho^/rho~ into (from) `s`; restore() expects sizes checked by
+  /// load_checkpoint.
+  void save(proto::NodeState& s) const;
+  void restore(const proto::NodeState& s);
+
 private:
   std::uint32_t node_;
   std::size_t dim_;
