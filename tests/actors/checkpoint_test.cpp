@@ -25,11 +25,25 @@ using atrain::proto::RunReport;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("atrain_ckpt_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir / name;
+fs::path scratch_dir() {
+  return fs::temp_directory_path() / ("atrain_ckpt_test_" + std::to_string(::getpid()));
 }
+
+fs::path scratch(const std::string& name) {
+  fs::create_directories(scratch_dir());
+  return scratch_dir() / name;
+}
+
+/// Each test's checkpoint files go when it ends.
+struct remove_scratch {
+  remove_scratch() = default;
+  remove_scratch(const remove_scratch&) = delete;
+  remove_scratch& operator=(const remove_scratch&) = delete;
+  ~remove_scratch() {
+    std::error_code ec;
+    fs::remove_all(scratch_dir(), ec);
+  }
+};
 
 std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
   base.insert(base.end(), more.begin(), more.end());
@@ -164,7 +178,7 @@ std::string spec_error_of(const std::string& config, const std::vector<std::stri
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(checkpoint)
+BOOST_FIXTURE_TEST_SUITE(checkpoint, remove_scratch)
 
 // R-FAST over lossy, duplicating, reordering links, with a loss burst
 // active across the first barrier: every generator and sequence counter is
@@ -223,6 +237,7 @@ BOOST_AUTO_TEST_CASE(bad_checkpoint_files_are_refused_before_the_run_starts) {
   const auto why = load_error(good, *other);
   BOOST_TEST(why.find("different spec") != std::string::npos, why);
   BOOST_TEST(why.find("seed") != std::string::npos, why);
+  BOOST_TEST_MESSAGE(why);
   auto steps = t::quickstart({"dataset.max_train_samples=4000", "stop.time_seconds=5",
                               "algorithm.rfast.step_size=0.5"});
   BOOST_TEST(load_error(good, *steps).find("step_size") != std::string::npos);
