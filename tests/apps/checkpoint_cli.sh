@@ -10,10 +10,11 @@ D=$2
 rm -rf "$D" && mkdir -p "$D" || exit 1
 S=config/quickstart.textproto
 run() { "$A" run $S --no-progress --set dataset.max_train_samples=4000 \
-          --set stop.stop_at_target=false --set "checkpoint.at_seconds=[1]" "$@"; }
-run --set stop.time_seconds=2 --set checkpoint.file="$D/full.ckpt" > "$D/full.txt" || exit 1
-run --set stop.time_seconds=1.0001 --set checkpoint.file="$D/part.ckpt" > "$D/part.txt" || exit 1
-run --set stop.time_seconds=2 --set checkpoint.file="$D/again.ckpt" \
+          --set stop.stop_at_target=false "$@"; }
+at1="checkpoint.at_seconds=[1]"
+run --set stop.time_seconds=2 --set $at1 --set checkpoint.file="$D/full.ckpt" > "$D/full.txt" || exit 1
+run --set stop.time_seconds=1.0001 --set $at1 --set checkpoint.file="$D/part.ckpt" > "$D/part.txt" || exit 1
+run --set stop.time_seconds=2 --set $at1 --set checkpoint.file="$D/again.ckpt" \
     --resume "$D/part.ckpt" > "$D/resumed.txt" || exit 1
 cat "$D/resumed.txt"
 for line in "trace hash" "final " "gradients "; do
