@@ -553,11 +553,16 @@ std::string checkpoint_unsupported(const proto::AlgorithmSpec& a) {
                ? "not implemented for allreduce with straggler_policy SKIP (a late gradient "
                  "joins a later round: the barrier would have to save it in flight)"
                : std::string{};
+  if (a.has_dpsgd())
+    return a.dpsgd().straggler_policy() == proto::SKIP
+               ? "not implemented for dpsgd with straggler_policy SKIP (a late gradient "
+                 "joins a later round: the barrier would have to save it in flight)"
+               : std::string{};
   const std::string name = a.kind_case() == proto::AlgorithmSpec::KIND_NOT_SET
                                ? std::string{"this algorithm"}
                                : a.GetDescriptor()->FindFieldByNumber(a.kind_case())->name();
   return "not implemented for " + name +
-         " (implemented for rfast and allreduce; its workers' state is not saved yet)";
+         " (implemented for rfast, allreduce and dpsgd; its workers' state is not saved yet)";
 }
 
 void checker::checkpoint() {

@@ -200,6 +200,14 @@ BOOST_AUTO_TEST_CASE(allreduce_resumed_run_ends_exactly_like_the_uninterrupted_o
                                      2.0, 2.6, "allreduce");
 }
 
+// D-PSGD (synchronous gossip rounds) over lossy acknowledged links: every
+// node holds at the same round boundary with no neighbour model waiting.
+BOOST_AUTO_TEST_CASE(dpsgd_resumed_run_ends_exactly_like_the_uninterrupted_one) {
+  expect_resume_equals_uninterrupted("algorithms/dpsgd.textproto",
+                                     {"dataset.max_train_samples=8000", "link.loss=0.1"}, 1.0,
+                                     2.0, 2.6, "dpsgd");
+}
+
 BOOST_AUTO_TEST_CASE(bad_checkpoint_files_are_refused_before_the_run_starts) {
   const auto file = scratch("bad_{k}.ckpt").string();
   auto plan = t::quickstart({"dataset.max_train_samples=4000", "progress=false",
