@@ -44,6 +44,18 @@ rng load_rng(const google::protobuf::RepeatedField<std::uint64_t>& in) {
   return gen;
 }
 
+void save_staleness(const staleness_stats& s, proto::NodeState& out) {
+  out.set_staleness_sum(s.sum);
+  out.set_staleness_max(s.max);
+  out.set_staleness_count(s.count);
+}
+
+void restore_staleness(staleness_stats& s, const proto::NodeState& in) {
+  s.sum = in.staleness_sum();
+  s.max = in.staleness_max();
+  s.count = in.staleness_count();
+}
+
 caf::timespan delay_until(const run_context& ctx, caf::local_actor* self, double at_seconds) {
   return caf::timespan{std::max<std::int64_t>(0, to_timespan(at_seconds).count() - ctx.ns(self))};
 }

@@ -153,9 +153,7 @@ std::string save_dpsgd(const dpsgd_state& st) {
   s.set_messages_sent(st.out.messages);
   s.set_bytes_sent(st.out.bytes);
   s.set_rejected(st.rejected);
-  s.set_staleness_sum(st.staleness.sum);
-  s.set_staleness_max(st.staleness.max);
-  s.set_staleness_count(st.staleness.count);
+  save_staleness(st.staleness, s);
   s.set_late(st.late);
   return s.SerializeAsString();
 }
@@ -167,9 +165,7 @@ void restore_dpsgd(dpsgd_state& st, const proto::NodeState& s) {
   st.out.messages = s.messages_sent();
   st.out.bytes = s.bytes_sent();
   st.rejected = s.rejected();
-  st.staleness.sum = s.staleness_sum();
-  st.staleness.max = s.staleness_max();
-  st.staleness.count = s.staleness_count();
+  restore_staleness(st.staleness, s);
   st.late = s.late();
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }

@@ -297,9 +297,7 @@ void save_worker(const worker_state& st, proto::NodeState& s) {
   st.cu->save(*s.mutable_compute());
   s.set_messages_sent(st.out_r.messages);
   s.set_bytes_sent(st.out_r.bytes);
-  s.set_staleness_sum(st.staleness.sum);
-  s.set_staleness_max(st.staleness.max);
-  s.set_staleness_count(st.staleness.count);
+  save_staleness(st.staleness, s);
 }
 
 void restore_worker(worker_state& st, const proto::NodeState& s) {
@@ -308,9 +306,7 @@ void restore_worker(worker_state& st, const proto::NodeState& s) {
   st.cu->restore(s.compute());
   st.out_r.messages = s.messages_sent();
   st.out_r.bytes = s.bytes_sent();
-  st.staleness.sum = s.staleness_sum();
-  st.staleness.max = s.staleness_max();
-  st.staleness.count = s.staleness_count();
+  restore_staleness(st.staleness, s);
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "atrain/actors/compute.hpp"
 #include "atrain/actors/context.hpp"
 #include "atrain/kernels/rng.hpp"
 
@@ -63,6 +64,10 @@ struct barrier_hold {
 /// Generator state to and from its proto form (4 words).
 void save_rng(const rng& gen, google::protobuf::RepeatedField<std::uint64_t>* out);
 [[nodiscard]] rng load_rng(const google::protobuf::RepeatedField<std::uint64_t>& in);
+
+/// A worker's staleness statistics to and from its NodeState.
+void save_staleness(const staleness_stats& s, proto::NodeState& out);
+void restore_staleness(staleness_stats& s, const proto::NodeState& in);
 
 /// Node `id`'s saved state in a resumed run (null in a fresh run).
 [[nodiscard]] inline const proto::NodeState* resumed_node(const run_context& ctx,

@@ -200,9 +200,7 @@ template <class State>
   *s.mutable_params() = {st.x.begin(), st.x.end()};
   s.set_wakes(st.steps);
   st.cu->save(*s.mutable_compute());
-  s.set_staleness_sum(st.staleness.sum);
-  s.set_staleness_max(st.staleness.max);
-  s.set_staleness_count(st.staleness.count);
+  save_staleness(st.staleness, s);
   s.set_late(st.late);
   s.set_ring_round(st.ring->round());
   s.set_ring_messages(st.ring->messages());
@@ -216,9 +214,7 @@ void restore_ring_worker(State& st, const proto::NodeState& s) {
   st.x.assign(s.params().begin(), s.params().end());
   st.steps = s.wakes();
   st.cu->restore(s.compute());
-  st.staleness.sum = s.staleness_sum();
-  st.staleness.max = s.staleness_max();
-  st.staleness.count = s.staleness_count();
+  restore_staleness(st.staleness, s);
   st.late = s.late();
   st.ring->restore(s.ring_round(), s.ring_messages(), s.ring_bytes(), s.ring_rejected());
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
