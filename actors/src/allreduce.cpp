@@ -93,7 +93,10 @@ void descend(allreduce_ptr self, run_context& ctx) {
     st.open.x = st.x;
     st.ledger.push_back(std::exchange(st.open, {}));
   }
-  if (!st.computing)
+  // A checkpoint holds the worker here, at a round boundary, unless the
+  // next round has already reached it.
+  const bool hold = st.hold.requested && !st.ring->called() && st.hold.stop_here();
+  if (!st.computing && !hold)
     ring_compute_next(self);                                 // 1.
   if (st.skip && st.ring->called())
     join(self, ctx);

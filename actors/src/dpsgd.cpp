@@ -41,6 +41,7 @@
 #include <tuple>
 #include <utility>
 
+#include "atrain/actors/checkpoint.hpp"
 #include "gossip.hpp"
 
 namespace atrain {
@@ -67,6 +68,7 @@ struct dpsgd_state : gossip::node_base {
   std::map<std::uint64_t, std::vector<float_blob>> inbox;
   bool record = false;  // keep the ledger (test probe only)
   std::vector<dpsgd_round> ledger;
+  barrier_hold hold;  // checkpoints (WAIT)
   static inline const char* name = "atrain_dpsgd_worker";
 };
 using dpsgd_ptr = caf::stateful_actor<dpsgd_state>*;
@@ -77,6 +79,7 @@ void begin_round(dpsgd_ptr self) {
   st.computing = true;
   st.read_round = st.round;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);       // 1
+  st.hold.wake_due = self->clock().now() + to_timespan(wait);
   send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value, st.round);
 }
 
@@ -136,9 +139,39 @@ bool finish_round(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
     st.inbox.erase(it);
   ++st.round;
   st.sent = false;
-  if (!st.computing)
+  // A checkpoint holds the node here, at a round boundary, unless a
+  // neighbour's model of the new round is in already (it waits for ours).
+  const bool hold = st.hold.requested && st.inbox.count(st.round) == 0 && st.hold.stop_here();
+  if (!st.computing && !hold)
     begin_round(self);
   return true;
+}
+
+// ---- checkpoints (WAIT: at rest no gradient is in flight and no model waits)
+
+std::string save_dpsgd(const dpsgd_state& st) {
+  proto::NodeState s;
+  *s.mutable_params() = {st.x.begin(), st.x.end()};
+  s.set_wakes(st.round);
+  st.cu->save(*s.mutable_compute());
+  s.set_messages_sent(st.out.messages);
+  s.set_bytes_sent(st.out.bytes);
+  s.set_rejected(st.rejected);
+  save_staleness(st.staleness, s);
+  s.set_late(st.late);
+  return s.SerializeAsString();
+}
+
+void restore_dpsgd(dpsgd_state& st, const proto::NodeState& s) {
+  st.x.assign(s.params().begin(), s.params().end());
+  st.round = s.wakes();
+  st.cu->restore(s.compute());
+  st.out.messages = s.messages_sent();
+  st.out.bytes = s.bytes_sent();
+  st.rejected = s.rejected();
+  restore_staleness(st.staleness, s);
+  st.late = s.late();
+  st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
 /// Finishes rounds while they can finish (SKIP: the neighbours may all have
@@ -166,11 +199,17 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
   st.decay = algo.decay();
   st.skip = algo.straggler_policy() == proto::SKIP;
   st.record = ctx->probe != nullptr;
+  const auto* saved = resumed_node(*ctx, id);
+  if (saved)
+    restore_dpsgd(st, *saved);
   caf::behavior running{
     [=](init_atom, const std::vector<caf::actor>& routes) {
       gossip::take_routes(self->state, routes);
     },
-    [=](start_atom) { begin_round(self); },
+    [=](start_atom) {
+      if (!saved)  // restored: holds until the supervisor's go
+        begin_round(self);
+    },
     // Neighbour k is being restarted: this node's round, whether x^round
     // went out already (then it may have gone to the dead worker), and x.
     [=](restart_atom, std::uint32_t k) {
@@ -200,9 +239,25 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
       if (!slot.empty())
         return;  // duplicate
       slot = p.f;
+      if (p.seq == st.round && st.hold.held) {
+        // A checkpoint held this node, but a neighbour began the round: it
+        // waits for our model, so compute it (and hold after the round).
+        st.hold.held = false;
+        return begin_round(self);
+      }
       if (p.seq == st.round)
         try_finish_round(self, *ctx, id);
     },
+    [=](ckpt_pause_atom) { self->state.hold.requested = true; },
+    [=](ckpt_drain_atom) {
+      const auto& st = self->state;
+      return st.hold.busy_for(self, st.inbox.empty());
+    },
+    [=](ckpt_go_atom) {
+      if (self->state.hold.go())
+        begin_round(self);
+    },
+    [=](ckpt_state_atom) { return save_dpsgd(self->state); },
     [=](model_atom) {
       const auto& st = self->state;
       auto s = gossip::snapshot(st, id);

@@ -63,6 +63,8 @@ virtual_run::virtual_run(std::shared_ptr<const run_plan> plan, run_options opts)
   : impl_(std::make_unique<impl>()), ctx_(std::make_shared<run_context>()) {
   ctx_->plan = std::move(plan);
   ctx_->probe = opts.probe;
+  ctx_->resume = opts.resume;
+  ctx_->resume_file = opts.resume_file;
   if (ctx_->probe)
     ctx_->probe->assign_nodes(ctx_->plan->nodes());
   impl_->sup = spawn_supervisor(impl_->sys, ctx_, caf::actor{}, impl_->sink,
@@ -130,6 +132,9 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
   if (!deploy)
     return deploy.error();
   const bool multi_host = !deploy->hosts.empty();
+  if (multi_host && opts.resume)
+    return caf::make_error(caf::sec::invalid_argument,
+                           "a multi-host run cannot resume from a checkpoint yet");
   auto sink = std::make_shared<run_sink>();
   {
     system_config cfg{false, opts.threads, multi_host ? &deploy->tls : nullptr};
@@ -137,6 +142,8 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
     auto ctx = std::make_shared<run_context>();
     ctx->plan = plan;
     ctx->probe = opts.probe;
+    ctx->resume = opts.resume;
+    ctx->resume_file = opts.resume_file;
     if (multi_host) {
       auto d = connect_hosts(sys, *plan, *deploy);
       if (!d)

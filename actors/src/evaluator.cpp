@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/rfast.hpp"
 #include "atrain/kernels/vector_ops.hpp"
@@ -71,6 +72,11 @@ struct eval_state {
   /// evaluation, and what was found so far (index = node).
   std::vector<std::pair<std::uint64_t, double>> heartbeat;
   std::map<std::uint32_t, proto::Straggler> stragglers;
+  /// Checkpoints: when the next periodic evaluation is due (run ns), how
+  /// many evaluations are gathering, and state requests waiting for them.
+  std::int64_t next_eval_ns = 0;
+  int gathering = 0;
+  std::vector<caf::response_promise> state_waiting;
 };
 
 /// Rows `rows` of `d` as a dataset of their own (contiguous for the model).
@@ -548,6 +554,68 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   r.set_trace_events(st.ctx->events.events());
 }
 
+// ---- checkpoints
+
+void arm_eval(caf::stateful_actor<eval_state>* self, caf::timespan delay) {
+  self->state.next_eval_ns = self->state.ctx->ns(self) + delay.count();
+  self->delayed_send(self, delay, eval_atom::value);
+}
+
+std::string save_evaluator(const eval_state& st) {
+  proto::EvaluatorState s;
+  *s.mutable_report() = st.report;
+  for (const auto& [node, straggler] : st.stragglers)
+    *s.mutable_report()->add_stragglers() = straggler;
+  for (const auto& [grads, busy] : st.heartbeat) {
+    s.add_heartbeat_gradients(grads);
+    s.add_heartbeat_busy(busy);
+  }
+  s.set_next_eval_ns(st.next_eval_ns);
+  return s.SerializeAsString();
+}
+
+/// An evaluation finished gathering: state requests waiting for it go out.
+void eval_gathered(caf::stateful_actor<eval_state>* self) {
+  auto& st = self->state;
+  if (--st.gathering > 0)
+    return;
+  for (auto& rp : std::exchange(st.state_waiting, {}))
+    rp.deliver(save_evaluator(st));
+}
+
+/// A resumed run: the rows so far, the heartbeats, the next evaluation at
+/// its old time; a stop rule the last row already meets (under this spec)
+/// stops the run at once.
+void restore_evaluator(caf::stateful_actor<eval_state>* self) {
+  auto& st = self->state;
+  const auto& saved = st.ctx->resume->evaluator();
+  st.report = saved.report();
+  st.report.clear_stragglers();
+  for (const auto& s : saved.report().stragglers())
+    st.stragglers[s.node()] = s;
+  const auto beats = std::min(st.heartbeat.size(),
+                               static_cast<std::size_t>(saved.heartbeat_gradients_size()));
+  for (std::size_t i = 0; i < beats; ++i)
+    st.heartbeat[i] = {saved.heartbeat_gradients(static_cast<int>(i)),
+                       saved.heartbeat_busy(static_cast<int>(i))};
+  const auto due = saved.next_eval_ns() - st.ctx->ns(self);
+  arm_eval(self, caf::timespan{std::max<std::int64_t>(0, due)});
+  const auto& stop = st.ctx->plan->spec.stop();
+  if (st.report.metrics_size() == 0)
+    return;
+  const auto& last = st.report.metrics(st.report.metrics_size() - 1);
+  std::string reason;
+  if (stop.stop_at_target() && stop.target_accuracy() > 0 &&
+      last.test_accuracy() >= stop.target_accuracy())
+    reason = "target accuracy reached";
+  else if (stop.gradients() > 0 && last.gradients() >= stop.gradients())
+    reason = "gradient budget spent";
+  if (!reason.empty()) {
+    st.stop_sent = true;
+    self->send(st.supervisor, stop_atom::value, reason);
+  }
+}
+
 caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr ctx,
                               std::vector<node_actors> nodes, std::vector<caf::actor> links,
                               caf::actor server, caf::actor supervisor, bool progress) {
@@ -569,11 +637,15 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
   if (plan.topo)
     st.root = plan.topo->roots.front();
   const double period = plan.spec.eval().period_seconds();
+  if (ctx->resume)
+    restore_evaluator(self);
   return {
     [=](eval_atom) {
       if (self->state.finished)
         return;
+      ++self->state.gathering;
       gather(self, false, [](caf::stateful_actor<eval_state>* self, const gathering& g) {
+        eval_gathered(self);
         if (self->state.finished)
           return;
         for (const auto& e : g.errors)
@@ -584,7 +656,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
         detect_stragglers(self->state, g, row.time_seconds);
         record_row(self, row, false);
       });
-      self->delayed_send(self, to_timespan(period), eval_atom::value);
+      arm_eval(self, to_timespan(period));
     },
     [=](crash_atom, std::uint32_t k, bool buffer_gone, std::uint64_t fault, std::string& effect) {
       auto& st = self->state;
@@ -637,6 +709,13 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
                               ? st.report.metrics(st.report.metrics_size() - 1).test_accuracy()
                               : 0.0;
       st.recoveries.push_back(rec);
+    },
+    [=](ckpt_state_atom) -> caf::result<std::string> {
+      auto& st = self->state;
+      if (st.gathering == 0)
+        return save_evaluator(st);
+      st.state_waiting.push_back(self->make_response_promise());
+      return caf::delegated<std::string>{};
     },
     [=](final_atom) {
       auto rp = self->make_response_promise<report_bytes>();

@@ -5,6 +5,7 @@
 #include <tuple>
 #include <utility>
 
+#include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/network.hpp"
 #include "atrain/kernels/rng.hpp"
 
@@ -84,6 +85,10 @@ struct link_state {
   /// The highest seq accepted from the sender, if any (a restart asks).
   bool accepted_any = false;
   std::uint64_t highest_seq = 0;
+  /// Checkpoints: the run time of the last delivery or ack scheduled, and
+  /// of the latest retransmission timer (the drain waits for both).
+  double quiet_at = 0;
+  double resend_at = 0;
   static inline const char* name = "atrain_link";
 };
 
@@ -116,10 +121,13 @@ double transmit(link_actor_ptr self, run_context& ctx, const packet& p, double e
   const double latency = st.model.latency_seconds() + extra_latency;
   const double delay = tx + latency + extra;
   ++st.stats.forwarded;
+  const double now = ctx.seconds(self);
+  st.quiet_at = std::max(st.quiet_at, now + delay);
   if (twice) {
     ++st.stats.duplicated;
     ctx.events.record(ctx.ns(self), p.from, event_kind::duplicate, p.to, p.seq);
     send_after(self, st.dest, tx + latency + extra2, deliver_atom::value, p);
+    st.quiet_at = std::max(st.quiet_at, now + tx + latency + extra2);
   }
   send_after(self, st.dest, delay, deliver_atom::value, p);
   return delay;
@@ -166,12 +174,15 @@ void attempt(link_actor_ptr self, run_context& ctx, std::uint64_t id) {
     ctx.events.record(ctx.ns(self), u.p.from, event_kind::drop, u.p.to, u.p.seq);
   } else {
     const double arrival = transmit(self, ctx, u.p, there.extra_latency);
-    if (!ack_lost)
-      send_after(self, me, arrival + st.model.latency_seconds() + back.extra_latency,
-                 ack_atom::value, id);
+    if (!ack_lost) {
+      const double back_in = arrival + st.model.latency_seconds() + back.extra_latency;
+      send_after(self, me, back_in, ack_atom::value, id);
+      st.quiet_at = std::max(st.quiet_at, now + back_in);
+    }
   }
-  send_after(self, me, retransmit_timeout(st, u.p, there.extra_latency), resend_atom::value, id,
-             u.attempt);
+  const double rto = retransmit_timeout(st, u.p, there.extra_latency);
+  send_after(self, me, rto, resend_atom::value, id, u.attempt);
+  st.resend_at = std::max(st.resend_at, now + rto);
 }
 
 /// Queues packet `id` for the wire, or sends it now when the wire is free.
@@ -237,6 +248,57 @@ void accept_unacknowledged(link_actor_ptr self, run_context& ctx, packet& p) {
   transmit(self, ctx, p, fx.extra_latency);
 }
 
+// ---- checkpoints
+
+/// < 0 when nothing waits, is unacknowledged or is still on the wire;
+/// otherwise how long at least until it may be.
+[[nodiscard]] double link_busy_for(const link_state& st, double now) {
+  if (st.waiting.empty() && st.queue.empty() && st.outstanding.empty() && st.quiet_at <= now)
+    return -1;
+  double until = st.quiet_at;
+  if (!st.waiting.empty() || !st.queue.empty())
+    until = std::max(until, st.busy_until);
+  if (!st.outstanding.empty())
+    until = std::max(until, st.resend_at);
+  return std::max(0.0, until - now);
+}
+
+[[nodiscard]] std::string save_link(const link_state& st) {
+  proto::LinkState s;
+  s.set_from(st.stats.from);
+  s.set_to(st.stats.to);
+  save_rng(st.gen, s.mutable_rng());
+  s.set_busy_until(st.busy_until);
+  s.set_next_id(st.next_id);
+  s.set_forwarded(st.stats.forwarded);
+  s.set_dropped(st.stats.dropped);
+  s.set_duplicated(st.stats.duplicated);
+  s.set_replaced(st.stats.replaced);
+  s.set_retransmitted(st.stats.retransmitted);
+  s.set_coalesced(st.stats.coalesced);
+  *s.mutable_fault_hits() = {st.stats.fault_hits.begin(), st.stats.fault_hits.end()};
+  return s.SerializeAsString();
+}
+
+/// A resumed run: the link from -> to as the checkpoint saved it (drained).
+void restore_link(link_state& st, const proto::Checkpoint& ck) {
+  for (const auto& s : ck.links()) {
+    if (s.from() != st.stats.from || s.to() != st.stats.to)
+      continue;
+    st.gen = load_rng(s.rng());
+    st.busy_until = s.busy_until();
+    st.next_id = s.next_id();
+    st.stats.forwarded = s.forwarded();
+    st.stats.dropped = s.dropped();
+    st.stats.duplicated = s.duplicated();
+    st.stats.replaced = s.replaced();
+    st.stats.retransmitted = s.retransmitted();
+    st.stats.coalesced = s.coalesced();
+    st.stats.fault_hits.assign(s.fault_hits().begin(), s.fault_hits().end());
+    return;
+  }
+}
+
 caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t to,
                          caf::actor dest, context_ptr ctx) {
   auto& st = self->state;
@@ -247,6 +309,8 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
   st.acknowledged = links_are_acknowledged(ctx->plan->spec);
   st.coalesce = ctx->plan->spec.algorithm().has_dasgd() && ctx->plan->spec.algorithm().dasgd().coalesce();
   st.gen.reseed(derive_seed(ctx->plan->spec.seed(), 0x4c494e4bULL + (std::uint64_t{from} << 20) + to));
+  if (ctx->resume)
+    restore_link(st, *ctx->resume);
   return {
     [=](deliver_atom, packet& p) {
       auto& st = self->state;
@@ -306,6 +370,8 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
       const auto& st = self->state;
       return std::make_tuple(st.stats.from, st.accepted_any, st.highest_seq);
     },
+    [=](ckpt_drain_atom) { return link_busy_for(self->state, ctx->seconds(self)); },
+    [=](ckpt_state_atom) { return save_link(self->state); },
   };
 }
 

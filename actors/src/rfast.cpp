@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/network.hpp"
 #include "atrain/actors/rfast_epoch.hpp"
@@ -134,6 +135,48 @@ mass_account rfast_tracker::account() const {
   return acc;
 }
 
+void rfast_tracker::save(proto::NodeState& s) const {
+  *s.mutable_tracker() = {z_.begin(), z_.end()};
+  *s.mutable_g_prev() = {g_prev_.begin(), g_prev_.end()};
+  *s.mutable_rho() = {rho_.vec().begin(), rho_.vec().end()};
+  s.set_phi(phi_);
+  s.set_sigma(sigma_);
+  s.set_sigma_sent(sigma_sent_);
+  s.set_pushes(pushes_);
+  for (const auto& nb : in_c_) {
+    auto* m = s.add_mass_in();
+    m->set_node(nb.node);
+    m->set_seq(nb.seq);
+    *m->mutable_rho_hat() = {nb.rho_hat.vec().begin(), nb.rho_hat.vec().end()};
+    m->set_sigma_hat(nb.sigma_hat);
+    m->set_sigma_tilde(nb.sigma_tilde);
+    // absorb() skips a neighbour whose rho~ IS rho^ (the same buffer): keep that.
+    m->set_consumed_all(nb.rho_hat.ptr() == nb.rho_tilde.ptr());
+    if (!m->consumed_all())
+      *m->mutable_rho_tilde() = {nb.rho_tilde.vec().begin(), nb.rho_tilde.vec().end()};
+  }
+}
+
+void rfast_tracker::restore(const proto::NodeState& s) {
+  z_.assign(s.tracker().begin(), s.tracker().end());
+  g_prev_.assign(s.g_prev().begin(), s.g_prev().end());
+  rho_ = double_blob{{s.rho().begin(), s.rho().end()}};
+  phi_ = s.phi();
+  sigma_ = s.sigma();
+  sigma_sent_ = s.sigma_sent();
+  pushes_ = s.pushes();
+  for (std::size_t k = 0; k < in_c_.size(); ++k) {
+    const auto& m = s.mass_in(static_cast<int>(k));
+    auto& nb = in_c_[k];
+    nb.seq = m.seq();
+    nb.rho_hat = double_blob{{m.rho_hat().begin(), m.rho_hat().end()}};
+    nb.sigma_hat = m.sigma_hat();
+    nb.rho_tilde =
+      m.consumed_all() ? nb.rho_hat : double_blob{{m.rho_tilde().begin(), m.rho_tilde().end()}};
+    nb.sigma_tilde = m.sigma_tilde();
+  }
+}
+
 double mass_residual(const std::vector<mass_account>& accounts, double* phi_residual) {
   if (accounts.empty())
     return 0;
@@ -224,6 +267,7 @@ struct worker_state {
   std::uint64_t seq = 0;
   std::uint64_t stale_limit = 0;  // wakes; 0 = keep every in-neighbour
   staleness_stats staleness;
+  barrier_hold hold;  // checkpoints
   static inline const char* name = "atrain_rfast_worker";
 };
 
@@ -252,6 +296,56 @@ void push_mass(caf::stateful_actor<buffer_state>* self, std::uint32_t id, run_co
   st.out_c.broadcast(self, ctx, std::move(p));
 }
 
+// ---- checkpoints: the buffer's and the worker's parts of NodeState
+
+void save_buffer(const buffer_state& st, proto::NodeState& s) {
+  st.tracker->save(s);
+  for (std::size_t k = 0; k < st.in_r.size(); ++k) {
+    auto* m = s.add_model_in();
+    m->set_node(st.in_r[k]);
+    m->set_seq(st.v_seq[k]);
+    m->set_age(st.v_age[k]);
+    *m->mutable_params() = {st.v_hat[k].vec().begin(), st.v_hat[k].vec().end()};
+  }
+  s.set_buffer_messages(st.out_c.messages);
+  s.set_buffer_bytes(st.out_c.bytes);
+  s.set_rejected(st.rejected);
+  s.set_tracks(st.tracks);
+}
+
+void restore_buffer(buffer_state& st, const proto::NodeState& s) {
+  st.tracker->restore(s);
+  for (std::size_t k = 0; k < st.in_r.size(); ++k) {
+    const auto& m = s.model_in(static_cast<int>(k));
+    st.v_seq[k] = m.seq();
+    st.v_age[k] = m.age();
+    st.v_hat[k] = float_blob{{m.params().begin(), m.params().end()}};
+  }
+  st.out_c.messages = s.buffer_messages();
+  st.out_c.bytes = s.buffer_bytes();
+  st.rejected = s.rejected();
+  st.tracks = s.tracks();
+}
+
+void save_worker(const worker_state& st, proto::NodeState& s) {
+  *s.mutable_params() = {st.x.begin(), st.x.end()};
+  s.set_wakes(st.seq);
+  st.cu->save(*s.mutable_compute());
+  s.set_messages_sent(st.out_r.messages);
+  s.set_bytes_sent(st.out_r.bytes);
+  save_staleness(st.staleness, s);
+}
+
+void restore_worker(worker_state& st, const proto::NodeState& s) {
+  st.x.assign(s.params().begin(), s.params().end());
+  st.seq = s.wakes();
+  st.cu->restore(s.compute());
+  st.out_r.messages = s.messages_sent();
+  st.out_r.bytes = s.bytes_sent();
+  restore_staleness(st.staleness, s);
+  st.hold.requested = st.hold.held = true;  // until the supervisor's go
+}
+
 caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_t id,
                            context_ptr ctx) {
   const auto& plan = *ctx->plan;
@@ -271,6 +365,8 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
   st.v_hat.assign(st.in_r.size(), float_blob{plan.x0});
   st.v_seq.assign(st.in_r.size(), 0);
   st.v_age.assign(st.in_r.size(), 0);
+  if (const auto* saved = resumed_node(*ctx, id))
+    restore_buffer(st, *saved);
   if (ctx->probe) {
     ctx->probe->trackers.at(id) = &*st.tracker;
     self->attach_functor([probe = ctx->probe, id] { probe->trackers.at(id) = nullptr; });
@@ -375,12 +471,18 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
       return std::make_tuple(self->state.out_c.messages, self->state.out_c.bytes,
                              self->state.rejected, self->state.old_epoch);
     },
+    [=](ckpt_state_atom) {
+      proto::NodeState s;
+      save_buffer(self->state, s);
+      return s.SerializeAsString();
+    },
   };
 }
 
 void schedule_next(caf::stateful_actor<worker_state>* self) {
   auto& st = self->state;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);
+  st.hold.wake_due = self->clock().now() + to_timespan(wait);
   send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value,
              float_blob{st.g});
 }
@@ -395,6 +497,9 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
   st.cu.emplace(*ctx, id);
   const bool restarted = !x_start.empty();
   st.x = restarted ? std::move(x_start) : plan.x0;
+  const auto* saved = resumed_node(*ctx, id);
+  if (saved)
+    restore_worker(st, *saved);
   if (ctx->probe) {
     ctx->probe->models.at(id) = &st.x;
     self->attach_functor([probe = ctx->probe, id] { probe->models.at(id) = nullptr; });
@@ -410,6 +515,8 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
       const auto& targets = ctx->plan->topo->g_r.out(id);
       for (std::size_t k = 0; k < out.size(); ++k)  // none: an epoch view follows
         st.out_r.routes.emplace_back(targets.at(k), out[k]);
+      if (saved)
+        return;  // restored from a checkpoint: holds until the supervisor's go
       if (restarted) {
         // Receivers keep the newest model by sequence number: continue above
         // every number the crashed worker may have used.
@@ -468,7 +575,8 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
                 w /= kept;  // row stochastic again over the neighbours kept
             vec::weighted_sum(parts, weights, st.x.data(), dim);
           }
-          schedule_next(self);                               // next gradient at x
+          if (!st.hold.stop_here())                          // (a checkpoint holds here)
+            schedule_next(self);                             // next gradient at x
         });
     },
     [=](model_atom) {
@@ -479,6 +587,17 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
       auto& st = self->state;
       st.epoch = e.epoch;
       set_routes(st.out_r, e);
+    },
+    [=](ckpt_pause_atom) { self->state.hold.requested = true; },
+    [=](ckpt_drain_atom) { return self->state.hold.busy_for(self); },
+    [=](ckpt_go_atom) {
+      if (self->state.hold.go())
+        schedule_next(self);
+    },
+    [=](ckpt_state_atom) {
+      proto::NodeState s;
+      save_worker(self->state, s);
+      return s.SerializeAsString();
     },
   };
 }

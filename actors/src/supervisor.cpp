@@ -7,6 +7,7 @@
 #include <set>
 
 #include "atrain/actors/algorithms.hpp"
+#include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/evaluator.hpp"
 #include "atrain/actors/host.hpp"
 #include "atrain/actors/rfast.hpp"
@@ -32,6 +33,9 @@ struct sup_state {
   /// neighbours never wait on each other's replacement.
   bool joining = false;
   std::deque<int> restarts_waiting;
+  /// Checkpoints (checkpoint.hpp); null when the spec has none and the run
+  /// is not resumed.
+  std::shared_ptr<checkpointer> ckpt;
   /// Actors killed by an injected crash: their down message is expected.
   std::set<caf::actor_addr> crashed;
   /// Multi-host runs: which node an actor belongs to, and the hosts lost.
@@ -90,7 +94,7 @@ proto::RunReport header(const run_context& ctx) {
 
 void begin_stop(sup_ptr self, std::string reason) {
   auto& st = self->state;
-  if (st.stopping)
+  if (st.stopping || (st.ckpt && st.ckpt->defer_stop(reason)))
     return;
   st.stopping = true;
   st.stop_reason = std::move(reason);
@@ -109,6 +113,8 @@ void begin_stop(sup_ptr self, std::string reason) {
         auto r = header(*self->state.ctx);
         r.MergeFrom(evaluated);
         r.set_stop_reason(self->state.stop_reason);
+        if (self->state.ckpt)
+          self->state.ckpt->add_to(r);
         finish(self, std::move(r));
       },
       [=](caf::error& e) {
@@ -455,6 +461,22 @@ void restart_worker(sup_ptr self, int i) {
       [respawn](const caf::error&) { respawn({}, "x^0 (the donor did not answer)"); });
 }
 
+/// Checkpoints: arms the spec's checkpoint times and, for a resumed run,
+/// lets the restored workers go once every actor is up.
+void start_checkpoints(sup_ptr self) {
+  auto& st = self->state;
+  if (st.ctx->plan->spec.checkpoint().file().empty() && !st.ctx->resume)
+    return;
+  st.ckpt = std::make_shared<checkpointer>(
+    st.ctx, [self](std::string reason) { begin_stop(self, std::move(reason)); },
+    [self](std::string what) { fail(self, what); });
+  st.ckpt->watch(st.nodes, st.links, st.evaluator);
+  if (!st.ctx->plan->spec.checkpoint().file().empty())
+    st.ckpt->arm(self);
+  if (st.ctx->resume)
+    st.ckpt->start_resumed(self);
+}
+
 /// With every node spawned and wired: watch them, start the evaluator, arm
 /// the injected crashes and the time budget.
 void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::actor> links,
@@ -497,10 +519,14 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::ac
   for (int i = 0; i < spec.faults().crash_size(); ++i)
     self->delayed_send(self, to_timespan(spec.faults().crash(i).at_seconds()), crash_atom::value,
                        static_cast<std::uint64_t>(i));
-  self->send(st.evaluator, eval_atom::value);
+  if (!ctx->resume)  // a resumed evaluator arms its own next evaluation
+    self->send(st.evaluator, eval_atom::value);
   if (spec.stop().time_seconds() > 0)
-    self->delayed_send(self, to_timespan(spec.stop().time_seconds()), stop_atom::value,
-                       std::string{"time budget spent"});
+    self->delayed_send(self,
+                       ctx->resume ? delay_until(*ctx, self, spec.stop().time_seconds())
+                                   : to_timespan(spec.stop().time_seconds()),
+                       stop_atom::value, std::string{"time budget spent"});
+  start_checkpoints(self);
 }
 
 /// Multi-host run: asks every host to spawn its nodes; once all answered,
@@ -610,6 +636,10 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
   st.listener = std::move(listener);
   st.sink = std::move(sink);
   ctx->t0 = self->clock().now();
+  if (ctx->resume) {  // the run's clock reads the checkpoint's time from here on
+    ctx->t0 -= caf::timespan{ctx->resume->time_ns()};
+    ctx->events.restore(ctx->resume->trace_hash(), ctx->resume->trace_events());
+  }
   // However the supervisor ends (killed by an embedding service, say), no
   // node actor may outlive it: they would keep re-arming their timers.
   self->attach_functor([children = st.children] {
@@ -661,6 +691,14 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
     [=](crash_atom, std::uint64_t i) { inject_crash(self, static_cast<int>(i)); },
     [=](restart_atom, std::uint64_t i) { restart_worker(self, static_cast<int>(i)); },
     [=](stop_atom) { begin_stop(self, "stopped by request"); },
+    [=](ckpt_timer_atom, double at) {
+      if (self->state.ckpt && !self->state.stopping)
+        self->state.ckpt->begin(self, at);
+    },
+    [=](ckpt_poll_atom, std::uint64_t round) {
+      if (self->state.ckpt && !self->state.stopping)
+        self->state.ckpt->poll(self, round);
+    },
     [=](stop_atom, std::string& reason) { begin_stop(self, std::move(reason)); },
   };
 }

@@ -51,6 +51,11 @@ bool parse(const std::vector<std::string>& args, parsed& p) {
          : a == "--tls-key"   ? p.tls_key
                               : p.tls_ca) = *v;
       }
+    } else if (a == "--resume") {
+      auto v = value("--resume");
+      if (!v)
+        return false;
+      p.resume = *v;
     } else if (a == "--progress") {
       p.progress = true;
     } else if (a == "--no-progress") {
@@ -120,6 +125,13 @@ void print_summary(const proto::RunReport& r) {
   }
   if (r.algorithm() == "rfast")
     std::cout << "mass residual   " << r.mass_residual() << "\n";
+  if (!r.resumed_from().empty())
+    std::cout << "resumed from    " << r.resumed_from() << " (taken at t=" << r.resumed_at_seconds()
+              << " s)\n";
+  for (const auto& c : r.checkpoints())
+    std::cout << "checkpoint " << c.number() << "    requested at t=" << c.requested_seconds()
+              << " s, taken at t=" << c.taken_seconds() << " s (drain " << c.drain_seconds()
+              << " s) -> " << c.file() << " (" << c.bytes() << " bytes)\n";
   std::cout << "trace hash      " << r.trace_hash() << " (" << r.trace_events() << " events)\n";
   for (const auto& w : r.warnings())
     std::cout << "warning: " << w << "\n";
@@ -149,6 +161,15 @@ int run(const parsed& p) {
       return 2;
     }
     opts.deploy.secret = *secret;
+  }
+  if (!p.resume.empty()) {
+    auto ck = load_checkpoint(p.resume, *plan);
+    if (!ck) {
+      std::cerr << "atrain: cannot resume: " << error_text(ck.error()) << "\n";
+      return 2;
+    }
+    opts.resume = std::move(*ck);
+    opts.resume_file = p.resume;
   }
   auto report = run_experiment(plan, opts);
   if (!report) {

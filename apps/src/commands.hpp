@@ -15,6 +15,7 @@ struct parsed {
   std::vector<std::string> hosts;
   std::string secret_file;
   std::string tls_cert, tls_key, tls_ca;
+  std::string resume;  // atrain run --resume FILE: a checkpoint of this spec
 };
 
 /// Parses SPEC and flags; prints what is wrong and returns false on bad input.

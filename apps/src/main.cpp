@@ -1,6 +1,7 @@
 /// atrain: the command line. A thin client of atrain/engine.hpp.
 ///
 ///   atrain run SPEC [--set field.path=value]... [--out DIR] [--progress|--no-progress]
+///              [--resume CHECKPOINT]
 ///              [--hosts HOST:PORT,... --secret-file F | --tls-cert F --tls-key F --tls-ca F]
 ///   atrain node [--listen HOST:PORT] [--secret-file F] [--data-root DIR]
 ///               [--tls-cert F --tls-key F --tls-ca F] [--allow-remote] [--max-runs N]
@@ -29,6 +30,7 @@ namespace {
 void usage(std::ostream& out) {
   out << "usage:\n"
          "  atrain run SPEC [--set field.path=value]... [--out DIR] [--progress|--no-progress]\n"
+         "             [--resume CHECKPOINT]\n"
          "             [--hosts HOST:PORT,... [--secret-file F] [--tls-cert F --tls-key F --tls-ca F]]\n"
          "  atrain node [--listen HOST:PORT] [--secret-file F] [--data-root DIR]\n"
          "              [--tls-cert F --tls-key F --tls-ca F] [--allow-remote] [--max-runs N]\n"
@@ -52,6 +54,8 @@ void usage(std::ostream& out) {
          "127.0.0.1:7420; port 0 picks a free one and prints it); run --hosts places node i on\n"
          "host i mod H (or deploy.placement) and runs there; the hosts need the same secret\n"
          "file, or certificates of one CA (mutual TLS).\n"
+         "run --resume continues SPEC's run from a checkpoint it wrote (spec block checkpoint {\n"
+         "at_seconds, every_seconds, file}); only stop/checkpoint/out_dir/progress may differ.\n"
          "shards writes the run's data split as JSON (node i's training rows, the test rows),\n"
          "for peers outside atrain (bench/ddp_peer.py); FILE defaults to stdout.\n"
          "Exit status: 0 success, 1 the run failed, 2 bad spec or arguments.\n";

@@ -162,6 +162,7 @@ class checker {
   void window(const std::string& path, double from, double to);
   void node_in_range(const std::string& path, std::uint32_t node, bool nodes_ok);
   void stop_and_eval();
+  void checkpoint();
 
   const loaded_spec& s_;
   std::vector<std::string> problems_;
@@ -186,6 +187,7 @@ void checker::run() {
   faults(nodes_ok);
   stop_and_eval();
   deploy();
+  checkpoint();
 }
 
 void checker::deploy() {
@@ -564,6 +566,52 @@ void checker::stop_and_eval() {
   if (st.stop_at_target() && st.target_accuracy() == 0)
     bad("stop.stop_at_target", "requires stop.target_accuracy > 0");
   positive("eval.period_seconds", s_.spec.eval().period_seconds());
+}
+
+// Why the spec's algorithm cannot be checkpointed yet (empty: it can).
+std::string checkpoint_unsupported(const proto::AlgorithmSpec& a) {
+  if (a.has_rfast()) return {};
+  if (a.has_allreduce())
+    return a.allreduce().straggler_policy() == proto::SKIP
+               ? "not implemented for allreduce with straggler_policy SKIP (a late gradient "
+                 "joins a later round: the barrier would have to save it in flight)"
+               : std::string{};
+  if (a.has_dpsgd())
+    return a.dpsgd().straggler_policy() == proto::SKIP
+               ? "not implemented for dpsgd with straggler_policy SKIP (a late gradient "
+                 "joins a later round: the barrier would have to save it in flight)"
+               : std::string{};
+  const std::string name = a.kind_case() == proto::AlgorithmSpec::KIND_NOT_SET
+                               ? std::string{"this algorithm"}
+                               : a.GetDescriptor()->FindFieldByNumber(a.kind_case())->name();
+  return "not implemented for " + name +
+         " (implemented for rfast, allreduce and dpsgd; its workers' state is not saved yet)";
+}
+
+void checker::checkpoint() {
+  const auto& c = s_.spec.checkpoint();
+  const bool times = c.at_seconds_size() > 0 || c.every_seconds() != 0;
+  if (!times && c.file().empty()) return;
+  for (int i = 0; i < c.at_seconds_size(); ++i) {
+    const auto p = idx("checkpoint.at_seconds", i);
+    positive(p, c.at_seconds(i));
+    if (i > 0 && std::isfinite(c.at_seconds(i)) && !(c.at_seconds(i) > c.at_seconds(i - 1)))
+      bad(p, "must be after checkpoint.at_seconds[" + std::to_string(i - 1) + "] (" +
+                 num(c.at_seconds(i - 1)) + "); list the times in increasing order");
+    const double stop = s_.spec.stop().time_seconds();
+    if (stop > 0 && std::isfinite(c.at_seconds(i)) && c.at_seconds(i) >= stop)
+      bad(p, "must be before stop.time_seconds (" + num(stop) + ")");
+  }
+  non_negative("checkpoint.every_seconds", c.every_seconds());
+  if (c.file().empty()) bad("checkpoint.file", "must name the file to write");
+  if (!times) bad("checkpoint", "needs at_seconds or every_seconds (when to checkpoint)");
+  if (const auto why = checkpoint_unsupported(s_.spec.algorithm()); !why.empty())
+    bad("checkpoint", why);
+  if (s_.spec.faults().crash_size() > 0)
+    bad("checkpoint", "cannot be combined with faults.crash yet (a crashed or restarting node "
+                      "has no state at the barrier)");
+  if (s_.spec.deploy().hosts_size() > 0)
+    bad("checkpoint", "multi-host runs cannot checkpoint yet (the barrier runs in one process)");
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 
 #include <caf/all.hpp>
 
+#include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/context.hpp"
 #include "atrain/actors/deploy.hpp"
 #include "atrain/actors/run_plan.hpp"
@@ -37,6 +38,10 @@ struct run_options {
   /// Multi-host run (REAL clock): these values win over the spec's deploy
   /// block; with no hosts at all, every node runs in this process.
   deploy_options deploy;
+  /// Resume from this checkpoint (from load_checkpoint, which checked it
+  /// against the plan); `resume_file` names it in the report.
+  std::shared_ptr<const proto::Checkpoint> resume;
+  std::string resume_file;
 };
 
 /// Runs the plan on the clock its spec names and blocks the caller until the

@@ -40,6 +40,10 @@ public:
   /// evaluator uses to spot stragglers: seconds per gradient).
   [[nodiscard]] double busy_seconds() const noexcept { return busy_seconds_; }
 
+  /// Checkpoints (checkpoint.cpp): counters, sampler and generators.
+  void save(proto::ComputeState& out) const;
+  void restore(const proto::ComputeState& in);
+
 private:
   compute_unit(const run_context& ctx, const run_plan& plan, std::uint32_t node);
 

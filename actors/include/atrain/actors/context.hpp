@@ -62,6 +62,10 @@ struct run_context {
   std::map<std::string, std::shared_ptr<void>> shared;
   /// Set on the driver of a multi-host run (null: every node in this process).
   std::shared_ptr<const deployment> deploy;
+  /// A run resumed from a checkpoint (checkpoint.hpp): every actor restores
+  /// its state from it when spawned; null for a fresh run.
+  std::shared_ptr<const proto::Checkpoint> resume;
+  std::string resume_file;
 
   [[nodiscard]] std::int64_t ns(caf::local_actor* self) const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(self->clock().now() - t0).count();

@@ -62,6 +62,12 @@ public:
   [[nodiscard]] std::uint32_t epoch() const noexcept { return epoch_; }
   [[nodiscard]] mass_account account() const;
 
+  /// Checkpoints: z, g_prev, rho, phi, sigma and every in-neighbour's
+  /// rho^/rho~ into (from) `s`; restore() expects sizes checked by
+  /// load_checkpoint.
+  void save(proto::NodeState& s) const;
+  void restore(const proto::NodeState& s);
+
 private:
   std::uint32_t node_;
   std::size_t dim_;

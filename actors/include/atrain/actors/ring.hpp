@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/context.hpp"
 #include "atrain/actors/network.hpp"
@@ -84,6 +85,11 @@ public:
   [[nodiscard]] std::uint32_t steps_per_round() const noexcept { return 2 * (n_ - 1); }
   /// Chunk index rank `rank` sends at step t (received by rank+1).
   [[nodiscard]] std::uint32_t sent_chunk(std::uint32_t rank, std::uint32_t step) const;
+  /// A resumed run: the ring at rest after `rounds` finished rounds.
+  void restore_round(std::uint64_t rounds) {
+    round_ = rounds;
+    finished_ = rounds > 0;
+  }
 
   /// Restart (supervision): the sum and count of the last finished round
   /// (empty before the first).
@@ -145,6 +151,15 @@ public:
   [[nodiscard]] ring_allreduce& state() noexcept { return ring_; }
   /// Restart: ring_allreduce::skip_to, sending what it begins again.
   void skip_to(caf::event_based_actor* self, run_context& ctx, std::uint64_t round);
+  [[nodiscard]] std::uint64_t round() const noexcept { return ring_.round(); }
+  /// A resumed run: round and counters as a checkpoint saved them.
+  void restore(std::uint64_t round, std::uint64_t messages, std::uint64_t bytes,
+               std::uint64_t rejected) {
+    ring_.restore_round(round);
+    out_.messages = messages;
+    out_.bytes = bytes;
+    rejected_ = rejected;
+  }
 
 private:
   void emit(caf::event_based_actor* self, run_context& ctx, std::vector<ring_allreduce::send>& s);
@@ -176,6 +191,7 @@ struct ring_worker_state {
   std::uint64_t read_at = 0;
   staleness_stats staleness;
   std::uint64_t late = 0;
+  barrier_hold hold;  // checkpoints (allreduce)
 
   /// Records a gradient read at step `read` applied now (at `steps`).
   void applied(std::uint64_t read) {
@@ -193,6 +209,7 @@ void ring_compute_next(caf::stateful_actor<State>* self) {
   st.computing = true;
   st.read_at = st.steps;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);
+  st.hold.wake_due = self->clock().now() + to_timespan(wait);
   send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value);
 }
 
@@ -247,6 +264,33 @@ caf::behavior ring_joining(caf::stateful_actor<State>* self, std::uint32_t id,
 /// and starts the replacement r.replacement (made with ring_joining) at it.
 void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx,
                       const worker_restart& r, restart_started started);
+/// Checkpoints: a ring worker's part of NodeState (at rest: no gradient in
+/// flight, the ring idle), and putting it back.
+template <class State>
+[[nodiscard]] std::string save_ring_worker(const State& st) {
+  proto::NodeState s;
+  *s.mutable_params() = {st.x.begin(), st.x.end()};
+  s.set_wakes(st.steps);
+  st.cu->save(*s.mutable_compute());
+  save_staleness(st.staleness, s);
+  s.set_late(st.late);
+  s.set_ring_round(st.ring->round());
+  s.set_ring_messages(st.ring->messages());
+  s.set_ring_bytes(st.ring->bytes());
+  s.set_ring_rejected(st.ring->rejected());
+  return s.SerializeAsString();
+}
+
+template <class State>
+void restore_ring_worker(State& st, const proto::NodeState& s) {
+  st.x.assign(s.params().begin(), s.params().end());
+  st.steps = s.wakes();
+  st.cu->restore(s.compute());
+  restore_staleness(st.staleness, s);
+  st.late = s.late();
+  st.ring->restore(s.ring_round(), s.ring_messages(), s.ring_bytes(), s.ring_rejected());
+  st.hold.requested = st.hold.held = true;  // until the supervisor's go
+}
 
 /// The behaviour of a ring worker (State derives from ring_worker_state):
 /// `on_wake()` runs when a gradient is done (after the trace event),
@@ -266,11 +310,15 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
   st.cu.emplace(*ctx, id);
   st.ring.emplace(id, n, plan.dim(), counted);
   st.x = plan.x0;
+  const auto* saved = resumed_node(*ctx, id);
+  if (saved)
+    restore_ring_worker(st, *saved);
   return {
     [=](start_atom, const std::vector<caf::actor>& out) {
       for (const auto& route : out)
         self->state.ring->connect((id + 1) % n, route);
-      ring_compute_next(self);
+      if (!saved)  // restored: holds until the supervisor's go
+        ring_compute_next(self);
     },
     [=](wake_atom) {
       ctx->events.record(ctx->ns(self), id, event_kind::wake, self->state.steps);
@@ -279,10 +327,20 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
     },
     [=](deliver_atom, const packet& p) {
       auto& ring = *self->state.ring;
-      if (ring.deliver(self, *ctx, p))
+      auto& st = self->state;
+      if (ring.deliver(self, *ctx, p)) {
         on_sum();
-      else if (!ring.active() && ring.called())
-        on_called();
+      } else if (!ring.active() && ring.called()) {
+        if (st.hold.held) {
+          // A checkpoint held this rank at a round boundary, but a rank
+          // ahead of it began the next round: join it (the ring waits for
+          // us), and hold at the boundary after it.
+          st.hold.held = false;
+          ring_compute_next(self);
+        } else {
+          on_called();
+        }
+      }
     },
     // Ring rank k is being restarted (supervision): freeze (every other
     // message waits) and report this rank's rounds, last sum and model.
@@ -299,6 +357,16 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
       return std::make_tuple(ring.round(), float_blob{ring.last_sum()}, ring.last_count(),
                              float_blob{st.x}, st.steps, st.averages);
     },
+    [=](ckpt_pause_atom) { self->state.hold.requested = true; },
+    [=](ckpt_drain_atom) {
+      const auto& st = self->state;
+      return st.hold.busy_for(self, !st.ring->active() && !st.ring->called());
+    },
+    [=](ckpt_go_atom) {
+      if (self->state.hold.go())
+        ring_compute_next(self);
+    },
+    [=](ckpt_state_atom) { return save_ring_worker(self->state); },
     [=](model_atom) {
       const auto& st = self->state;
       auto s = compute_snapshot(id, *st.cu, st.x);

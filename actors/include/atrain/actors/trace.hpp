@@ -11,7 +11,7 @@ namespace atrain {
 enum class event_kind : std::uint32_t {
   wake = 1, send = 2, receive = 3, drop = 4, duplicate = 5, evaluate = 6, stop = 7, reject = 8,
   replace = 9, retransmit = 10, ack = 11, coalesce = 12, crash = 13, restart = 14,
-  reroot = 15, old_epoch = 16,
+  reroot = 15, old_epoch = 16, checkpoint = 17,
 };
 
 class trace {
@@ -21,6 +21,12 @@ public:
   [[nodiscard]] std::uint64_t hash() const;
   [[nodiscard]] std::uint64_t events() const;
   [[nodiscard]] std::string hex() const;
+  /// Continues a checkpointed run's trace: its running hash and count.
+  void restore(std::uint64_t hash, std::uint64_t events) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    hash_ = hash;
+    events_ = events;
+  }
 
 private:
   mutable std::mutex mtx_;  /// uncontended with the virtual clock (one thread)

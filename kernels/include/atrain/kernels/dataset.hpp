@@ -126,6 +126,17 @@ public:
 
   [[nodiscard]] std::size_t batch_size() const noexcept { return batch_; }
   [[nodiscard]] const std::vector<std::uint32_t>& indices() const noexcept { return indices_; }
+  /// Where the sampler is (checkpoints): the current permutation of the
+  /// shard, the position in it and the shuffling generator.
+  [[nodiscard]] std::size_t cursor() const noexcept { return cursor_; }
+  [[nodiscard]] const rng& generator() const noexcept { return gen_; }
+  /// Puts the sampler back where it was; `order` must be a permutation of
+  /// the shard and cursor <= its size (checked by the caller).
+  void restore(std::vector<std::uint32_t> order, std::size_t cursor, const rng& gen) {
+    indices_ = std::move(order);
+    cursor_ = cursor;
+    gen_ = gen;
+  }
 
 private:
   const dataset* data_;

@@ -5,6 +5,7 @@
 /// would differ between standard libraries. Everything random in atrain goes
 /// through this header: xoshiro256** seeded by splitmix64, with our own
 /// uniform, normal and gamma draws.
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -35,6 +36,14 @@ public:
   void reseed(std::uint64_t seed) noexcept {
     std::uint64_t s = seed;
     for (auto& w : s_) w = splitmix64(s);
+  }
+
+  /// The generator's whole state (checkpoints), and setting it back.
+  [[nodiscard]] std::array<std::uint64_t, 4> state() const noexcept {
+    return {s_[0], s_[1], s_[2], s_[3]};
+  }
+  void set_state(const std::array<std::uint64_t, 4>& s) noexcept {
+    for (std::size_t k = 0; k < 4; ++k) s_[k] = s[k];
   }
 
   static constexpr result_type min() noexcept { return 0; }

@@ -1,0 +1,149 @@
+#pragma once
+/// Checkpoints of a whole run (README "Checkpoint and resume").
+///
+/// A checkpoint is a barrier that is part of the run. At a time T of the
+/// spec's `checkpoint` block the supervisor
+///   1. asks every worker to stop at its next gradient boundary (it finishes
+///      the gradient in flight and its cycle, then holds instead of starting
+///      the next one),
+///   2. polls the workers and the links until every worker holds and no
+///      packet is in flight anywhere (the drain; it ends at T_c >= T),
+///   3. asks every actor for its state (ckpt_state_atom: serialized
+///      atrain.proto parts), records a trace event, and writes the
+///      Checkpoint (FILE.tmp, then rename),
+///   4. lets the workers go on at T_c.
+/// A run resumed from that file spawns the same actors, each restoring its
+/// state from run_context::resume, with the run clock reading T_c; the
+/// supervisor runs the same poll and then the same "go". With the virtual
+/// clock both runs therefore continue from identical states, timers and
+/// event order: same models, metrics and trace hash to the end.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "atrain/actors/compute.hpp"
+#include "atrain/actors/context.hpp"
+#include "atrain/kernels/rng.hpp"
+
+namespace atrain {
+
+using ckpt_pause_atom = caf::atom_constant<caf::atom("ckpause")>;
+using ckpt_go_atom = caf::atom_constant<caf::atom("ckgo")>;
+using ckpt_drain_atom = caf::atom_constant<caf::atom("ckdrain")>;
+using ckpt_state_atom = caf::atom_constant<caf::atom("ckstate")>;
+using ckpt_timer_atom = caf::atom_constant<caf::atom("cktimer")>;
+using ckpt_poll_atom = caf::atom_constant<caf::atom("ckpoll")>;
+
+/// A worker's side of the barrier. Handlers: (ckpt_pause_atom) sets
+/// `requested`; at its gradient boundary the worker calls stop_here();
+/// (ckpt_drain_atom) answers busy_for(); (ckpt_go_atom) calls go().
+struct barrier_hold {
+  bool requested = false;  // a barrier asked to stop at the next gradient boundary
+  bool held = false;       // stopped there (no gradient in flight)
+  caf::actor_clock::time_point wake_due{};  // when the gradient in flight completes
+
+  /// At a gradient boundary: true (now held) when a barrier is waiting.
+  bool stop_here() {
+    held = requested;
+    return held;
+  }
+  /// ckpt_go: true when the worker must start its next gradient now.
+  bool go() {
+    requested = false;
+    return std::exchange(held, false);
+  }
+  /// The answer to ckpt_drain_atom: < 0 when quiet (held and `idle`),
+  /// otherwise the seconds it stays busy at least (0: unknown, ask again soon).
+  [[nodiscard]] double busy_for(caf::local_actor* self, bool idle = true) const;
+};
+
+/// Generator state to and from its proto form (4 words).
+void save_rng(const rng& gen, google::protobuf::RepeatedField<std::uint64_t>* out);
+[[nodiscard]] rng load_rng(const google::protobuf::RepeatedField<std::uint64_t>& in);
+
+/// A worker's staleness statistics to and from its NodeState.
+void save_staleness(const staleness_stats& s, proto::NodeState& out);
+void restore_staleness(staleness_stats& s, const proto::NodeState& in);
+
+/// Node `id`'s saved state in a resumed run (null in a fresh run).
+[[nodiscard]] inline const proto::NodeState* resumed_node(const run_context& ctx,
+                                                          std::uint32_t id) {
+  return ctx.resume ? &ctx.resume->nodes(static_cast<int>(id)) : nullptr;
+}
+
+/// The delay from now until run time `at_seconds`, counted in whole
+/// nanoseconds from the run's start exactly as a timer armed at time 0
+/// would be (a resumed run's timers fire at the same nanosecond).
+[[nodiscard]] caf::timespan delay_until(const run_context& ctx, caf::local_actor* self,
+                                        double at_seconds);
+
+/// Reads checkpoint `file` and checks it against the prepared plan: the
+/// file's framing and checksum, its spec (equal to the plan's but for
+/// stop, checkpoint, out_dir and progress), node count, dimension and every
+/// node's state sizes. An error names the file and the reason; nothing has
+/// started then.
+[[nodiscard]] caf::expected<std::shared_ptr<const proto::Checkpoint>>
+load_checkpoint(const std::string& file, const run_plan& plan);
+
+/// The reason text of an error made here (its string context), else the
+/// rendered error.
+[[nodiscard]] std::string error_text(const caf::error& e);
+
+/// Frames and writes `ck` to `file` atomically (FILE.tmp, then rename).
+/// Returns the bytes written.
+[[nodiscard]] caf::expected<std::uint64_t> write_checkpoint(const proto::Checkpoint& ck,
+                                                            const std::string& file);
+
+/// The supervisor's side: arms the checkpoint times, runs the barrier,
+/// writes the files, and keeps the records for the report.
+class checkpointer : public std::enable_shared_from_this<checkpointer> {
+public:
+  using reason_fn = std::function<void(std::string)>;
+  /// `stop` begins the run's stop (a stop deferred by a barrier), `fail`
+  /// ends it with an error.
+  checkpointer(context_ptr ctx, reason_fn stop, reason_fn fail);
+
+  /// The actors of the run (after start_run spawned them).
+  void watch(const std::vector<node_actors>& nodes, const std::vector<caf::actor>& links,
+             caf::actor evaluator);
+  /// Arms the spec's checkpoint times after the resumed one (fresh run: all).
+  void arm(caf::event_based_actor* self);
+  /// Resumed run: waits for every restored actor, then lets the workers go.
+  void start_resumed(caf::event_based_actor* self);
+  /// The timer of the checkpoint requested at `at` fired.
+  void begin(caf::event_based_actor* self, double at);
+  /// One round of the drain poll.
+  void poll(caf::event_based_actor* self, std::uint64_t round);
+  /// True while a barrier holds the run: the stop waits for the checkpoint
+  /// (the run then ends at T_c instead of resuming).
+  [[nodiscard]] bool defer_stop(const std::string& reason);
+  /// The checkpoints written (and, resumed, where from) into the report.
+  void add_to(proto::RunReport& r) const;
+
+private:
+  void gather(caf::event_based_actor* self);
+  void finish(caf::event_based_actor* self, std::shared_ptr<proto::Checkpoint> ck);
+  void go(caf::event_based_actor* self);
+  [[nodiscard]] std::string file_for(std::uint32_t number) const;
+
+  context_ptr ctx_;
+  reason_fn stop_;
+  reason_fn fail_;
+  std::vector<node_actors> nodes_;
+  std::vector<caf::actor> links_;
+  caf::actor evaluator_;
+  bool active_ = false;
+  bool restoring_ = false;
+  double requested_ = 0;
+  std::uint32_t number_ = 0;  // checkpoints taken so far (a resumed run counts on)
+  std::uint64_t round_ = 0;
+  std::vector<double> queued_;  // times that fired while a barrier was active
+  std::optional<std::string> deferred_stop_;
+  std::vector<proto::CheckpointRecord> records_;
+};
+
+} // namespace atrain

@@ -1,0 +1,373 @@
+/// Checkpoints (README "Checkpoint and resume"): a run with a checkpoint
+/// barrier, uninterrupted, against the same spec stopped right after the
+/// barrier and resumed from its file — same models, trackers, generators,
+/// metrics and trace hash to the end (virtual clock); bad checkpoint files
+/// refused before anything starts; the barrier keeps R-FAST's tracker mass.
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "atrain/actors/checkpoint.hpp"
+#include "atrain/actors/rfast.hpp"
+#include "fixtures.hpp"
+
+namespace t = atrain::test;
+namespace fs = std::filesystem;
+using atrain::proto::Checkpoint;
+using atrain::proto::RunReport;
+
+namespace {
+
+fs::path scratch_dir() {
+  return fs::temp_directory_path() / ("atrain_ckpt_test_" + std::to_string(::getpid()));
+}
+
+fs::path scratch(const std::string& name) {
+  fs::create_directories(scratch_dir());
+  return scratch_dir() / name;
+}
+
+/// Each test's checkpoint files go when it ends.
+struct remove_scratch {
+  remove_scratch() = default;
+  remove_scratch(const remove_scratch&) = delete;
+  remove_scratch& operator=(const remove_scratch&) = delete;
+  ~remove_scratch() {
+    std::error_code ec;
+    fs::remove_all(scratch_dir(), ec);
+  }
+};
+
+std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
+  base.insert(base.end(), more.begin(), more.end());
+  return base;
+}
+
+RunReport run(std::shared_ptr<const atrain::run_plan> plan,
+              std::shared_ptr<const Checkpoint> resume = nullptr, const std::string& file = {}) {
+  atrain::run_options opts;
+  opts.progress = false;
+  opts.resume = std::move(resume);
+  opts.resume_file = file;
+  auto report = atrain::run_experiment(std::move(plan), opts);
+  BOOST_REQUIRE(report);
+  BOOST_TEST(report->error().empty(), report->error());
+  return *report;
+}
+
+std::shared_ptr<const Checkpoint> load(const fs::path& file, const atrain::run_plan& plan) {
+  auto ck = atrain::load_checkpoint(file.string(), plan);
+  if (!ck)
+    BOOST_FAIL("cannot load " << file << ": " << atrain::error_text(ck.error()));
+  return *ck;
+}
+
+/// The report without what legitimately differs between an uninterrupted
+/// run and a resumed one (wall time, checkpoint file names, resume note).
+std::string comparable(RunReport r) {
+  r.clear_wall_seconds();
+  r.clear_checkpoints();
+  r.clear_resumed_from();
+  r.clear_resumed_at_seconds();
+  return r.SerializeAsString();
+}
+
+/// Every node's saved state (models, trackers, samplers, generators,
+/// counters), every link's and the evaluator's must be identical bit for bit.
+void expect_same_state(const Checkpoint& a, const Checkpoint& b) {
+  BOOST_TEST(a.time_ns() == b.time_ns());
+  BOOST_TEST(a.trace_hash() == b.trace_hash());
+  BOOST_TEST(a.trace_events() == b.trace_events());
+  BOOST_REQUIRE(a.nodes_size() == b.nodes_size());
+  for (int i = 0; i < a.nodes_size(); ++i) {
+    const auto& x = a.nodes(i).params();
+    const auto& y = b.nodes(i).params();
+    BOOST_REQUIRE(x.size() == y.size());
+    BOOST_TEST(std::memcmp(x.data(), y.data(), sizeof(float) * static_cast<std::size_t>(x.size())) == 0,
+               "node " << i << "'s model differs");
+    BOOST_TEST(a.nodes(i).SerializeAsString() == b.nodes(i).SerializeAsString(),
+               "node " << i << "'s state differs");
+  }
+  BOOST_REQUIRE(a.links_size() == b.links_size());
+  for (int k = 0; k < a.links_size(); ++k)
+    BOOST_TEST(a.links(k).SerializeAsString() == b.links(k).SerializeAsString());
+  BOOST_TEST(a.evaluator().SerializeAsString() == b.evaluator().SerializeAsString());
+}
+
+/// Runs `base` with checkpoints at T1 < T2 uninterrupted (A), the same spec
+/// stopped right after T1 (B, checkpoint at T1 only), and A's spec resumed
+/// from B's file (C): B's checkpoint equals A's first, C's second equals
+/// A's second, and C's report equals A's.
+void expect_resume_equals_uninterrupted(const std::string& config,
+                                        const std::vector<std::string>& base, double t1,
+                                        double t2, double end, const std::string& tag) {
+  const auto a_file = scratch(tag + "_A_{k}.ckpt").string();
+  const auto b_file = scratch(tag + "_B_{k}.ckpt").string();
+  const auto c_file = scratch(tag + "_C_{k}.ckpt").string();
+  auto times = "checkpoint.at_seconds=[" + std::to_string(t1) + "," + std::to_string(t2) + "]";
+  auto common = with(base, {"progress=false", "stop.stop_at_target=false",
+                            "stop.time_seconds=" + std::to_string(end), times});
+  auto plan_a = t::config(config, with(common, {"checkpoint.file=" + a_file}));
+  const auto a = run(plan_a);
+  BOOST_REQUIRE(a.checkpoints_size() == 2);
+  auto plan_b = t::config(config, with(base, {"progress=false", "stop.stop_at_target=false",
+                                               "stop.time_seconds=" + std::to_string(t1 + 1e-4),
+                                               "checkpoint.at_seconds=[" + std::to_string(t1) + "]",
+                                               "checkpoint.file=" + b_file}));
+  const auto b = run(plan_b);
+  BOOST_REQUIRE(b.checkpoints_size() == 1);
+  BOOST_TEST(b.duration_seconds() < end);
+  const auto a1 = load(scratch(tag + "_A_1.ckpt"), *plan_a);
+  const auto b1 = load(scratch(tag + "_B_1.ckpt"), *plan_a);  // only stop/checkpoint differ
+  expect_same_state(*a1, *b1);
+  auto plan_c = t::config(config, with(common, {"checkpoint.file=" + c_file}));
+  const auto resumed = scratch(tag + "_B_1.ckpt").string();
+  const auto c = run(plan_c, load(resumed, *plan_c), resumed);
+  BOOST_TEST(c.resumed_from() == resumed);
+  BOOST_TEST(c.resumed_at_seconds() == b1->time_seconds());
+  BOOST_REQUIRE(c.checkpoints_size() == 2);  // B's, then C's own second
+  BOOST_TEST(c.checkpoints(1).number() == 2u);
+  expect_same_state(*load(scratch(tag + "_A_2.ckpt"), *plan_a),
+                    *load(scratch(tag + "_C_2.ckpt"), *plan_a));
+  BOOST_TEST(c.trace_hash() == a.trace_hash());
+  BOOST_TEST(c.trace_events() == a.trace_events());
+  BOOST_TEST(c.final().train_loss() == a.final().train_loss());
+  BOOST_TEST(c.final().test_accuracy() == a.final().test_accuracy());
+  BOOST_TEST(c.metrics_size() == a.metrics_size());
+  BOOST_TEST(comparable(c) == comparable(a));
+  const auto& ck = a.checkpoints(0);
+  BOOST_TEST(ck.taken_seconds() >= ck.requested_seconds());
+  BOOST_TEST_MESSAGE(tag << ": checkpoint at " << ck.requested_seconds() << " s drained in "
+                         << ck.drain_seconds() << " s virtual (" << ck.bytes()
+                         << " bytes); resumed run = uninterrupted: trace " << a.trace_hash()
+                         << " (" << a.trace_events() << " events), final loss "
+                         << a.final().train_loss() << ", " << a.metrics_size() << " rows");
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in{p, std::ios::binary};
+  return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+}
+
+void write_bytes(const fs::path& p, const std::string& b) {
+  std::ofstream out{p, std::ios::binary};
+  out << b;
+}
+
+std::string load_error(const fs::path& file, const atrain::run_plan& plan) {
+  auto ck = atrain::load_checkpoint(file.string(), plan);
+  BOOST_REQUIRE(!ck);
+  return atrain::error_text(ck.error());
+}
+
+std::string spec_error_of(const std::string& config, const std::vector<std::string>& overrides) {
+  try {
+    (void)t::config(config, overrides);
+  } catch (const atrain::spec_error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(checkpoint, remove_scratch)
+
+// R-FAST over lossy, duplicating, reordering links, with a loss burst
+// active across the first barrier: every generator and sequence counter is
+// in the checkpoint.
+BOOST_AUTO_TEST_CASE(rfast_resumed_run_ends_exactly_like_the_uninterrupted_one) {
+  expect_resume_equals_uninterrupted(
+    "quickstart.textproto",
+    {"dataset.max_train_samples=8000", "link.loss=0.1", "link.duplicate=0.05",
+     "link.reorder=0.1", "link.reorder_delay_seconds=0.003",
+     "faults.loss_burst=[{loss: 0.3 from_seconds: 0.5 to_seconds: 1.5}]"},
+    1.0, 2.0, 2.6, "rfast");
+}
+
+// Ring-AllReduce over acknowledged links that lose packets: the barrier
+// waits for every retransmission; the ring is idle at the checkpoint.
+BOOST_AUTO_TEST_CASE(allreduce_resumed_run_ends_exactly_like_the_uninterrupted_one) {
+  expect_resume_equals_uninterrupted("algorithms/allreduce.textproto",
+                                     {"dataset.max_train_samples=8000", "link.loss=0.1"}, 1.0,
+                                     2.0, 2.6, "allreduce");
+}
+
+// D-PSGD (synchronous gossip rounds) over lossy acknowledged links: every
+// node holds at the same round boundary with no neighbour model waiting.
+BOOST_AUTO_TEST_CASE(dpsgd_resumed_run_ends_exactly_like_the_uninterrupted_one) {
+  expect_resume_equals_uninterrupted("algorithms/dpsgd.textproto",
+                                     {"dataset.max_train_samples=8000", "link.loss=0.1"}, 1.0,
+                                     2.0, 2.6, "dpsgd");
+}
+
+BOOST_AUTO_TEST_CASE(bad_checkpoint_files_are_refused_before_the_run_starts) {
+  const auto file = scratch("bad_{k}.ckpt").string();
+  auto plan = t::quickstart({"dataset.max_train_samples=4000", "progress=false",
+                             "stop.stop_at_target=false", "stop.time_seconds=0.31",
+                             "checkpoint.at_seconds=[0.3]", "checkpoint.file=" + file});
+  (void)run(plan);
+  const auto good = scratch("bad_1.ckpt");
+  // Only stop, checkpoint, out_dir and progress may change.
+  auto later = t::quickstart({"dataset.max_train_samples=4000", "stop.time_seconds=5",
+                              "out_dir=elsewhere", "progress=true"});
+  BOOST_REQUIRE(atrain::load_checkpoint(good.string(), *later));
+  // Taken after this plan's own stop time (0.31 s: the drain ended later).
+  BOOST_TEST(load_error(good, *plan).find("not before the spec's stop.time_seconds") !=
+             std::string::npos);
+  const auto bytes = read_bytes(good);
+
+  auto truncated = scratch("truncated.ckpt");
+  write_bytes(truncated, bytes.substr(0, bytes.size() / 2));
+  BOOST_TEST(load_error(truncated, *later).find("truncated") != std::string::npos);
+
+  auto corrupted = scratch("corrupted.ckpt");
+  auto flipped = bytes;
+  flipped[flipped.size() / 2] = static_cast<char>(flipped[flipped.size() / 2] ^ 0x10);
+  write_bytes(corrupted, flipped);
+  BOOST_TEST(load_error(corrupted, *later).find("corrupted: the checksum") != std::string::npos);
+
+  auto garbage = scratch("garbage.ckpt");
+  write_bytes(garbage, "name: \"not a checkpoint\"\n");
+  BOOST_TEST(load_error(garbage, *later).find("not an atrain checkpoint") != std::string::npos);
+
+  BOOST_TEST(load_error(scratch("missing.ckpt"), *later).find("cannot open") != std::string::npos);
+
+  // Another spec: the differing field is named.
+  auto other = t::quickstart({"dataset.max_train_samples=4000", "stop.time_seconds=5", "seed=2"});
+  const auto why = load_error(good, *other);
+  BOOST_TEST(why.find("different spec") != std::string::npos, why);
+  BOOST_TEST(why.find("seed") != std::string::npos, why);
+  BOOST_TEST_MESSAGE(why);
+  auto steps = t::quickstart({"dataset.max_train_samples=4000", "stop.time_seconds=5",
+                              "algorithm.rfast.step_size=0.5"});
+  BOOST_TEST(load_error(good, *steps).find("step_size") != std::string::npos);
+
+  // Another node count.
+  auto fewer = t::quickstart({"dataset.max_train_samples=4000", "nodes=4"});
+  const auto nodes = load_error(good, *fewer);
+  BOOST_TEST(nodes.find("holds 8 nodes; the spec runs 4") != std::string::npos, nodes);
+
+}
+
+BOOST_AUTO_TEST_CASE(the_barrier_conserves_rfast_tracker_mass) {
+  const auto file = scratch("mass_{k}.ckpt").string();
+  auto plan = t::quickstart({"dataset.max_train_samples=4000", "progress=false",
+                             "stop.stop_at_target=false", "stop.time_seconds=0.7",
+                             "link.latency_seconds=0.004", "checkpoint.at_seconds=[0.3,0.5]",
+                             "checkpoint.file=" + file});
+  // The invariant after every event, the barriers included.
+  std::size_t checks = 0;
+  double worst = 0;
+  const auto report = t::run_checking_mass(plan, checks, worst);
+  BOOST_TEST(report.error().empty(), report.error());
+  BOOST_REQUIRE(report.checkpoints_size() == 2);
+  BOOST_TEST(worst < 1e-12);
+  BOOST_TEST(checks > 1000u);
+
+  // Independently from the file: sum z + sum c_ij (rho_j - rho~_ij) =
+  // sum g_prev, and the drain left nothing in flight: every node holds its
+  // in-neighbours' latest rho exactly (no loss on these links).
+  const auto ck = load(scratch("mass_1.ckpt"), *plan);
+  const auto& topo = *plan->topo;
+  const std::size_t dim = plan->dim();
+  std::vector<double> lhs(dim, 0.0), rhs(dim, 0.0);
+  for (const auto& s : ck->nodes()) {
+    for (std::size_t k = 0; k < dim; ++k) {
+      lhs[k] += s.tracker(static_cast<int>(k));
+      rhs[k] += s.g_prev(static_cast<int>(k));
+    }
+    for (const auto& m : s.mass_in()) {
+      const auto& sender = ck->nodes(static_cast<int>(m.node()));
+      BOOST_TEST(m.seq() == sender.pushes(), "node " << s.node() << " misses a push of " << m.node());
+      BOOST_TEST(std::equal(m.rho_hat().begin(), m.rho_hat().end(), sender.rho().begin()));
+      const double c = topo.c(s.node(), m.node());
+      for (std::size_t k = 0; k < dim; ++k) {
+        const double used = m.consumed_all() ? m.rho_hat(static_cast<int>(k))
+                                             : m.rho_tilde(static_cast<int>(k));
+        lhs[k] += c * (sender.rho(static_cast<int>(k)) - used);
+      }
+    }
+    // The worker held with nothing in flight: every gradient it computed is
+    // in the tracker (init + one per wake).
+    BOOST_TEST(s.compute().gradients() == s.wakes() + 1);
+    BOOST_TEST(s.tracks() == s.wakes());
+  }
+  double err = 0, scale = 1;
+  for (std::size_t k = 0; k < dim; ++k) {
+    err = std::max(err, std::abs(lhs[k] - rhs[k]));
+    scale = std::max(scale, std::abs(rhs[k]));
+  }
+  BOOST_TEST(err / scale < 1e-12);
+  BOOST_TEST_MESSAGE("mass residual at the checkpoint (from the file): " << err / scale
+                     << "; after every event: worst " << worst << " over " << checks
+                     << " checks; drain " << report.checkpoints(0).drain_seconds() << " s");
+}
+
+BOOST_AUTO_TEST_CASE(checkpoint_blocks_are_validated_field_by_field) {
+  auto e = spec_error_of("algorithms/dasgd.textproto",
+                         {"checkpoint.every_seconds=1", "checkpoint.file=x.ckpt"});
+  BOOST_TEST(e.find("checkpoint: not implemented for dasgd") != std::string::npos, e);
+  e = spec_error_of("quickstart.textproto", {"checkpoint.at_seconds=[2,1]", "checkpoint.file=x"});
+  BOOST_TEST(e.find("checkpoint.at_seconds[1]: must be after checkpoint.at_seconds[0]") !=
+               std::string::npos, e);
+  e = spec_error_of("quickstart.textproto", {"checkpoint.at_seconds=[1]"});
+  BOOST_TEST(e.find("checkpoint.file: must name the file") != std::string::npos, e);
+  e = spec_error_of("quickstart.textproto", {"checkpoint.file=x"});
+  BOOST_TEST(e.find("checkpoint: needs at_seconds or every_seconds") != std::string::npos, e);
+  e = spec_error_of("quickstart.textproto", {"checkpoint.at_seconds=[40]", "checkpoint.file=x"});
+  BOOST_TEST(e.find("must be before stop.time_seconds") != std::string::npos, e);
+  e = spec_error_of("quickstart.textproto",
+                    {"checkpoint.every_seconds=1", "checkpoint.file=x",
+                     "faults.crash=[{node: 1 at_seconds: 2}]"});
+  BOOST_TEST(e.find("checkpoint: cannot be combined with faults.crash") != std::string::npos, e);
+  e = spec_error_of("algorithms/allreduce.textproto",
+                    {"checkpoint.every_seconds=1", "checkpoint.file=x",
+                     "algorithm.allreduce.straggler_policy=SKIP"});
+  BOOST_TEST(e.find("not implemented for allreduce with straggler_policy SKIP") !=
+               std::string::npos, e);
+}
+
+// REAL clock (gradients padded to 10 ms like the virtual quickstart, so the
+// target lies well after the checkpoint): no equality claim (the interleaving is real), only that the
+// checkpoint is written and a resumed run continues from it to the target.
+BOOST_AUTO_TEST_CASE(real_clock_run_writes_a_checkpoint_and_resumes_to_the_target) {
+  const auto file = scratch("real_{k}.ckpt").string();
+  auto first = t::config("quickstart_real.textproto",
+                         {"progress=false", "cost.real_min_seconds=0.01",
+                          "stop.stop_at_target=false", "stop.time_seconds=0.6",
+                          "checkpoint.at_seconds=[0.5]", "checkpoint.file=" + file});
+  const auto a = run(first);
+  BOOST_REQUIRE(a.checkpoints_size() == 1);
+  const auto saved = scratch("real_1.ckpt").string();
+  auto rest = t::config("quickstart_real.textproto", {"progress=false", "cost.real_min_seconds=0.01"});
+  const auto ck = load(saved, *rest);
+  BOOST_TEST(ck->time_seconds() >= 0.5);
+  // 10 ms per gradient (as the virtual quickstart): the target comes after ~1 s.
+  BOOST_TEST(!ck->evaluator().report().has_time_to_target());
+  const auto b = run(rest, ck, saved);
+  BOOST_TEST(b.resumed_from() == saved);
+  BOOST_TEST(b.has_time_to_target());
+  BOOST_TEST(b.time_to_target() > ck->time_seconds());
+  BOOST_TEST(b.duration_seconds() > ck->time_seconds());
+  // The rows before the checkpoint are kept; the resumed run adds its own.
+  const auto& kept = ck->evaluator().report().metrics();
+  BOOST_TEST(b.metrics_size() > kept.size());
+  std::uint64_t before = 0;
+  for (const auto& n : ck->nodes())
+    before += n.compute().gradients();
+  BOOST_TEST(b.gradients_total() > before);
+  BOOST_TEST(b.mass_residual() < 1e-9);
+  BOOST_TEST_MESSAGE("REAL: checkpoint at " << ck->time_seconds() << " s (drain "
+                     << a.checkpoints(0).drain_seconds() << " s), resumed run reached the target at "
+                     << b.time_to_target() << " s");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
