@@ -7,9 +7,11 @@ killed while it prepares its nodes ends the run at once, naming the host.
 
 usage: multi_host_test.py ATRAIN [ALGORITHM,...]"""
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -92,15 +94,27 @@ for algo, goes_on in (("dasgd", True), ("allreduce", False)):
     finally:
         c.stop()
 
-# A host killed while it prepares its nodes (loading MNIST takes seconds):
-# the driver watches the spawners and ends at once, naming the host (it used
-# to wait out the 120 s spawn timeout).
-c = Cluster(atrain, 1)
+# A host killed while it prepares its nodes: its own copy of a9a (--data-root)
+# is 30 gzip members of the real file (same rows 30 times: seconds to parse),
+# so it is still loading when killed 0.3 s after the driver connected. The
+# driver watches the spawners and ends at once, naming the host (it used to
+# wait out the 120 s spawn timeout).
+here = os.path.dirname(os.path.abspath(__file__))
+hung = tempfile.mkdtemp(prefix="atrain_hung_")
+os.makedirs(os.path.join(hung, "config", "algorithms"))  # the spec's ../../data
+os.makedirs(os.path.join(hung, "data"))
+with open(os.path.join(here, "..", "..", "data", "a9a.gz"), "rb") as f:
+    member = f.read()
+with open(os.path.join(hung, "data", "a9a.gz"), "wb") as f:
+    for _ in range(30):
+        f.write(member)
+shutil.copy(os.path.join(here, "..", "..", "data", "a9a.t.gz"), os.path.join(hung, "data"))
+c = Cluster(atrain, 1, flags=["--data-root", os.path.join(hung, "config", "algorithms")])
 try:
     host = c.hosts[0]
     port = host.address.rsplit(":", 1)[1]
     out = os.path.join(c.dir, "kill_spawning")
-    driver = subprocess.Popen(c.command("config/mnist_mlp.textproto", ["clock=REAL"], out),
+    driver = subprocess.Popen(c.command("config/algorithms/dasgd.textproto", REAL, out),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     connected = False
     deadline = time.monotonic() + 60
@@ -109,7 +123,8 @@ try:
                             capture_output=True, text=True)
         connected = bool(ss.stdout.strip())
         time.sleep(0.05)
-    time.sleep(0.3)  # the spawn request is under way; MNIST is loading on the host
+    time.sleep(0.3)  # the spawn request has arrived; the host parses its data
+    alive_before = host.alive() and driver.poll() is None
     killed_at = time.monotonic()
     host.proc.send_signal(signal.SIGKILL)
     try:
@@ -118,12 +133,13 @@ try:
         driver.kill()
         text, _ = driver.communicate()
     took = time.monotonic() - killed_at
-    check(connected and driver.returncode == 1 and
+    check(connected and alive_before and driver.returncode == 1 and
           "was lost while it prepared its nodes" in text and took < 15,
           "a host killed while preparing its nodes: the driver ends %.2f s later (rc %s): %s" % (
               took, driver.returncode,
               next((l for l in text.splitlines() if l.startswith("error:")), text[-300:])))
 finally:
     c.stop()
+    shutil.rmtree(hung, ignore_errors=True)
 
 finish("multi_host_test")
