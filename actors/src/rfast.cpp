@@ -252,6 +252,7 @@ struct buffer_state {
   std::uint64_t rejected = 0;
   std::uint64_t old_epoch = 0;         // packets dropped for another tracking epoch
   std::uint64_t tracks = 0;            // wakes served (a restarted worker resumes from it)
+  double seq_rate = 0;                 // see future_seq_rate
   static inline const char* name = "atrain_rfast_buffer";
 };
 
@@ -280,6 +281,28 @@ void set_routes(outbox& out, const rfast_epoch& e) {
     out.routes.emplace_back(e.out[k], e.routes.at(k));
   for (auto& w : out.waiting)
     w.queue.clear();
+}
+
+/// How fast an honest sender's sequence numbers can grow, per run second:
+/// a worker numbers one model per gradient, its buffer one mass packet per
+/// gradient (or per tau once retired), and no gradient is shorter than the
+/// cost model's fastest (virtual clock: min tau x (1 - jitter), slowdowns are
+/// >= 1) nor, on either clock, 1 us. Four times that, for safety.
+[[nodiscard]] double future_seq_rate(const run_plan& plan) {
+  const auto& c = plan.spec.cost();
+  double tau = c.tau_seconds() > 0 ? c.tau_seconds() : 1.0;
+  for (double t : c.tau_per_node())
+    tau = std::min(tau, t);
+  const double shortest = tau * (1.0 - c.jitter());
+  return 4.0 * std::max(1e6, shortest > 0 ? 1.0 / shortest : 1e6);
+}
+
+/// A sequence number above what any honest sender can have used by run time
+/// `now` is from the future: a forged or corrupted number that, kept as the
+/// newest, would silence that sender's stream for good (receivers keep only
+/// numbers above the newest).
+[[nodiscard]] bool from_the_future(std::uint64_t seq, double rate, double now) {
+  return static_cast<double>(seq) > 1024.0 + rate * std::max(now, 0.0);
 }
 
 /// Step 5: push the tracker's running sums to the G_C out-neighbours.
@@ -365,6 +388,7 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
   st.v_hat.assign(st.in_r.size(), float_blob{plan.x0});
   st.v_seq.assign(st.in_r.size(), 0);
   st.v_age.assign(st.in_r.size(), 0);
+  st.seq_rate = future_seq_rate(plan);
   if (const auto* saved = resumed_node(*ctx, id))
     restore_buffer(st, *saved);
   if (ctx->probe) {
@@ -393,6 +417,8 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
         ctx->events.record(ctx->ns(self), id, event_kind::old_epoch, p.from, p.epoch);
         return;
       }
+      if (from_the_future(p.seq, st.seq_rate, ctx->seconds(self)))
+        return reject();
       if (p.kind == rfast_model) {
         auto it = std::find(st.in_r.begin(), st.in_r.end(), p.from);
         if (it == st.in_r.end() || p.f.size() != dim || !finite(p.f.ptr(), dim))

@@ -165,6 +165,59 @@ BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
   BOOST_TEST(std::isfinite(report->final().train_loss()));
 }
 
+BOOST_AUTO_TEST_CASE(sequence_numbers_from_the_future_are_rejected_and_the_stream_goes_on) {
+  // Well formed, from real in-neighbours, but numbered 2^40: kept as the
+  // newest, they would make buffer 1 ignore every later packet of node j.
+  probed_run r{t::quickstart(small({})), 3000};
+  const auto& topo = *r.run.context().plan->topo;
+  const std::uint32_t j = topo.g_c.in(1).at(0);
+  const std::uint32_t m = topo.g_r.in(1).at(0);
+  const std::size_t dim = r.run.context().plan->dim();
+  auto seq_from = [&](std::uint32_t node) {
+    for (const auto& nb : r.probe->trackers.at(1)->in_c())
+      if (nb.node == node)
+        return nb.seq;
+    return std::uint64_t{0};
+  };
+  const auto before = seq_from(j);
+  BOOST_REQUIRE(before > 0u);
+  const std::uint64_t future = std::uint64_t{1} << 40;
+  atrain::packet mass;
+  mass.from = j;
+  mass.kind = atrain::rfast_mass;
+  mass.seq = future;
+  mass.d = atrain::double_blob{std::vector<double>(dim, 0.0)};
+  mass.scalars = {0.0};
+  atrain::packet model;
+  model.from = m;
+  model.kind = atrain::rfast_model;
+  model.seq = future;
+  model.f = atrain::float_blob{std::vector<float>(dim, 0.f)};
+  auto target = caf::actor_cast<caf::actor>(r.probe->buffers[1]);
+  caf::anon_send(target, atrain::deliver_atom::value, mass);
+  caf::anon_send(target, atrain::deliver_atom::value, model);
+  double worst = 0;
+  std::uint64_t last = 0;
+  while (r.run.step()) {
+    bool all = true;
+    for (const auto* tr : r.probe->trackers)
+      all = all && tr != nullptr;
+    if (all) {
+      worst = std::max(worst, atrain::mass_residual(r.probe->trackers));
+      last = seq_from(j);
+    }
+  }
+  auto report = r.run.run();
+  BOOST_REQUIRE(report);
+  BOOST_TEST(report->packets_rejected() == 2u);
+  BOOST_TEST(last > before);   // node j's later sums still arrive
+  BOOST_TEST(last < future);   // the forged number was never taken
+  BOOST_TEST(worst < 1e-10);
+  BOOST_TEST(std::isfinite(report->final().train_loss()));
+  BOOST_TEST_MESSAGE("future seq: node " << j << "'s stream at buffer 1 went " << before << " -> "
+                                         << last);
+}
+
 BOOST_AUTO_TEST_CASE(a_crashed_worker_ends_the_run_with_an_error_naming_it) {
   probed_run r{t::quickstart(small({})), 2000};
   BOOST_REQUIRE(r.probe->workers.size() == 6u);
