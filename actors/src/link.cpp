@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -89,6 +90,10 @@ struct link_state {
   /// of the latest retransmission timer (the drain waits for both).
   double quiet_at = 0;
   double resend_at = 0;
+  /// D-PSGD with restarts: the last packet put on the wire, handed again to
+  /// a replacement (see the restart handler).
+  bool replay_on_restart = false;
+  std::optional<packet> last_sent;
   static inline const char* name = "atrain_link";
 };
 
@@ -123,6 +128,8 @@ double transmit(link_actor_ptr self, run_context& ctx, const packet& p, double e
   ++st.stats.forwarded;
   const double now = ctx.seconds(self);
   st.quiet_at = std::max(st.quiet_at, now + delay);
+  if (st.replay_on_restart)
+    st.last_sent = p;
   if (twice) {
     ++st.stats.duplicated;
     ctx.events.record(ctx.ns(self), p.from, event_kind::duplicate, p.to, p.seq);
@@ -308,6 +315,8 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
   st.model = ctx->plan->spec.link();
   st.acknowledged = links_are_acknowledged(ctx->plan->spec);
   st.coalesce = ctx->plan->spec.algorithm().has_dasgd() && ctx->plan->spec.algorithm().dasgd().coalesce();
+  st.replay_on_restart =
+    ctx->plan->spec.algorithm().has_dpsgd() && links_follow_restarts(ctx->plan->spec);
   st.gen.reseed(derive_seed(ctx->plan->spec.seed(), 0x4c494e4bULL + (std::uint64_t{from} << 20) + to));
   if (ctx->resume)
     restore_link(st, *ctx->resume);
@@ -360,10 +369,22 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
     [=](stats_atom) { return self->state.stats; },
     // A restarted worker replaces the crashed one: packets not yet on the
     // wire, and retransmissions, go to the new incarnation.
+    //
+    // D-PSGD: the last model this link delivered may have reached the dead
+    // worker only. When the sender is down too, nobody else holds it, and
+    // the replacement would wait for it for ever; so it gets it again (a
+    // round it is past, or a model it has, it ignores as a duplicate).
     [=](restart_atom, const caf::actor_addr& old, const caf::actor& replacement) {
       auto& st = self->state;
-      if (st.dest.address() == old)
-        st.dest = replacement;
+      if (st.dest.address() != old)
+        return;
+      st.dest = replacement;
+      if (st.last_sent) {
+        ++st.stats.retransmitted;
+        ctx->events.record(ctx->ns(self), st.last_sent->from, event_kind::retransmit,
+                           st.last_sent->to, st.last_sent->seq);
+        self->send(st.dest, deliver_atom::value, *st.last_sent);
+      }
     },
     // (sender node, whether it sent anything, the highest seq it sent).
     [=](resume_atom) {
