@@ -30,6 +30,15 @@ bool links_follow_restarts(const proto::ExperimentSpec& spec) {
   return false;
 }
 
+double future_seq_rate(const run_plan& plan) {
+  const auto& c = plan.spec.cost();
+  double tau = c.tau_seconds() > 0 ? c.tau_seconds() : 1.0;
+  for (double t : c.tau_per_node())
+    tau = std::min(tau, t);
+  const double shortest = tau * (1.0 - c.jitter());
+  return 4.0 * std::max(1e6, shortest > 0 ? 1.0 / shortest : 1e6);
+}
+
 bool exactly_once::first_time(std::uint32_t from, std::uint32_t kind, std::uint64_t seq) {
   auto& s = seen_[{from, kind}];
   if (seq == 0)

@@ -283,28 +283,6 @@ void set_routes(outbox& out, const rfast_epoch& e) {
     w.queue.clear();
 }
 
-/// How fast an honest sender's sequence numbers can grow, per run second:
-/// a worker numbers one model per gradient, its buffer one mass packet per
-/// gradient (or per tau once retired), and no gradient is shorter than the
-/// cost model's fastest (virtual clock: min tau x (1 - jitter), slowdowns are
-/// >= 1) nor, on either clock, 1 us. Four times that, for safety.
-[[nodiscard]] double future_seq_rate(const run_plan& plan) {
-  const auto& c = plan.spec.cost();
-  double tau = c.tau_seconds() > 0 ? c.tau_seconds() : 1.0;
-  for (double t : c.tau_per_node())
-    tau = std::min(tau, t);
-  const double shortest = tau * (1.0 - c.jitter());
-  return 4.0 * std::max(1e6, shortest > 0 ? 1.0 / shortest : 1e6);
-}
-
-/// A sequence number above what any honest sender can have used by run time
-/// `now` is from the future: a forged or corrupted number that, kept as the
-/// newest, would silence that sender's stream for good (receivers keep only
-/// numbers above the newest).
-[[nodiscard]] bool from_the_future(std::uint64_t seq, double rate, double now) {
-  return static_cast<double>(seq) > 1024.0 + rate * std::max(now, 0.0);
-}
-
 /// Step 5: push the tracker's running sums to the G_C out-neighbours.
 void push_mass(caf::stateful_actor<buffer_state>* self, std::uint32_t id, run_context& ctx) {
   auto& st = self->state;

@@ -33,6 +33,21 @@ namespace atrain {
 /// where a direct route would leave the dead handle in every sender.
 [[nodiscard]] bool links_follow_restarts(const proto::ExperimentSpec& spec);
 
+/// Sequence numbers from the future. An honest sender numbers at most one
+/// packet per stream per gradient (or per tau, for R-FAST's retired
+/// buffers), and no gradient is shorter than the cost model's fastest
+/// (virtual clock: min tau x (1 - jitter); slowdowns are >= 1) nor, on either
+/// clock, 1 us. future_seq_rate is four times that rate, per run second.
+[[nodiscard]] double future_seq_rate(const run_plan& plan);
+
+/// A seq above what any honest sender can have used by run time `now`
+/// (1024 + rate x now): a forged or corrupted number that, kept as the
+/// newest or applied, would silence that sender's stream or inject
+/// gradients under numbers it has not reached. Receivers reject and count it.
+[[nodiscard]] inline bool from_the_future(std::uint64_t seq, double rate, double now) {
+  return static_cast<double>(seq) > 1024.0 + rate * (now > 0 ? now : 0.0);
+}
+
 /// Receiver-side de-duplication by (sender, stream, seq): first_time() is
 /// true once per key. Memory stays small when each sender numbers a
 /// stream to one receiver 1, 2, 3, ... (gaps are remembered individually).
