@@ -28,11 +28,19 @@
 /// Staleness of a gradient step: the number of exchanges applied to x_i
 /// between the read the gradient was computed on and the step (exactly 1
 /// for an active node, any number for a passive one).
+///
+/// Checkpoints: a node holds after its gradient step (step 3), so an active
+/// node holds only once its exchange is complete; a held passive node goes on
+/// serving requests. The drain ends when every node holds and no request or
+/// reply is in flight: every exchange begun is then applied on both sides,
+/// and the saved state is x, the step and exchange counts, the served marks,
+/// the partner generator and the compute unit.
 #include "atrain/actors/adpsgd.hpp"
 
 #include <tuple>
 #include <utility>
 
+#include "atrain/actors/checkpoint.hpp"
 #include "atrain/kernels/rng.hpp"
 #include "atrain/topology/weights.hpp"
 #include "gossip.hpp"
@@ -58,6 +66,7 @@ struct adpsgd_state : gossip::node_base {
   std::vector<std::uint64_t> served;
   bool record = false;  // keep the exchange ledger (test probe only)
   std::vector<adpsgd_exchange> ledger;
+  barrier_hold hold;  // checkpoints
   static inline const char* name = "atrain_adpsgd_worker";
 };
 using adpsgd_ptr = caf::stateful_actor<adpsgd_state>*;
@@ -92,7 +101,9 @@ void begin_cycle(adpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   // Never a plain send to itself: a passive node waits for nobody, and CAF
   // keeps running an actor whose mailbox never empties (the real clock's
   // zero wait would starve every other actor on that thread).
-  self->delayed_send(self, to_timespan(std::max(wait, min_wait)), wake_atom::value, st.steps);
+  const auto delay = to_timespan(std::max(wait, min_wait));
+  st.hold.wake_due = self->clock().now() + delay;
+  self->delayed_send(self, delay, wake_atom::value, st.steps);
   if (!st.active || st.neighbours.empty())
     return;
   st.partner = st.neighbours[st.gen.below(st.neighbours.size())];     // 2
@@ -114,7 +125,28 @@ void try_step(adpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   const double gamma = gossip::step_size(st.gamma, st.decay, st.steps++);
   vec::axpy(static_cast<float>(-gamma), st.g.data(), st.x.data(), st.x.size());
   st.staleness.add(static_cast<double>(st.exchanged_since_read));
-  begin_cycle(self, ctx, id);
+  if (!st.hold.stop_here())
+    begin_cycle(self, ctx, id);
+}
+
+// ---- checkpoints (at rest: no gradient in flight, no exchange outstanding)
+
+std::string save_adpsgd(const adpsgd_state& st) {
+  proto::NodeState s;
+  save_worker_basics(st, st.steps, s);
+  auto& a = *s.mutable_adpsgd();
+  save_rng(st.gen, a.mutable_rng());
+  a.set_exchange_seq(st.exchange_seq);
+  *a.mutable_served() = {st.served.begin(), st.served.end()};
+  return s.SerializeAsString();
+}
+
+void restore_adpsgd(adpsgd_state& st, const proto::NodeState& s) {
+  st.steps = restore_worker_basics(st, s);
+  st.gen = load_rng(s.adpsgd().rng());
+  st.exchange_seq = s.adpsgd().exchange_seq();
+  st.served.assign(s.adpsgd().served().begin(), s.adpsgd().served().end());
+  st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
 /// Passive side of step 2: reply with the current x_j, then average.
@@ -188,11 +220,17 @@ caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, cont
   st.decay = algo.decay();
   st.served.assign(st.neighbours.size(), 0);
   st.record = ctx->probe != nullptr;
+  const auto* saved = incarnation == 0 ? resumed_node(*ctx, id) : nullptr;
+  if (saved)
+    restore_adpsgd(st, *saved);
   caf::behavior running{
     [=](init_atom, const std::vector<caf::actor>& routes) {
       gossip::take_routes(self->state, routes);
     },
-    [=](start_atom) { begin_cycle(self, *ctx, id); },
+    [=](start_atom) {
+      if (!saved)  // restored: holds until the supervisor's go
+        begin_cycle(self, *ctx, id);
+    },
     [=](restart_atom, std::uint32_t k, std::uint64_t fence) {
       return fence_off(self, *ctx, id, k, fence);
     },
@@ -210,6 +248,13 @@ caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, cont
         return complete(self, *ctx, id, p);
       gossip::reject(self, *ctx, st, id, p);
     },
+    [=](ckpt_pause_atom) { self->state.hold.requested = true; },
+    [=](ckpt_drain_atom) { return self->state.hold.busy_for(self); },
+    [=](ckpt_go_atom) {
+      if (self->state.hold.go())
+        begin_cycle(self, *ctx, id);
+    },
+    [=](ckpt_state_atom) { return save_adpsgd(self->state); },
     [=](model_atom) { return gossip::snapshot(self->state, id); },
     [=](stats_atom) { return gossip::stats(self->state); },
   };

@@ -38,12 +38,20 @@
 /// copy) are ignored, newer ones, other senders and versions that do not
 /// move forward are rejected. Rejected packets are counted, traced
 /// (event_kind::reject) and never applied.
+///
+/// Checkpoints: a worker holds when the reply to its request is in (a
+/// gradient boundary: none in flight, none outstanding). Every gradient
+/// sent before the barrier is then applied and answered, so the server is
+/// at rest too: its float64 model, version, per-worker ledger marks and
+/// counters go into its node's NodeState (async_ps_server), the workers'
+/// models, versions and request counts into theirs.
 #include "atrain/actors/async_ps.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <utility>
 
+#include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/network.hpp"
 #include "atrain/kernels/vector_ops.hpp"
@@ -107,6 +115,31 @@ void apply(server_ptr self, run_context& ctx, const packet& p) {
   st.out.send(self, ctx, p.from, std::move(reply));
 }
 
+std::string save_server(const server_state& st) {
+  proto::NodeState s;
+  auto& ps = *s.mutable_async_ps_server();
+  *ps.mutable_params() = {st.x.begin(), st.x.end()};
+  ps.set_version(st.version);
+  *ps.mutable_applied() = {st.applied.begin(), st.applied.end()};
+  *ps.mutable_sent_version() = {st.sent_version.begin(), st.sent_version.end()};
+  ps.set_messages_sent(st.out.messages);
+  ps.set_bytes_sent(st.out.bytes);
+  ps.set_rejected(st.rejected);
+  ps.set_duplicates(st.duplicates);
+  return s.SerializeAsString();
+}
+
+void restore_server(server_state& st, const proto::AsyncPsServerState& ps) {
+  st.x.assign(ps.params().begin(), ps.params().end());
+  st.version = ps.version();
+  st.applied.assign(ps.applied().begin(), ps.applied().end());
+  st.sent_version.assign(ps.sent_version().begin(), ps.sent_version().end());
+  st.out.messages = ps.messages_sent();
+  st.out.bytes = ps.bytes_sent();
+  st.rejected = ps.rejected();
+  st.duplicates = ps.duplicates();
+}
+
 caf::behavior server_actor(server_ptr self, std::uint32_t node, context_ptr ctx) {
   const auto& plan = *ctx->plan;
   const auto& algo = plan.spec.algorithm().async_ps();
@@ -118,6 +151,8 @@ caf::behavior server_actor(server_ptr self, std::uint32_t node, context_ptr ctx)
   st.applied.assign(plan.nodes(), 0);
   st.sent_version.assign(plan.nodes(), 0);
   st.record = ctx->probe != nullptr;
+  if (const auto* saved = resumed_node(*ctx, node))
+    restore_server(st, saved->async_ps_server());
   const std::size_t dim = plan.dim();
   return {
     [=](init_atom, const std::vector<caf::actor>& routes) {
@@ -159,6 +194,7 @@ caf::behavior server_actor(server_ptr self, std::uint32_t node, context_ptr ctx)
       return {float_blob{std::vector<float>(st.x.begin(), st.x.end())}, st.version,
               st.applied[k]};
     },
+    [=](ckpt_state_atom) { return save_server(self->state); },
     [=](model_atom) {
       const auto& st = self->state;
       model_snapshot s;
@@ -185,6 +221,7 @@ struct worker_state {
   outbox out;                 // one route: the server
   std::uint64_t rejected = 0;
   staleness_stats staleness;
+  barrier_hold hold;  // checkpoints
   static inline const char* name = "atrain_async_ps_worker";
 };
 using worker_ptr = caf::stateful_actor<worker_state>*;
@@ -203,7 +240,21 @@ void show_model(worker_ptr self, run_context& ctx, std::uint32_t id) {
 void compute(worker_ptr self) {
   auto& st = self->state;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);          // 1
+  st.hold.wake_due = self->clock().now() + to_timespan(wait);
   send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value);
+}
+
+std::string save_worker(const worker_state& st) {
+  proto::NodeState s;
+  save_worker_basics(st, st.seq, s);
+  s.set_async_ps_version(st.version);
+  return s.SerializeAsString();
+}
+
+void restore_worker(worker_state& st, const proto::NodeState& s) {
+  st.seq = restore_worker_basics(st, s);
+  st.version = s.async_ps_version();
+  st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
 /// Worker `id`; a replacement (`joining`) keeps every message until the
@@ -217,13 +268,19 @@ caf::behavior worker_actor(worker_ptr self, std::uint32_t id, std::uint32_t serv
   st.x = plan.x0;
   st.server = server;
   const std::size_t dim = plan.dim();
+  const auto* saved = joining ? nullptr : resumed_node(*ctx, id);
+  if (saved)
+    restore_worker(st, *saved);
   if (!joining)
     show_model(self, *ctx, id);
   caf::behavior running{
     [=](init_atom, const caf::actor& route) {
       self->state.out.routes.emplace_back(self->state.server, route);
     },
-    [=](start_atom) { compute(self); },
+    [=](start_atom) {
+      if (!saved)  // restored: holds until the supervisor's go
+        compute(self);
+    },
     [=](wake_atom) {
       auto& st = self->state;
       ctx->events.record(ctx->ns(self), id, event_kind::wake, st.seq);
@@ -250,8 +307,16 @@ caf::behavior worker_actor(worker_ptr self, std::uint32_t id, std::uint32_t serv
       st.version = version;
       st.x = p.f.vec();
       st.waiting = false;
-      compute(self);
+      if (!st.hold.stop_here())
+        compute(self);
     },
+    [=](ckpt_pause_atom) { self->state.hold.requested = true; },
+    [=](ckpt_drain_atom) { return self->state.hold.busy_for(self, !self->state.waiting); },
+    [=](ckpt_go_atom) {
+      if (self->state.hold.go())
+        compute(self);
+    },
+    [=](ckpt_state_atom) { return save_worker(self->state); },
     [=](model_atom) {
       const auto& st = self->state;
       auto s = make_snapshot(id, *st.cu, st.out, st.staleness, st.x);

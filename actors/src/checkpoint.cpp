@@ -150,7 +150,23 @@ std::string check_node(const proto::NodeState& s, std::uint32_t i, const run_pla
     return at + "the sampler's order is not a permutation of the node's shard";
   if (c.sampler_cursor() > static_cast<std::uint64_t>(c.sampler_order_size()))
     return at + "the sampler's cursor is past its shard";
-  if (plan.spec.algorithm().has_rfast()) {
+  const auto& algo = plan.spec.algorithm();
+  if (algo.has_async_ps() && i == algo.async_ps().server()) {
+    const auto& ps = s.async_ps_server();
+    if (!s.has_async_ps_server() || static_cast<std::size_t>(ps.params_size()) != dim)
+      return at + "the parameter server's model is missing or not of the model's dimension";
+    if (static_cast<std::size_t>(ps.applied_size()) != plan.nodes() ||
+        static_cast<std::size_t>(ps.sent_version_size()) != plan.nodes())
+      return at + "the parameter server's ledger does not have one entry per worker";
+  }
+  if (algo.has_adpsgd()) {
+    const auto& a = s.adpsgd();
+    if (a.rng_size() != 4)
+      return at + "the partner generator's state is not 4 words";
+    if (static_cast<std::size_t>(a.served_size()) != plan.topo->g_r.out(i).size())
+      return at + "served marks do not match the topology";
+  }
+  if (algo.has_rfast()) {
     const auto& topo = *plan.topo;
     const auto in_c = topo.g_c.in(i);
     const auto in_r = topo.g_r.in(i);
@@ -438,6 +454,8 @@ void checkpointer::gather(caf::event_based_actor* self) {
     ask(nodes_[i].worker, "node " + std::to_string(i) + " worker", merge);
     if (nodes_[i].buffer && nodes_[i].buffer != nodes_[i].worker)
       ask(nodes_[i].buffer, "node " + std::to_string(i) + " gradient buffer", merge);
+    if (nodes_[i].hub && nodes_[i].hub != nodes_[i].worker && nodes_[i].hub != nodes_[i].buffer)
+      ask(nodes_[i].hub, "node " + std::to_string(i) + " hub", merge);  // the parameter server
   }
   for (std::size_t k = 0; k < links_.size(); ++k) {
     auto* link = ck->mutable_links(static_cast<int>(k));

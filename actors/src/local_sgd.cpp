@@ -17,6 +17,13 @@
 /// averages exactly n models (no counts needed), so right after the average
 /// all models are equal; the rounds go at the pace of the first node to
 /// finish its H steps.
+///
+/// Checkpoints (WAIT): a node holds after a local step (the gradient applied,
+/// none in flight) or after an average, unless the ring has called it (the
+/// predecessor began the average: it must take its remaining local steps
+/// and join). A held node the average reaches later goes on the same way
+/// (ring_worker) and holds after that average, so the ring is idle at the
+/// barrier and the saved state is x, the counts and the compute unit.
 #include "atrain/actors/local_sgd.hpp"
 
 #include <algorithm>
@@ -31,7 +38,6 @@ namespace atrain {
 namespace {
 
 struct local_sgd_state : ring_worker_state {
-  std::uint32_t since_average = 0;
   bool late_gradient = false;  // SKIP: g was done during an average it joined early
   bool record = false;         // keep the ledger (test probe only)
   local_sgd_average open;      // the average in the ring, until its sum is in
@@ -61,6 +67,10 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
     st.since_average = 0;
     return st.ring->begin(self, *ctx, st.x.data());
   };
+  auto hold_here = [=] {  // at a gradient boundary with the ring idle (checkpoints)
+    auto& st = self->state;
+    return st.hold.requested && !st.ring->called() && st.hold.stop_here();
+  };
   auto average = [=] {                                       // 3.
     auto& st = self->state;
     const auto& sum = st.ring->sum();
@@ -77,7 +87,7 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
       st.staleness.add(1.0);
       ++st.late;
     }
-    if (!st.computing)
+    if (!st.computing && !hold_here())
       ring_compute_next(self);
     if (skip && st.ring->called())
       (void)join();  // never done at once: the ring needs this rank's chunks (n > 1)
@@ -90,8 +100,11 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
     }
     apply();
     st.staleness.add(0.0);
-    if (++st.since_average < local_steps)
-      return ring_compute_next(self);
+    if (++st.since_average < local_steps) {
+      if (!hold_here())
+        ring_compute_next(self);
+      return;
+    }
     if (join())
       average();
   };

@@ -570,7 +570,12 @@ void checker::stop_and_eval() {
 
 // Why the spec's algorithm cannot be checkpointed yet (empty: it can).
 std::string checkpoint_unsupported(const proto::AlgorithmSpec& a) {
-  if (a.has_rfast()) return {};
+  if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_centralized()) return {};
+  if (a.has_local_sgd())
+    return a.local_sgd().straggler_policy() == proto::SKIP
+               ? "not implemented for local_sgd with straggler_policy SKIP (a node joins the "
+                 "average mid-gradient: the barrier would have to save that gradient in flight)"
+               : std::string{};
   if (a.has_allreduce())
     return a.allreduce().straggler_policy() == proto::SKIP
                ? "not implemented for allreduce with straggler_policy SKIP (a late gradient "
@@ -585,7 +590,8 @@ std::string checkpoint_unsupported(const proto::AlgorithmSpec& a) {
                                ? std::string{"this algorithm"}
                                : a.GetDescriptor()->FindFieldByNumber(a.kind_case())->name();
   return "not implemented for " + name +
-         " (implemented for rfast, allreduce and dpsgd; its workers' state is not saved yet)";
+         " (implemented for rfast, allreduce, dpsgd, async_ps, adpsgd, local_sgd and "
+         "centralized; its workers' state is not saved yet)";
 }
 
 void checker::checkpoint() {

@@ -14,12 +14,15 @@
 #include <fstream>
 #include <iterator>
 
+#include "atrain/actors/async_ps.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/rfast.hpp"
 #include "fixtures.hpp"
+#include "gossip_fixtures.hpp"
 
 namespace t = atrain::test;
 namespace fs = std::filesystem;
+using proto_params = google::protobuf::RepeatedField<float>;
 using atrain::proto::Checkpoint;
 using atrain::proto::RunReport;
 
@@ -149,6 +152,35 @@ void expect_resume_equals_uninterrupted(const std::string& config,
                          << " bytes); resumed run = uninterrupted: trace " << a.trace_hash()
                          << " (" << a.trace_events() << " events), final loss "
                          << a.final().train_loss() << ", " << a.metrics_size() << " rows");
+}
+
+/// `config` run with a probe, a checkpoint at `at` and the stop right after
+/// it (the run ends at T_c, its workers held); `each_step` sees the probe
+/// after every scheduler step. Returns the checkpoint's file; `plan` is the
+/// spec without the stop (to load the file with).
+fs::path run_probed_to_checkpoint(const std::string& config, std::vector<std::string> overrides,
+                                  double at, const std::string& tag,
+                                  const std::function<void(atrain::run_probe&)>& each_step,
+                                  std::shared_ptr<const atrain::run_plan>& plan) {
+  const auto file = scratch(tag + "_{k}.ckpt").string();
+  plan = t::config(config, overrides);
+  auto stopped = t::config(config, with(std::move(overrides),
+                                {"progress=false", "stop.stop_at_target=false",
+                                 "stop.time_seconds=" + std::to_string(at + 1e-4),
+                                 "checkpoint.at_seconds=[" + std::to_string(at) + "]",
+                                 "checkpoint.file=" + file}));
+  auto probe = std::make_shared<atrain::run_probe>();
+  atrain::run_options opts;
+  opts.probe = probe;
+  opts.progress = false;
+  atrain::virtual_run vr{stopped, opts};
+  while (vr.step())
+    each_step(*probe);
+  auto report = vr.run();
+  BOOST_REQUIRE(report);
+  BOOST_TEST(report->error().empty(), report->error());
+  BOOST_REQUIRE(report->checkpoints_size() == 1);
+  return scratch(tag + "_1.ckpt");
 }
 
 std::string read_bytes(const fs::path& p) {
@@ -368,6 +400,210 @@ BOOST_AUTO_TEST_CASE(real_clock_run_writes_a_checkpoint_and_resumes_to_the_targe
   BOOST_TEST_MESSAGE("REAL: checkpoint at " << ck->time_seconds() << " s (drain "
                      << a.checkpoints(0).drain_seconds() << " s), resumed run reached the target at "
                      << b.time_to_target() << " s");
+}
+
+// ---- async_ps, AD-PSGD, Local SGD, centralized
+
+// The parameter server over lossy, duplicating acknowledged links: the
+// server joins the barrier (its float64 model, version and ledger marks).
+BOOST_AUTO_TEST_CASE(async_ps_resumed_run_ends_exactly_like_the_uninterrupted_one) {
+  expect_resume_equals_uninterrupted(
+    "algorithms/async_ps.textproto",
+    {"dataset.max_train_samples=8000", "link.loss=0.1", "link.duplicate=0.05"}, 0.5, 1.0, 1.3,
+    "async_ps");
+}
+
+// From the file: the server's model is x^0 - sum_k gamma_k g_k recomputed
+// here from the server's ledger of applied gradients (exactly: the same
+// float64 operations in the same order), every request sent was applied
+// once and answered (the drain left nothing outstanding), and the worker
+// that holds the newest version holds the server's model.
+BOOST_AUTO_TEST_CASE(async_ps_checkpoint_holds_the_server_model_of_its_ledger) {
+  std::vector<atrain::async_ps_applied> ledger;
+  std::shared_ptr<const atrain::run_plan> plan;
+  const auto file = run_probed_to_checkpoint(
+    "algorithms/async_ps.textproto",
+    {"dataset.max_train_samples=8000", "link.loss=0.1", "link.duplicate=0.05"}, 0.5,
+    "ps_ledger",
+    [&](atrain::run_probe& probe) {
+      if (auto view = atrain::async_ps_take(probe.server))
+        for (auto& a : view->applied)
+          ledger.push_back(std::move(a));
+    },
+    plan);
+  const auto ck = load(file, *plan);
+  const auto& algo = plan->spec.algorithm().async_ps();
+  const auto& ps = ck->nodes(static_cast<int>(algo.server())).async_ps_server();
+  std::vector<double> y(plan->x0.begin(), plan->x0.end());
+  for (std::size_t k = 0; k < ledger.size(); ++k) {
+    BOOST_REQUIRE(ledger[k].version == k);
+    const double gamma = algo.step_size() / (1.0 + algo.decay() * static_cast<double>(k));
+    for (std::size_t j = 0; j < y.size(); ++j)
+      y[j] -= gamma * static_cast<double>(ledger[k].g.ptr()[j]);
+  }
+  BOOST_TEST(ps.version() == ledger.size());
+  BOOST_REQUIRE(static_cast<std::size_t>(ps.params_size()) == y.size());
+  BOOST_TEST(std::equal(y.begin(), y.end(), ps.params().begin()),
+             "the server's model is not x0 minus its ledger's updates");
+  std::uint64_t requests = 0, newest = 0;
+  for (const auto& s : ck->nodes()) {
+    const auto i = static_cast<int>(s.node());
+    requests += s.wakes();
+    BOOST_TEST(ps.applied(i) == s.wakes(), "node " << i << ": a request not applied");
+    BOOST_TEST(ps.sent_version(i) == s.async_ps_version(), "node " << i << ": a reply in flight");
+    BOOST_TEST(s.compute().gradients() == s.wakes(), "node " << i << ": a gradient in flight");
+    newest = std::max(newest, s.async_ps_version());
+    if (s.async_ps_version() == ps.version())
+      for (int k = 0; k < s.params_size(); ++k)
+        BOOST_REQUIRE(s.params(k) == static_cast<float>(ps.params(k)));
+  }
+  BOOST_TEST(requests == ps.version());  // each request applied exactly once
+  BOOST_TEST(newest == ps.version());
+  // A file whose server state is missing is refused before anything runs.
+  auto broken = *ck;
+  broken.mutable_nodes(static_cast<int>(algo.server()))->clear_async_ps_server();
+  const auto bad = scratch("ps_no_server.ckpt");
+  BOOST_REQUIRE(atrain::write_checkpoint(broken, bad.string()));
+  const auto why = load_error(bad, *plan);
+  BOOST_TEST(why.find("node 0: the parameter server's model is missing") != std::string::npos, why);
+  BOOST_TEST_MESSAGE("async_ps at " << ck->time_seconds() << " s: " << ledger.size()
+                     << " updates recomputed from the ledger equal the saved server model "
+                        "exactly; duplicates ignored "
+                     << ps.duplicates());
+}
+
+// AD-PSGD over lossy, duplicating acknowledged links: exchanges in progress
+// complete before the hold.
+BOOST_AUTO_TEST_CASE(adpsgd_resumed_run_ends_exactly_like_the_uninterrupted_one) {
+  expect_resume_equals_uninterrupted(
+    "algorithms/adpsgd.textproto",
+    {"dataset.max_train_samples=8000", "link.loss=0.1", "link.duplicate=0.05"}, 0.5, 1.0, 1.3,
+    "adpsgd");
+}
+
+// No exchange half-applied at the barrier: the run that stops right after
+// it (workers held, nothing delivered later) has applied both sides of
+// every exchange, each pair sum preserved; and the file's exchange counts and
+// served marks are exactly those of that ledger.
+BOOST_AUTO_TEST_CASE(adpsgd_checkpoint_has_no_half_applied_exchange) {
+  namespace g = atrain::test::gossip;
+  g::exchange_book book;
+  std::shared_ptr<const atrain::run_plan> plan;
+  const auto file = run_probed_to_checkpoint(
+    "algorithms/adpsgd.textproto",
+    {"dataset.max_train_samples=8000", "link.loss=0.1", "link.duplicate=0.05"}, 0.5,
+    "ad_pairs", [&](atrain::run_probe& probe) { g::harvest_exchanges(probe, book); }, plan);
+  const auto ck = load(file, *plan);
+  const auto& g_r = plan->topo->g_r;
+  std::map<std::uint32_t, std::uint64_t> begun;  // active node -> exchanges in the ledger
+  double worst = 0;
+  for (const auto& [key, s] : book) {
+    BOOST_TEST(s.active_count == 1,
+               "exchange " << key.first << "/" << key.second << " half-applied");
+    BOOST_TEST(s.passive_count == 1);
+    ++begun[key.first];
+    for (std::size_t k = 0; k < s.active.size() && k < s.passive.size(); ++k)
+      worst = std::max(worst, std::abs(s.active[k] + s.passive[k]) /
+                                (1.0 + std::abs(s.active[k])));
+  }
+  // From the file: an active node's newest exchange was served by one of
+  // its passive neighbours, and no neighbour served one it has not begun.
+  for (const auto& s : ck->nodes()) {
+    const auto i = s.node();
+    BOOST_TEST(s.compute().gradients() == s.wakes(), "node " << i << ": a gradient in flight");
+    const auto m = s.adpsgd().exchange_seq();
+    BOOST_TEST(m == begun[i], "node " << i << "'s exchange count differs from the ledger");
+    if (m == 0)
+      continue;
+    std::uint64_t served = 0;
+    for (auto j : g_r.out(i)) {
+      const auto& nb = g_r.out(j);
+      const auto at = std::find(nb.begin(), nb.end(), i) - nb.begin();
+      served = std::max(served, ck->nodes(static_cast<int>(j)).adpsgd().served(static_cast<int>(at)));
+    }
+    BOOST_TEST(served == m, "node " << i << ": exchange " << m << " not served, newest " << served);
+  }
+  BOOST_TEST(worst < 1e-6);
+  BOOST_TEST(book.size() > 100u);
+  BOOST_TEST_MESSAGE("adpsgd at " << ck->time_seconds() << " s: " << book.size()
+                     << " exchanges, all applied on both sides; worst pair-sum residual " << worst);
+}
+
+// Local SGD (WAIT) over lossy acknowledged links. The barrier at 0.45 s
+// falls into an average: every node takes its remaining local steps, the
+// ring finishes, and every node holds right after the average.
+BOOST_AUTO_TEST_CASE(local_sgd_resumed_run_ends_exactly_like_the_uninterrupted_one) {
+  expect_resume_equals_uninterrupted("algorithms/local_sgd.textproto",
+                                     {"dataset.max_train_samples=8000", "link.loss=0.1"}, 0.45,
+                                     1.0, 1.3, "local_sgd");
+}
+
+// From the files of a run checkpointing every 30 ms: the ring is idle in
+// one round on every node, every node took H local steps per average plus
+// those since the last one, and the nodes held right after an average (a
+// barrier that fell into a round lets it finish) hold one model bit for bit.
+BOOST_AUTO_TEST_CASE(local_sgd_checkpoints_hold_the_ring_idle_and_the_averages_equal) {
+  const auto file = scratch("ls_every_{k}.ckpt").string();
+  const std::vector<std::string> base{"dataset.max_train_samples=8000", "link.loss=0.1"};
+  const auto a = run(t::config("algorithms/local_sgd.textproto",
+                               with(base, {"progress=false", "stop.stop_at_target=false",
+                                           "stop.time_seconds=0.6", "checkpoint.every_seconds=0.03",
+                                           "checkpoint.file=" + file})));
+  BOOST_REQUIRE(a.checkpoints_size() > 10);
+  const auto plan = t::config("algorithms/local_sgd.textproto", base);
+  const std::uint64_t h = plan->spec.algorithm().local_sgd().local_steps();
+  std::size_t mid_round = 0;
+  std::string when;
+  for (int k = 1; k <= a.checkpoints_size(); ++k) {
+    const auto ck = load(scratch("ls_every_" + std::to_string(k) + ".ckpt"), *plan);
+    const auto& first = ck->nodes(0);
+    const proto_params* averaged = nullptr;
+    std::size_t at_average = 0;
+    for (const auto& s : ck->nodes()) {
+      BOOST_TEST(s.ring_round() == first.ring_round());
+      BOOST_TEST(s.local_sgd_averages() == s.ring_round());
+      BOOST_TEST(s.wakes() == h * s.local_sgd_averages() + s.local_sgd_since_average());
+      BOOST_TEST(s.local_sgd_since_average() < h);
+      BOOST_TEST(s.compute().gradients() == s.wakes(),
+                 "node " << s.node() << ": a gradient in flight");
+      if (s.local_sgd_since_average() != 0)
+        continue;
+      ++at_average;
+      if (averaged == nullptr)
+        averaged = &s.params();
+      else
+        BOOST_TEST(std::equal(averaged->begin(), averaged->end(), s.params().begin()));
+    }
+    if (at_average == static_cast<std::size_t>(ck->nodes_size())) {
+      ++mid_round;
+      when += " " + std::to_string(ck->requested_seconds());
+    }
+  }
+  BOOST_TEST(mid_round > 0u);  // some barrier fell into an average
+  BOOST_TEST_MESSAGE("local_sgd: " << a.checkpoints_size() << " checkpoints, " << mid_round
+                     << " of them requested during an average (every node held right after "
+                        "it, one model):"
+                     << when);
+}
+
+// One worker, no links: it holds after a step.
+BOOST_AUTO_TEST_CASE(centralized_resumed_run_ends_exactly_like_the_uninterrupted_one) {
+  const std::vector<std::string> base{"dataset.max_train_samples=8000"};
+  expect_resume_equals_uninterrupted("algorithms/centralized.textproto", base, 0.5, 1.0, 1.3,
+                                     "centralized");
+  const auto plan = t::config("algorithms/centralized.textproto", base);
+  const auto ck = load(scratch("centralized_B_1.ckpt"), *plan);
+  BOOST_REQUIRE(ck->nodes_size() == 1);
+  BOOST_TEST(ck->nodes(0).compute().gradients() == ck->nodes(0).wakes());
+  BOOST_TEST(ck->nodes(0).wakes() > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(local_sgd_checkpoint_with_skip_is_refused) {
+  const auto e = spec_error_of("algorithms/local_sgd.textproto",
+                               {"checkpoint.every_seconds=1", "checkpoint.file=x",
+                                "algorithm.local_sgd.straggler_policy=SKIP"});
+  BOOST_TEST(e.find("checkpoint: not implemented for local_sgd with straggler_policy SKIP") !=
+               std::string::npos, e);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -17,14 +17,18 @@ run --set stop.time_seconds=1.0001 --set $at1 --set checkpoint.file="$D/part.ckp
 run --set stop.time_seconds=2 --set $at1 --set checkpoint.file="$D/again.ckpt" \
     --resume "$D/part.ckpt" > "$D/resumed.txt" || exit 1
 cat "$D/resumed.txt"
-for line in "trace hash" "final " "gradients "; do
-  full=$(grep "^$line" "$D/full.txt")
-  resumed=$(grep "^$line" "$D/resumed.txt")
-  if [ -z "$full" ] || [ "$full" != "$resumed" ]; then
-    echo "FAIL: '$full' (uninterrupted) != '$resumed' (resumed)"
-    exit 1
-  fi
-done
+# same_end FULL RESUMED: the two outputs' trace hash and final figures agree.
+same_end() {
+  for line in "trace hash" "final " "gradients "; do
+    full=$(grep "^$line" "$1")
+    resumed=$(grep "^$line" "$2")
+    if [ -z "$full" ] || [ "$full" != "$resumed" ]; then
+      echo "FAIL: '$full' (uninterrupted $1) != '$resumed' (resumed)"
+      exit 1
+    fi
+  done
+}
+same_end "$D/full.txt" "$D/resumed.txt"
 grep -q "^resumed from .*part.ckpt (taken at t=1" "$D/resumed.txt" || { echo "FAIL: no resume note"; exit 1; }
 run --set nodes=4 --set stop.time_seconds=2 --resume "$D/part.ckpt" > "$D/nodes.txt" 2>&1
 code=$?
@@ -37,4 +41,11 @@ code=$?
 if [ $code != 2 ] || ! grep -q "truncated" "$D/truncated.txt" || grep -q "trace hash" "$D/truncated.txt"; then
   echo "FAIL: truncated checkpoint: exit $code"; cat "$D/truncated.txt"; exit 1
 fi
-echo "checkpoint_cli OK: $(grep '^trace hash' "$D/full.txt")"
+# The parameter server (an extra actor at the barrier) through the binary too.
+S=config/algorithms/async_ps.textproto
+run --set stop.time_seconds=1 --set "checkpoint.at_seconds=[0.5]" --set checkpoint.file="$D/ps_full.ckpt" > "$D/ps_full.txt" || exit 1
+run --set stop.time_seconds=0.5001 --set "checkpoint.at_seconds=[0.5]" --set checkpoint.file="$D/ps_part.ckpt" > /dev/null || exit 1
+run --set stop.time_seconds=1 --set "checkpoint.at_seconds=[0.5]" --set checkpoint.file="$D/ps_again.ckpt" \
+    --resume "$D/ps_part.ckpt" > "$D/ps_resumed.txt" || exit 1
+same_end "$D/ps_full.txt" "$D/ps_resumed.txt"
+echo "checkpoint_cli OK: $(grep '^trace hash' "$D/full.txt"); async_ps $(grep '^trace hash' "$D/ps_full.txt")"

@@ -69,6 +69,32 @@ void save_rng(const rng& gen, google::protobuf::RepeatedField<std::uint64_t>* ou
 void save_staleness(const staleness_stats& s, proto::NodeState& out);
 void restore_staleness(staleness_stats& s, const proto::NodeState& in);
 
+/// What most workers save alike: the model x, the step or request count
+/// (`wakes`), the compute unit, the outbox's counters, rejected packets and
+/// staleness. State has x, cu, out, rejected and staleness members.
+template <class State>
+void save_worker_basics(const State& st, std::uint64_t wakes, proto::NodeState& s) {
+  *s.mutable_params() = {st.x.begin(), st.x.end()};
+  s.set_wakes(wakes);
+  st.cu->save(*s.mutable_compute());
+  s.set_messages_sent(st.out.messages);
+  s.set_bytes_sent(st.out.bytes);
+  s.set_rejected(st.rejected);
+  save_staleness(st.staleness, s);
+}
+
+/// Puts back what save_worker_basics saved; returns `wakes`.
+template <class State>
+std::uint64_t restore_worker_basics(State& st, const proto::NodeState& s) {
+  st.x.assign(s.params().begin(), s.params().end());
+  st.cu->restore(s.compute());
+  st.out.messages = s.messages_sent();
+  st.out.bytes = s.bytes_sent();
+  st.rejected = s.rejected();
+  restore_staleness(st.staleness, s);
+  return s.wakes();
+}
+
 /// Node `id`'s saved state in a resumed run (null in a fresh run).
 [[nodiscard]] inline const proto::NodeState* resumed_node(const run_context& ctx,
                                                           std::uint32_t id) {

@@ -187,6 +187,7 @@ struct ring_worker_state {
   std::vector<float> g;
   std::uint64_t steps = 0;
   std::uint64_t averages = 0;  // Local SGD: averages done
+  std::uint32_t since_average = 0;  // Local SGD: local steps since the last average
   bool computing = false;
   std::uint64_t read_at = 0;
   staleness_stats staleness;
@@ -278,6 +279,8 @@ template <class State>
   s.set_ring_messages(st.ring->messages());
   s.set_ring_bytes(st.ring->bytes());
   s.set_ring_rejected(st.ring->rejected());
+  s.set_local_sgd_averages(st.averages);  // 0 (not written) for Ring-AllReduce
+  s.set_local_sgd_since_average(st.since_average);
   return s.SerializeAsString();
 }
 
@@ -289,6 +292,8 @@ void restore_ring_worker(State& st, const proto::NodeState& s) {
   restore_staleness(st.staleness, s);
   st.late = s.late();
   st.ring->restore(s.ring_round(), s.ring_messages(), s.ring_bytes(), s.ring_rejected());
+  st.averages = s.local_sgd_averages();
+  st.since_average = s.local_sgd_since_average();
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
