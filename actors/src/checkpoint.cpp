@@ -150,6 +150,16 @@ std::string check_node(const proto::NodeState& s, std::uint32_t i, const run_pla
     return at + "the sampler's order is not a permutation of the node's shard";
   if (c.sampler_cursor() > static_cast<std::uint64_t>(c.sampler_order_size()))
     return at + "the sampler's cursor is past its shard";
+  if (plan.spec.algorithm().has_sgp() || plan.spec.algorithm().has_osgp()) {
+    if (static_cast<std::size_t>(s.pushsum_x_size()) != dim)
+      return at + "the push-sum numerator does not have the model's dimension " +
+             std::to_string(dim);
+    if (!std::isfinite(s.pushsum_w()) || !(s.pushsum_w() > 0))
+      return at + "the push-sum weight is not a positive number";
+    for (const auto& h : s.sgp_held())
+      if (static_cast<std::size_t>(h.x_size()) != dim || !(h.w() > 0) || h.seq() == 0)
+        return at + "a held push-sum message does not fit the model";
+  }
   if (plan.spec.algorithm().has_rfast()) {
     const auto& topo = *plan.topo;
     const auto in_c = topo.g_c.in(i);
