@@ -43,6 +43,14 @@
 ///
 /// The evaluated model is the push-sum average sum_i x_i / sum_i w_i: each
 /// snapshot carries the numerator x_i as params and w_i as weight.
+///
+/// Checkpoints (checkpoint.hpp): a node holds at its next gradient boundary
+/// (at once when it is waiting for a message); the barrier saves (x, w), the
+/// step count, the set of incoming seqs received and, SGP only, the messages
+/// held for steps not completed yet. Restart (join_sgp_worker): the
+/// replacement takes half of a live in-neighbour's (x, w) and joins at the
+/// dead worker's next step; messages sent to the node before the join are
+/// lost with the dead worker (docs/RELIABILITY.md "Restart").
 #include "atrain/actors/sgp.hpp"
 
 #include <algorithm>
@@ -209,6 +217,7 @@ void on_deliver(sgp_ptr self, run_context& ctx, std::uint32_t id, const packet& 
     return gossip::reject(self, ctx, st, id, p);
   if (!st.ps.fence.empty() && p.seq <= st.ps.fence[in_slot(st, p.seq)]) {
     // Sent to this node's dead incarnation before the join: lost with it.
+    // Each dropped seq is traced once (key 1: a stream apart from the live one).
     if (st.seen.first_time(1, pushsum_mass, p.seq)) {
       ctx.events.record(ctx.ns(self), id, event_kind::fenced, p.from, p.seq);
       if (st.ps.record)

@@ -2,7 +2,8 @@
 /// barrier, uninterrupted, against the same spec stopped right after the
 /// barrier and resumed from its file — same models, trackers, generators,
 /// metrics and trace hash to the end (virtual clock); bad checkpoint files
-/// refused before anything starts; the barrier keeps R-FAST's tracker mass.
+/// refused before anything starts; the barrier keeps R-FAST's tracker mass
+/// and SGP/OSGP's push-sum mass.
 #include <boost/test/unit_test.hpp>
 
 #include <unistd.h>
