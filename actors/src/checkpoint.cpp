@@ -166,6 +166,16 @@ std::string check_node(const proto::NodeState& s, std::uint32_t i, const run_pla
     if (static_cast<std::size_t>(a.served_size()) != plan.topo->g_r.out(i).size())
       return at + "served marks do not match the topology";
   }
+  if (algo.has_sgp() || algo.has_osgp()) {
+    if (static_cast<std::size_t>(s.pushsum_x_size()) != dim)
+      return at + "the push-sum numerator does not have the model's dimension " +
+             std::to_string(dim);
+    if (!std::isfinite(s.pushsum_w()) || !(s.pushsum_w() > 0))
+      return at + "the push-sum weight is not a positive number";
+    for (const auto& h : s.sgp_held())
+      if (static_cast<std::size_t>(h.x_size()) != dim || !(h.w() > 0) || h.seq() == 0)
+        return at + "a held push-sum message does not fit the model";
+  }
   if (algo.has_rfast()) {
     const auto& topo = *plan.topo;
     const auto in_c = topo.g_c.in(i);

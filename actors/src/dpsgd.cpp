@@ -153,11 +153,7 @@ std::string save_dpsgd(const dpsgd_state& st) {
   proto::NodeState s;
   *s.mutable_params() = {st.x.begin(), st.x.end()};
   s.set_wakes(st.round);
-  st.cu->save(*s.mutable_compute());
-  s.set_messages_sent(st.out.messages);
-  s.set_bytes_sent(st.out.bytes);
-  s.set_rejected(st.rejected);
-  save_staleness(st.staleness, s);
+  gossip::save_base(st, s);
   s.set_late(st.late);
   return s.SerializeAsString();
 }
@@ -165,11 +161,7 @@ std::string save_dpsgd(const dpsgd_state& st) {
 void restore_dpsgd(dpsgd_state& st, const proto::NodeState& s) {
   st.x.assign(s.params().begin(), s.params().end());
   st.round = s.wakes();
-  st.cu->restore(s.compute());
-  st.out.messages = s.messages_sent();
-  st.out.bytes = s.bytes_sent();
-  st.rejected = s.rejected();
-  restore_staleness(st.staleness, s);
+  gossip::restore_base(st, s);
   st.late = s.late();
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/network.hpp"
 #include "atrain/kernels/vector_ops.hpp"
@@ -60,6 +61,24 @@ inline void reject(caf::local_actor* self, run_context& ctx, node_base& st, std:
 inline void send_to(caf::event_based_actor* self, run_context& ctx, node_base& st,
                     std::uint32_t to, packet p) {
   st.out.send(self, ctx, *neighbour_index(st, to), std::move(p));
+}
+
+/// Checkpoints: the compute unit, outbox counters, rejections and staleness
+/// of a gossip node to and from its NodeState (the algorithm saves the rest).
+inline void save_base(const node_base& st, proto::NodeState& s) {
+  st.cu->save(*s.mutable_compute());
+  s.set_messages_sent(st.out.messages);
+  s.set_bytes_sent(st.out.bytes);
+  s.set_rejected(st.rejected);
+  save_staleness(st.staleness, s);
+}
+
+inline void restore_base(node_base& st, const proto::NodeState& s) {
+  st.cu->restore(s.compute());
+  st.out.messages = s.messages_sent();
+  st.out.bytes = s.bytes_sent();
+  st.rejected = s.rejected();
+  restore_staleness(st.staleness, s);
 }
 
 /// Loads the plan's start: compute unit, x^0, neighbours (init), and the

@@ -57,9 +57,10 @@ std::string idx(const std::string& path, int i) { return path + "[" + std::to_st
 /// docs/RELIABILITY.md "Restart").
 std::string why_no_restart(const proto::AlgorithmSpec& a) {
   const std::string can =
-    " (restart is implemented for rfast, async_ps, adpsgd, dpsgd, allreduce and local_sgd)";
+    " (restart is implemented for rfast, async_ps, adpsgd, dpsgd, allreduce, local_sgd, sgp "
+    "and osgp)";
   if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_dpsgd() ||
-      a.has_allreduce() || a.has_local_sgd())
+      a.has_allreduce() || a.has_local_sgd() || a.has_sgp() || a.has_osgp())
     return {};
   if (a.has_centralized())
     return "centralized runs one node: there is no other node to take a model from";
@@ -71,10 +72,6 @@ std::string why_no_restart(const proto::AlgorithmSpec& a) {
   if (a.has_loscar())
     return "the aggregator's round in progress waits for the dead worker's snapshot; "
            "rejoining it with the aggregator's last average is not implemented" + can;
-  if (a.has_sgp() || a.has_osgp())
-    return "push-sum mass (x, w) held by the dead worker, and sent to it, is lost with it (the "
-           "average drifts and the weights no longer sum to n); restoring it exactly is not "
-           "implemented" + can;
   return "not implemented for this algorithm" + can;
 }
 
@@ -570,7 +567,9 @@ void checker::stop_and_eval() {
 
 // Why the spec's algorithm cannot be checkpointed yet (empty: it can).
 std::string checkpoint_unsupported(const proto::AlgorithmSpec& a) {
-  if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_centralized()) return {};
+  if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_centralized() || a.has_sgp() ||
+      a.has_osgp())
+    return {};
   if (a.has_local_sgd())
     return a.local_sgd().straggler_policy() == proto::SKIP
                ? "not implemented for local_sgd with straggler_policy SKIP (a node joins the "
@@ -590,8 +589,8 @@ std::string checkpoint_unsupported(const proto::AlgorithmSpec& a) {
                                ? std::string{"this algorithm"}
                                : a.GetDescriptor()->FindFieldByNumber(a.kind_case())->name();
   return "not implemented for " + name +
-         " (implemented for rfast, allreduce, dpsgd, async_ps, adpsgd, local_sgd and "
-         "centralized; its workers' state is not saved yet)";
+         " (implemented for rfast, allreduce, dpsgd, async_ps, adpsgd, local_sgd, centralized, "
+         "sgp and osgp; its workers' state is not saved yet)";
 }
 
 void checker::checkpoint() {

@@ -448,7 +448,7 @@ BOOST_DATA_TEST_CASE(local_sgd_rank_rejoins_and_every_average_is_the_same_everyw
 }
 
 BOOST_AUTO_TEST_CASE(same_spec_and_seed_replay_exactly_with_a_restart) {
-  for (const char* file : {"async_ps", "adpsgd", "dpsgd", "allreduce", "local_sgd"})
+  for (const char* file : {"async_ps", "adpsgd", "dpsgd", "allreduce", "local_sgd", "sgp", "osgp"})
     BOOST_TEST_CONTEXT(file) {
       t::expect_replay([&](std::uint64_t seed) {
         return t::config(std::string{"algorithms/"} + file + ".textproto",

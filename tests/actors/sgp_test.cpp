@@ -5,8 +5,11 @@
 /// targets (virtual, lossy, real clock) and replay.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "atrain/actors/sgp.hpp"
 #include "fixtures.hpp"
@@ -41,6 +44,14 @@ std::uint32_t expected_peer(std::uint32_t i, std::uint64_t k, std::uint32_t n) {
 /// send goes to the rotating peer of its step, steps are sent in order, no
 /// message is added that was not sent or added twice, gamma_k is the
 /// schedule's, and OSGP is never more than tau steps ahead.
+///
+/// Restarts: no check while a worker is down. Once its replacement appears
+/// (joined), the messages sent to the node up to the replacement's fences
+/// are lost (taken out of the account; the replacement must never add
+/// them), the replacement's (x, w) must be half of its donor's state just
+/// before the donation (same ratio x / w, bit for bit), and from there on
+/// the living nodes' mass plus the mass in flight to them must stay what it
+/// was at the join: sum w == w_after, sum x + sum gamma g == x_after.
 struct ledger_check {
   std::uint32_t n = 0;
   double gamma0 = 0, decay = 0;
@@ -55,11 +66,38 @@ struct ledger_check {
   double worst_w = 0, worst_x = 0;
   std::uint64_t checks = 0, sends = 0, adds = 0, max_lead = 0;
   bool failed = false;
+  // Restarts.
+  double w_total;                          // sum w + in flight that must hold (n until a loss)
+  std::vector<double> x_total;             // sum x + in flight + sum gamma g that must hold
+  std::vector<caf::actor_addr> incarnation;  // per node, as last observed
+  std::vector<std::uint64_t> base;         // per node: the step its incarnation began at
+  std::vector<double> last_w;              // per node: w at its last observation
+  std::vector<std::vector<double>> last_x;  // ... and x (kept while someone is down)
+  std::set<std::pair<std::uint32_t, std::uint64_t>> lost;  // (sender, step) lost at a join
+  struct join_record {
+    std::uint32_t node, donor;
+    std::uint64_t step;
+    double w_before, w_after, w_dead, w_lost_messages;
+    std::size_t lost_messages;
+    double ratio_error;  // max |x/w - donor's x/w before the donation|
+    std::size_t sent_to_it;  // messages its in-neighbours sent it before the join
+    std::uint64_t checks_at_join;
+  };
+  std::vector<join_record> joins;
+  std::vector<std::size_t> donated_seen;  // per node: donations accounted for
+  std::vector<std::vector<std::uint64_t>> steps_sent_to;  // per receiver: sender steps
+  std::uint64_t fenced_drops = 0;
+  std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>> added_to;  // (to, from, step)
+  bool someone_down = false;
 
   ledger_check(const atrain::run_plan& plan, std::uint64_t max_ahead)
     : n(static_cast<std::uint32_t>(plan.nodes())), tau(max_ahead),
       x0(plan.x0.begin(), plan.x0.end()), descended(plan.dim(), 0.0), sent_seen(n),
-      added_seen(n), descents_seen(n), added_steps(n), oldest_missing(n) {
+      added_seen(n), descents_seen(n), added_steps(n), oldest_missing(n),
+      w_total(static_cast<double>(n)), x_total(plan.dim()), incarnation(n), base(n, 0),
+      last_w(n, 0.0), last_x(n), donated_seen(n, 0), steps_sent_to(n) {
+    for (std::size_t k = 0; k < x0.size(); ++k)
+      x_total[k] = static_cast<double>(n) * x0[k];
     const auto& a = plan.spec.algorithm();
     const auto& ps = a.has_osgp() ? a.osgp() : a.sgp();
     gamma0 = ps.step_size();
@@ -72,17 +110,114 @@ struct ledger_check {
     failed = true;
   }
 
-  /// One event: false before start or during shutdown (some node is gone).
+  /// While a worker is down: the living nodes' (x, w) before this event
+  /// (a donor's state just before it gives half away).
+  void remember(const atrain::run_probe& probe) {
+    for (std::uint32_t i = 0; i < n; ++i)
+      if (const auto* node = probe.pushsum[i];
+          node != nullptr && node->donated.size() == donated_seen[i]) {
+        last_x[i] = node->x;
+        last_w[i] = node->w;
+      }
+  }
+
+  /// Node i's replacement appeared (joined at node.steps): the accounting
+  /// of the join (see the struct's comment).
+  void rejoin(std::uint32_t i, const atrain::pushsum_node& node, const atrain::run_probe& probe) {
+    if (!node.joined || node.sent.size() != 0 || !node.added.empty())
+      return fail("node " + std::to_string(i) + "'s replacement was first seen after it began");
+    join_record j{};
+    j.node = i;
+    j.donor = node.donor;
+    j.step = node.steps;
+    j.w_before = w_total;
+    j.w_dead = last_w[i];
+    j.checks_at_join = checks;
+    sent_seen[i] = added_seen[i] = descents_seen[i] = 0;
+    base[i] = node.steps;
+    const auto m = static_cast<std::uint64_t>(node.fence.size());
+    auto& to_it = steps_sent_to[i];
+    const auto before = [&](std::uint64_t step) { return step < node.fence.at(step % m); };
+    j.sent_to_it = static_cast<std::size_t>(std::count_if(to_it.begin(), to_it.end(), before));
+    to_it.erase(std::remove_if(to_it.begin(), to_it.end(), before), to_it.end());
+    auto& have = added_steps[i];
+    for (std::uint64_t a = 0; a < m; ++a)
+      for (std::uint64_t s = a; s < node.fence[a]; s += m) {
+        if (have.size() <= s)
+          have.resize(s + 1, false);
+        have[s] = true;
+      }
+    for (auto it = in_flight.begin(); it != in_flight.end();) {
+      const auto step = it->second.step;
+      if (it->second.to == i && step < node.fence.at(step % m)) {
+        ++j.lost_messages;
+        j.w_lost_messages += it->second.w;
+        for (std::size_t k = 0; k < x_total.size(); ++k)
+          x_total[k] -= it->second.x.ptr()[k];
+        lost.insert(it->first);
+        it = in_flight.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    // The dead incarnation's (x, w) as last seen went with it.
+    w_total -= j.w_dead + j.w_lost_messages;
+    for (std::size_t k = 0; k < x_total.size(); ++k)
+      x_total[k] -= last_x[i].at(k);
+    j.w_after = w_total;
+    // Half of the donor's state just before the donation: the same ratio.
+    const auto* donor = probe.pushsum.at(node.donor);
+    if (donor == nullptr || donor->donated.empty() || last_x[node.donor].empty())
+      return fail("node " + std::to_string(i) + "'s donor " + std::to_string(node.donor) +
+                  " gave nothing");
+    donated_seen[node.donor] = donor->donated.size();
+    const double wd = last_w[node.donor];
+    if (node.w != wd / 2 || donor->donated.back().w != wd / 2)
+      fail("the replacement's weight is not half the donor's");
+    for (std::size_t k = 0; k < node.x.size(); ++k)
+      j.ratio_error = std::max(j.ratio_error,
+                               std::abs(node.x[k] / node.w - last_x[node.donor][k] / wd));
+    joins.push_back(j);
+  }
+
+  /// One event: false before start, while a worker is down or during
+  /// shutdown (some node is gone).
   bool observe(const atrain::run_probe& probe) {
     for (const auto* node : probe.pushsum)
-      if (node == nullptr)
+      if (node == nullptr) {
+        if (someone_down || std::any_of(probe.pushsum.begin(), probe.pushsum.end(),
+                                        [](const auto* p) { return p != nullptr; }))
+          someone_down = true;
+        if (someone_down)
+          remember(probe);
         return false;
+      }
+    // The ledgers of the nodes that were running, then each replacement's
+    // join (every message sent to it so far is in the account), then theirs.
+    // Sends before adds: after an outage a message may be sent and added
+    // between two observations.
+    std::vector<std::uint32_t> joined;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (incarnation[i] && incarnation[i] != probe.workers.at(i))
+        joined.push_back(i);
+      else
+        take_sends(i, *probe.pushsum[i]);
+      incarnation[i] = probe.workers.at(i);
+    }
+    for (auto i : joined) {
+      rejoin(i, *probe.pushsum[i], probe);
+      take_sends(i, *probe.pushsum[i]);
+    }
     for (std::uint32_t i = 0; i < n; ++i)
-      take(i, *probe.pushsum[i]);
+      take_adds(i, *probe.pushsum[i]);
+    someone_down = false;
     double w = 0;
     std::vector<double> x(x0.size(), 0.0);
-    for (const auto* node : probe.pushsum) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const auto* node = probe.pushsum[i];
       w += node->w;
+      last_w[i] = node->w;
+      last_x[i] = node->x;
       for (std::size_t k = 0; k < x.size(); ++k)
         x[k] += node->x[k];
     }
@@ -93,11 +228,11 @@ struct ledger_check {
     }
     double err = 0, scale = 1;
     for (std::size_t k = 0; k < x.size(); ++k) {
-      const double want = n * x0[k] - descended[k];
+      const double want = x_total[k] - descended[k];
       err = std::max(err, std::abs(x[k] - want));
       scale = std::max(scale, std::abs(want));
     }
-    worst_w = std::max(worst_w, std::abs(w - n) / n);
+    worst_w = std::max(worst_w, std::abs(w - w_total) / n);
     worst_x = std::max(worst_x, err / scale);
     ++checks;
     if (worst_w > 1e-13 || worst_x > 1e-12)
@@ -106,29 +241,43 @@ struct ledger_check {
     return true;
   }
 
-  void take(std::uint32_t i, const atrain::pushsum_node& node) {
+  void take_sends(std::uint32_t i, const atrain::pushsum_node& node) {
     for (; descents_seen[i] < node.descents.size(); ++descents_seen[i]) {
       const auto& d = node.descents[descents_seen[i]];
-      const double gamma = gamma0 / (1.0 + decay * static_cast<double>(descents_seen[i]));
-      if (d.step != descents_seen[i] || std::abs(d.gamma - gamma) > 1e-15 * gamma)
-        fail("descent " + std::to_string(descents_seen[i]) + " of node " + std::to_string(i) +
+      const auto step = base[i] + descents_seen[i];
+      const double gamma = gamma0 / (1.0 + decay * static_cast<double>(step));
+      if (d.step != step || std::abs(d.gamma - gamma) > 1e-15 * gamma)
+        fail("descent " + std::to_string(step) + " of node " + std::to_string(i) +
              " has the wrong step or step size");
       for (std::size_t k = 0; k < descended.size(); ++k)
         descended[k] += gamma * static_cast<double>(d.g[k]);
     }
     for (; sent_seen[i] < node.sent.size(); ++sent_seen[i]) {
       const auto& s = node.sent[sent_seen[i]];
-      if (s.step != sent_seen[i] || s.to != expected_peer(i, s.step, n))
+      const auto step = base[i] + sent_seen[i];
+      if (s.step != step || s.to != expected_peer(i, s.step, n))
         fail("node " + std::to_string(i) + " sent step " + std::to_string(s.step) + " to " +
-             std::to_string(s.to) + ", not to the rotating peer of step " +
-             std::to_string(sent_seen[i]));
+             std::to_string(s.to) + ", not to the rotating peer of step " + std::to_string(step));
       ++sends;
+      steps_sent_to[s.to].push_back(s.step);
       if (skip_first_send && sends == 1)
         continue;
       in_flight[{i, s.step}] = s;
     }
-    if (node.sent.size() != node.steps && n > 1)
+    if (base[i] + node.sent.size() != node.steps && n > 1)
       fail("node " + std::to_string(i) + " did not send exactly once per step");
+  }
+
+  void take_adds(std::uint32_t i, const atrain::pushsum_node& node) {
+    // A dropped message is one lost at the join, or a copy of one the dead
+    // incarnation added (a retransmission); never one the account holds live.
+    for (const auto& f : node.fenced) {
+      const auto it = in_flight.find({f.from, f.step});
+      if ((it != in_flight.end() && it->second.to == i) ||
+          (lost.count({f.from, f.step}) == 0 && added_to.count({i, f.from, f.step}) == 0))
+        fail("node " + std::to_string(i) + " dropped a message sent after it joined");
+    }
+    fenced_drops = std::max<std::uint64_t>(fenced_drops, node.fenced.size());
     auto& have = added_steps[i];
     for (; added_seen[i] < node.added.size(); ++added_seen[i]) {
       const auto& a = node.added[added_seen[i]];
@@ -139,6 +288,7 @@ struct ledger_check {
       } else {
         in_flight.erase(it);
       }
+      added_to.insert({i, a.from, a.step});
       ++adds;
       if (have.size() <= a.step)
         have.resize(a.step + 1, false);
@@ -149,6 +299,8 @@ struct ledger_check {
     // A node starts step k only when k - oldest missing <= tau; while it
     // waits after step k-1 it is tau + 1 ahead at most.
     const std::uint64_t lead = node.steps - std::min(node.steps, oldest_missing[i]);
+    if (node.joined && node.steps == base[i])
+      return;  // a replacement that has not completed a step of its own: steps inherited
     max_lead = std::max(max_lead, lead);
     if (lead > tau + 1)
       fail("node " + std::to_string(i) + " ran " + std::to_string(lead) +
@@ -372,6 +524,62 @@ BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
     BOOST_TEST(report->packets_rejected() == bad.size());
     BOOST_TEST(check.checks > 1000u);  // and mass stayed conserved: nothing was added
     BOOST_TEST(std::isfinite(report->final().train_loss()));
+  }
+}
+
+// Restart (docs/RELIABILITY.md "Restart"): node 3 dies at 0.3 s and is back
+// 0.2 s later, over links that lose, duplicate and reorder; node 3 is cut
+// off from 0.25 s to 0.55 s, so messages sent to it before the join are
+// retransmitted until they reach the replacement, which drops them. The ledger
+// check above follows every event: the replacement starts with half of its
+// donor's (x, w) (the donor's ratio, bit for bit), the messages sent to node
+// 3 before the join are lost (never added; the dropped ones are among them),
+// and from the join on the living nodes' mass plus what is in flight to
+// them stays what it was at the join.
+BOOST_AUTO_TEST_CASE(a_restarted_worker_takes_half_a_neighbours_mass_and_the_living_keep_theirs) {
+  for (const char* algo : {"sgp", "osgp"}) {
+    auto plan = t::config(std::string{"algorithms/"} + algo + ".textproto",
+                          {"progress=false", "link.loss=0.1", "link.duplicate=0.2",
+                           "link.reorder=0.3", "link.reorder_delay_seconds=0.005",
+                           "faults.crash=[{node: 3 at_seconds: 0.3 restart_after_seconds: 0.2}]",
+                           "faults.partition=[{side_a: [3] from_seconds: 0.25 to_seconds: 0.55}]"});
+    ledger_check check{*plan, max_ahead(*plan)};
+    const auto report = run_checked(plan, check);
+    BOOST_TEST(report.error().empty(), report.error());
+    BOOST_TEST(report.stop_reason() == "target accuracy reached");
+    BOOST_REQUIRE(check.joins.size() == 1u);
+    const auto& j = check.joins.front();
+    BOOST_TEST(j.node == 3u);
+    BOOST_TEST(j.ratio_error == 0.0);
+    BOOST_TEST(j.w_before == 8.0);
+    BOOST_TEST(j.w_dead > 0.0);
+    BOOST_TEST(j.w_after < j.w_before);
+    BOOST_TEST(check.checks > j.checks_at_join + 1000);
+    BOOST_TEST(check.worst_w < 1e-13);
+    BOOST_TEST(check.worst_x < 1e-12);
+    BOOST_TEST(check.fenced_drops > 0u);  // and each was a lost one (checked per event)
+    BOOST_TEST(report.packets_retransmitted() > 0u);
+    std::string effect;
+    for (const auto& f : report.faults())
+      if (f.kind() == "crash")
+        effect = f.effect();
+    BOOST_TEST(effect.find("restarted at") != std::string::npos, effect);
+    BOOST_TEST(effect.find("half of node " + std::to_string(j.donor) + "'s push-sum state") !=
+                 std::string::npos, effect);
+    BOOST_TEST(effect.find("joining at step " + std::to_string(j.step)) != std::string::npos,
+               effect);
+    BOOST_TEST(effect.find("and " + std::to_string(j.sent_to_it) + " messages") !=
+                 std::string::npos, effect);
+    BOOST_TEST(report.per_node(3).gradients() > j.step);
+    BOOST_TEST_MESSAGE(algo << " restart: sum w (living + in flight) " << j.w_before << " -> "
+                            << j.w_after << " at the join (dead worker's w " << j.w_dead << ", "
+                            << j.lost_messages << " messages in flight to it lost, w "
+                            << j.w_lost_messages << "; " << check.fenced_drops
+                            << " of them dropped on arrival); donor " << j.donor
+                            << ", ratio error " << j.ratio_error << "; then " << check.checks - j.checks_at_join
+                            << " checks, worst residual w " << check.worst_w << " x "
+                            << check.worst_x << "; target at " << report.time_to_target()
+                            << " s; " << effect);
   }
 }
 

@@ -49,7 +49,8 @@ struct pushsum_descent {
 
 /// One node's push-sum state. A virtual run with a run_probe exposes it in
 /// run_probe::pushsum (readable between two scheduler steps) and keeps the
-/// ledger: what the node sent, added and descended, in order.
+/// ledger: what the node sent, added and descended, in order. A restarted
+/// worker appears there once it has joined.
 struct pushsum_node {
   std::vector<double> x;   // numerator x_i (float64: push-sum mass is exact)
   double w = 1;            // weight w_i
@@ -58,6 +59,15 @@ struct pushsum_node {
   std::vector<pushsum_sent> sent;
   std::vector<pushsum_added> added;
   std::vector<pushsum_descent> descents;
+  /// Halves of (x, w) given to a restarted node (`step`: this node's steps then).
+  std::vector<pushsum_sent> donated;
+  /// A replacement: it joined at step `steps` with the half `donor` gave;
+  /// incoming seqs <= fence[a] from in-slot a (sender step s, a = s mod m)
+  /// were sent before the join and are dropped (`fenced`, once each).
+  bool joined = false;
+  std::uint32_t donor = 0;
+  std::vector<std::uint64_t> fence;
+  std::vector<pushsum_added> fenced;
 };
 
 /// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
@@ -65,6 +75,22 @@ struct pushsum_node {
 /// SGP or OSGP, as the spec says; links i -> i + 2^a mod n for a < m.
 [[nodiscard]] node_actors spawn_sgp_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                      std::uint32_t i);
+
+/// Restart (supervision): a replacement for node `k`'s crashed worker, a
+/// child of `sup`, keeping every message until join_sgp_worker starts it.
+[[nodiscard]] caf::actor spawn_sgp_replacement(caf::event_based_actor* sup,
+                                               const context_ptr& ctx, std::uint32_t k);
+
+/// Starts the replacement at the step after the last one the dead worker
+/// handed its links, with half of a live in-neighbour's (x, w) (the donor
+/// keeps the other half: same ratio x/w, mass among the living unchanged).
+/// Every push-sum message sent to node k before the join (its in-neighbours'
+/// steps up to their answer, or a dead one's link's last seq) is lost with
+/// the dead worker: the replacement drops those that still arrive and does
+/// not wait for them. From the join on, the living nodes' mass plus the mass
+/// in flight to them is conserved.
+void join_sgp_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                     const worker_restart& r, restart_started started);
 
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
