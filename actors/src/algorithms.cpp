@@ -94,6 +94,10 @@ caf::actor spawn_replacement(caf::event_based_actor* sup, const context_ptr& ctx
     return spawn_allreduce_replacement(sup, ctx, k);
   if (a.has_local_sgd())
     return spawn_local_sgd_replacement(sup, ctx, k);
+  if (a.has_loscar())
+    return spawn_loscar_replacement(sup, ctx, k);
+  if (a.has_dasgd())
+    return spawn_dasgd_replacement(sup, ctx, k);
   return {};
 }
 
@@ -108,6 +112,10 @@ void join_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
     join_dpsgd_worker(sup, ctx, r, std::move(started));
   else if (a.has_allreduce() || a.has_local_sgd())
     join_ring_worker(sup, ctx, r, std::move(started));
+  else if (a.has_loscar())
+    join_loscar_worker(sup, ctx, r, std::move(started));
+  else if (a.has_dasgd())
+    join_dasgd_worker(sup, ctx, r, std::move(started));
 }
 
 caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* sup,

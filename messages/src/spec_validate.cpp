@@ -57,20 +57,21 @@ std::string idx(const std::string& path, int i) { return path + "[" + std::to_st
 /// docs/RELIABILITY.md "Restart").
 std::string why_no_restart(const proto::AlgorithmSpec& a) {
   const std::string can =
-    " (restart is implemented for rfast, async_ps, adpsgd, dpsgd, allreduce and local_sgd)";
+    " (restart is implemented for rfast, async_ps, adpsgd, dpsgd, allreduce, local_sgd, "
+    "loscar, and dasgd with broadcast_every 1 and without coalesce)";
   if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_dpsgd() ||
-      a.has_allreduce() || a.has_local_sgd())
+      a.has_allreduce() || a.has_local_sgd() || a.has_loscar())
+    return {};
+  if (a.has_dasgd() && a.dasgd().broadcast_every() <= 1 && !a.dasgd().coalesce())
     return {};
   if (a.has_centralized())
     return "centralized runs one node: there is no other node to take a model from";
   if (a.has_dasgd())
-    return "its replicas stay equal only if each applies every gradient exactly once: the "
-           "replacement would need a donor's model together with the donor's record of the "
-           "gradients it applied, and the links would have to deliver to it exactly the "
-           "gradients missing from that record, which is not implemented" + can;
-  if (a.has_loscar())
-    return "the aggregator's round in progress waits for the dead worker's snapshot; "
-           "rejoining it with the aggregator's last average is not implemented" + can;
+    return "the replacement takes a donor's model with its record of the gradients it saw and "
+           "must get exactly the ones missing, one gradient per packet: with broadcast_every > "
+           "1 the dead worker's unsent batch and the donor's are not in any packet yet, and "
+           "coalescing links merge gradients into ranges that differ from link to link, which "
+           "the hand-over does not track" + can;
   if (a.has_sgp() || a.has_osgp())
     return "push-sum mass (x, w) held by the dead worker, and sent to it, is lost with it (the "
            "average drifts and the weights no longer sum to n); restoring it exactly is not "
@@ -570,7 +571,7 @@ void checker::stop_and_eval() {
 
 // Why the spec's algorithm cannot be checkpointed yet (empty: it can).
 std::string checkpoint_unsupported(const proto::AlgorithmSpec& a) {
-  if (a.has_rfast()) return {};
+  if (a.has_rfast() || a.has_dasgd() || a.has_loscar()) return {};
   if (a.has_allreduce())
     return a.allreduce().straggler_policy() == proto::SKIP
                ? "not implemented for allreduce with straggler_policy SKIP (a late gradient "
@@ -585,7 +586,8 @@ std::string checkpoint_unsupported(const proto::AlgorithmSpec& a) {
                                ? std::string{"this algorithm"}
                                : a.GetDescriptor()->FindFieldByNumber(a.kind_case())->name();
   return "not implemented for " + name +
-         " (implemented for rfast, allreduce and dpsgd; its workers' state is not saved yet)";
+         " (implemented for rfast, allreduce, dpsgd, dasgd and loscar; its workers' state is not "
+         "saved yet)";
 }
 
 void checker::checkpoint() {

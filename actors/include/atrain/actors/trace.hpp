@@ -12,6 +12,7 @@ enum class event_kind : std::uint32_t {
   wake = 1, send = 2, receive = 3, drop = 4, duplicate = 5, evaluate = 6, stop = 7, reject = 8,
   replace = 9, retransmit = 10, ack = 11, coalesce = 12, crash = 13, restart = 14,
   reroot = 15, old_epoch = 16, checkpoint = 17,
+  loscar_drop = 20,  // the LOSCAR aggregator drops a restarted worker from a round (a = node, b = round)
 };
 
 class trace {
