@@ -189,6 +189,7 @@ struct dasgd_state : gossip::node_base {
   std::size_t used_at_read = 0;
   barrier_hold hold;                    // checkpoints
   std::vector<std::uint64_t> highest;   // per origin: the highest gradient number seen
+  std::uint64_t inherited = 0;          // a replacement: the dead incarnation's gradients made
   /// Restart: replacements this node relays to (route index, per origin the
   /// highest number to relay); dropped once every one of them was seen here.
   struct relay {
@@ -281,7 +282,9 @@ void wake(dasgd_ptr self, run_context& ctx, std::uint32_t id) {
 /// A well-formed gradient packet from another node (count checked too).
 [[nodiscard]] bool well_formed(const dasgd_state& st, std::uint32_t id, const packet& p) {
   const std::size_t dim = st.x.size();
-  if (p.kind != dasgd_gradients || p.from >= st.n || p.from == id || p.f.size() != dim ||
+  // From oneself only a gradient of the dead incarnation, relayed by the donor.
+  if (p.kind != dasgd_gradients || p.from >= st.n || (p.from == id && p.seq > st.inherited) ||
+      p.f.size() != dim ||
       !p.d.empty() || p.scalars.size() != 1 || !vec::all_finite(p.f.ptr(), dim))
     return false;
   const double c = p.scalars[0];
@@ -345,14 +348,14 @@ void adopt(dasgd_ptr self, std::uint32_t id, const float_blob& x,
   auto& st = self->state;
   st.x = x.vec();
   st.steps = made;
+  st.inherited = made;
   st.inbox = inbox;
   std::set<std::pair<std::uint32_t, std::uint64_t>> waiting;  // in the inbox: applied later
   for (const auto& p : inbox)
     for (auto s = p.seq - static_cast<std::uint64_t>(p.scalars[0]) + 1; s <= p.seq; ++s)
       waiting.emplace(p.from, s);
   auto mark = [&](std::uint32_t j, std::uint64_t s) {
-    if (j != id)
-      static_cast<void>(st.dedup.first_time(j, dasgd_gradients, s));
+    static_cast<void>(st.dedup.first_time(j, dasgd_gradients, s));
     st.highest[j] = std::max(st.highest[j], s);
     if (waiting.count({j, s}) != 0)
       return;
@@ -435,10 +438,12 @@ void restore_dasgd(dasgd_state& st, std::uint32_t id, const proto::NodeState& s)
   st.applied_now = d.applied_now();
   st.used_total = d.applied();
   // The drained links delivered every gradient sent: 1..k of each origin.
-  for (std::uint32_t j = 0; j < st.n; ++j)
+  for (std::uint32_t j = 0; j < st.n; ++j) {
+    st.highest[j] = d.applied_from(static_cast<int>(j));
     if (j != id)
       for (std::uint64_t k = 1; k <= d.applied_from(static_cast<int>(j)); ++k)
         static_cast<void>(st.dedup.first_time(j, dasgd_gradients, k));
+  }
   st.batch.assign(d.batch().begin(), d.batch().end());
   st.batch_count = d.batch_count();
   if (st.created)
