@@ -342,7 +342,7 @@ donate(dasgd_ptr self, run_context& ctx, std::uint32_t id, std::uint32_t k,
 
 /// The replacement takes the donor's model, record and inbox; its own
 /// gradients continue after the dead worker's `made`.
-void adopt(dasgd_ptr self, std::uint32_t id, const float_blob& x,
+void adopt(dasgd_ptr self, const float_blob& x,
            const std::vector<std::vector<std::uint64_t>>& record,
            const std::vector<packet>& inbox, std::uint64_t made) {
   auto& st = self->state;
@@ -521,7 +521,7 @@ caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
     [=](start_atom, const float_blob& x, const std::vector<std::vector<std::uint64_t>>& record,
         const std::vector<packet>& inbox, std::uint64_t made,
         const std::vector<caf::actor>& routes) mutable {
-      adopt(self, id, x, record, inbox, made);
+      adopt(self, x, record, inbox, made);
       auto& st = self->state;
       for (std::uint32_t j = 0, r = 0; j < st.n; ++j)
         if (j != id)
@@ -556,7 +556,7 @@ std::string dasgd_check_checkpoint(const proto::Checkpoint& ck, const run_plan& 
                " made " + std::to_string(ck.nodes(j).wakes());
     if (d.batch_count() > s.wakes() ||
         (d.batch_count() > 0 && static_cast<std::size_t>(d.batch_size()) != plan.dim()) ||
-        static_cast<std::uint64_t>(d.batch_created_ns_size()) > d.batch_count())
+        static_cast<std::uint64_t>(d.batch_created_ns_size()) != d.batch_count())
       return at + "batch does not match batch_count and the model's dimension";
   }
   return {};

@@ -616,6 +616,9 @@ std::string loscar_check_checkpoint(const proto::Checkpoint& ck, const run_plan&
   const auto n = static_cast<std::uint32_t>(plan.nodes());
   const auto& agg = ck.nodes(static_cast<int>(algo.aggregator())).loscar_aggregator();
   const std::string at_agg = "node " + std::to_string(algo.aggregator()) + ": loscar_aggregator.";
+  if (static_cast<std::size_t>(agg.average_size()) != plan.dim())
+    return at_agg + "average has " + std::to_string(agg.average_size()) +
+           " values; the spec's model " + std::to_string(plan.dim());
   if (agg.got_size() != agg.got_from_size() * k)
     return at_agg + "got holds " + std::to_string(agg.got_size()) + " values for " +
            std::to_string(agg.got_from_size()) + " senders of K = " + std::to_string(k);
@@ -631,6 +634,8 @@ std::string loscar_check_checkpoint(const proto::Checkpoint& ck, const run_plan&
     if (l.round() > agg.round() || l.round() + 1 < agg.round())
       return at + "round " + std::to_string(l.round()) + " is not the aggregator's round " +
              std::to_string(agg.round()) + " or the one before";
+    if (!proto::LoscarWorkerState::Phase_IsValid(l.phase()))
+      return at + "phase " + std::to_string(l.phase()) + " is not LOCAL, OVERLAP or WAITING";
     const bool sent = l.phase() != proto::LoscarWorkerState::LOCAL;
     if ((sent && l.y_s_size() != k) || (l.have_mean() && l.mean_size() != k))
       return at + "y_s or mean does not hold K = " + std::to_string(k) + " values";

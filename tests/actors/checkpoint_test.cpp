@@ -305,6 +305,12 @@ BOOST_AUTO_TEST_CASE(dasgd_checkpoint_replicas_hold_every_gradient_made) {
       spread = std::max(spread, std::abs(x - x0) / (1 + std::abs(x0)));
     }
   }
+  // A record claiming a gradient its origin never made is refused, naming it.
+  auto bad = *ck;
+  bad.mutable_nodes(1)->mutable_dasgd()->set_applied_from(3, ck->nodes(3).wakes() + 1);
+  BOOST_REQUIRE(atrain::write_checkpoint(bad, scratch("dasgd_bad.ckpt").string()));
+  const auto why = load_error(scratch("dasgd_bad.ckpt"), *plan);
+  BOOST_TEST(why.find("node 1: dasgd.applied_from[3]") != std::string::npos, why);
   BOOST_TEST(total > 100u);
   BOOST_TEST(worst < 1e-5);
   BOOST_TEST(spread < 1e-5);
@@ -374,6 +380,12 @@ BOOST_AUTO_TEST_CASE(loscar_checkpoint_holds_a_consistent_round) {
                              sizeof(float) * k) == 0);
     }
   }
+  // A file whose aggregator state does not fit the spec is refused, naming it.
+  auto bad = *load(scratch("loscar_inv_1.ckpt"), *plan);
+  bad.mutable_nodes(2)->mutable_loscar_aggregator()->clear_average();
+  BOOST_REQUIRE(atrain::write_checkpoint(bad, scratch("loscar_bad.ckpt").string()));
+  const auto why = load_error(scratch("loscar_bad.ckpt"), *plan);
+  BOOST_TEST(why.find("node 2: loscar_aggregator.average has 0 values") != std::string::npos, why);
   BOOST_TEST_MESSAGE("LOSCAR at 4 checkpoints: worker phases local/overlap/waiting = "
                      << phases[W::LOCAL] << "/" << phases[W::OVERLAP] << "/" << phases[W::WAITING]
                      << ", " << behind << " workers one round behind the aggregator");
