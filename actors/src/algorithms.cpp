@@ -96,6 +96,10 @@ caf::actor spawn_replacement(caf::event_based_actor* sup, const context_ptr& ctx
     return spawn_local_sgd_replacement(sup, ctx, k);
   if (a.has_sgp() || a.has_osgp())
     return spawn_sgp_replacement(sup, ctx, k);
+  if (a.has_loscar())
+    return spawn_loscar_replacement(sup, ctx, k);
+  if (a.has_dasgd())
+    return spawn_dasgd_replacement(sup, ctx, k);
   return {};
 }
 
@@ -112,6 +116,10 @@ void join_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
     join_ring_worker(sup, ctx, r, std::move(started));
   else if (a.has_sgp() || a.has_osgp())
     join_sgp_worker(sup, ctx, r, std::move(started));
+  else if (a.has_loscar())
+    join_loscar_worker(sup, ctx, r, std::move(started));
+  else if (a.has_dasgd())
+    join_dasgd_worker(sup, ctx, r, std::move(started));
 }
 
 caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* sup,

@@ -17,6 +17,8 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include "atrain/actors/compute.hpp"
+#include "atrain/actors/dasgd.hpp"
+#include "atrain/actors/loscar.hpp"
 
 namespace atrain {
 
@@ -294,6 +296,12 @@ caf::expected<std::shared_ptr<const proto::Checkpoint>> load_checkpoint(const st
   for (std::uint32_t i = 0; i < n; ++i)
     if (auto why = check_node(ck->nodes(static_cast<int>(i)), i, plan); !why.empty())
       return file_error(file, why);
+  const auto& algo = plan.spec.algorithm();
+  if (auto why = algo.has_dasgd()    ? dasgd_check_checkpoint(*ck, plan)
+                 : algo.has_loscar() ? loscar_check_checkpoint(*ck, plan)
+                                     : std::string{};
+      !why.empty())
+    return file_error(file, why);
   if (plan.spec.stop().time_seconds() > 0 && ck->time_seconds() >= plan.spec.stop().time_seconds())
     return file_error(file, "was taken at t=" + std::to_string(ck->time_seconds()) +
                               " s, not before the spec's stop.time_seconds (" +

@@ -44,13 +44,45 @@
 /// record shared by the workers of the run (`creation_record`): a
 /// SINGLE-PROCESS measurement; on the real clock the order of two threads' gradients is
 /// the order they took the record's lock.
+///
+/// Checkpoints (README "Checkpoint and resume"): a worker asked to pause
+/// holds at its gradient boundary, after step 3, instead of reading the next
+/// gradient. A held worker applies a remote packet as it arrives (no
+/// gradient is in flight, so the next read sees it, as it would at a wake).
+/// Once every worker holds and the links are drained every gradient sent
+/// has been applied everywhere, so a node's record of what it applied is,
+/// per origin, the gradients 1..k of that origin (DasgdState.applied_from),
+/// and the inbox is empty. Saved: x, the step count, the unsent batch and
+/// the staleness bookkeeping (the shared creation record's totals and the
+/// creation times of the unsent gradients, which remote nodes apply later).
+///
+/// Restart (docs/RELIABILITY.md "Restart"; broadcast_every 1 without
+/// coalescing: every gradient is one packet, sent to every node at its
+/// creation). The supervisor re-points the links that ended at the dead
+/// worker k at the replacement, then reads from every link the highest
+/// gradient number its sender handed it: H_j for origin j (for the dead
+/// worker itself M, its gradients made, read from the creation record when
+/// the run has one). Every later packet of origin j reaches the
+/// replacement over its re-pointed link. A donor (the first live node by id)
+/// hands over its model x_d, its record of the gradients it has seen (per
+/// origin, every number) and its inbox (seen, not yet applied); from then on
+/// it RELAYS to the replacement every gradient of origin j numbered <= H_j
+/// it sees for the first time (it may have reached only the dead worker),
+/// until it has seen all of them. The replacement starts from x_d with the
+/// donor's record as its de-duplication state and the inbox as its own, its
+/// own gradients numbered from M + 1: each gradient is then applied by it
+/// exactly once — from x_d, from the inbox, over the re-pointed link or
+/// relayed, a second copy being a duplicate by (origin, number).
 #include "atrain/actors/dasgd.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <set>
+#include <tuple>
 
+#include "atrain/actors/checkpoint.hpp"
 #include "gossip.hpp"
 
 namespace atrain {
@@ -60,7 +92,7 @@ namespace {
 /// When every gradient of the run was created: shared by the run's workers.
 class creation_record {
 public:
-  explicit creation_record(std::size_t n) : times_(n) {}
+  explicit creation_record(std::size_t n) : times_(n), first_(n, 1) {}
 
   /// Node `node` created its next gradient at `ns`.
   void add(std::uint32_t node, std::int64_t ns) {
@@ -83,12 +115,44 @@ public:
   /// Creation time of gradient `index` (1, 2, ...) of `node`.
   [[nodiscard]] std::int64_t at(std::uint32_t node, std::uint64_t index) const {
     std::lock_guard<std::mutex> lock{mtx_};
-    return times_.at(node).at(index - 1);
+    return times_.at(node).at(index - first_.at(node));
+  }
+
+  /// Gradients `node` made so far.
+  [[nodiscard]] std::uint64_t made(std::uint32_t node) const {
+    std::lock_guard<std::mutex> lock{mtx_};
+    return first_.at(node) - 1 + times_.at(node).size();
+  }
+
+  /// The totals, for a checkpoint.
+  [[nodiscard]] std::tuple<std::int64_t, std::uint64_t, std::uint64_t> totals() const {
+    std::lock_guard<std::mutex> lock{mtx_};
+    return {last_ns_, before_last_, total_};
+  }
+
+  /// Creation times of `node`'s gradients from `index` on, for a checkpoint.
+  [[nodiscard]] std::vector<std::int64_t> since(std::uint32_t node, std::uint64_t index) const {
+    std::lock_guard<std::mutex> lock{mtx_};
+    const auto& t = times_.at(node);
+    return {t.begin() + static_cast<std::ptrdiff_t>(index - first_.at(node)), t.end()};
+  }
+
+  /// A resumed run: the totals, and `node`'s creation times from gradient
+  /// `index` on (earlier ones were applied everywhere and are not asked for).
+  void restore(std::uint32_t node, std::int64_t last_ns, std::uint64_t before_last,
+               std::uint64_t total, std::uint64_t index, std::vector<std::int64_t> times) {
+    std::lock_guard<std::mutex> lock{mtx_};
+    last_ns_ = last_ns;
+    before_last_ = before_last;
+    total_ = total;
+    first_.at(node) = index;
+    times_.at(node) = std::move(times);
   }
 
 private:
   mutable std::mutex mtx_;
   std::vector<std::vector<std::int64_t>> times_;
+  std::vector<std::uint64_t> first_;  // per node: the index of times_[node][0]
   std::int64_t last_ns_ = std::numeric_limits<std::int64_t>::min();
   std::uint64_t before_last_ = 0;
   std::uint64_t total_ = 0;
@@ -123,6 +187,16 @@ struct dasgd_state : gossip::node_base {
   dasgd_ledger ledger;
   std::size_t used_total = 0;           // ledger.used entries ever recorded
   std::size_t used_at_read = 0;
+  barrier_hold hold;                    // checkpoints
+  std::vector<std::uint64_t> highest;   // per origin: the highest gradient number seen
+  std::uint64_t inherited = 0;          // a replacement: the dead incarnation's gradients made
+  /// Restart: replacements this node relays to (route index, per origin the
+  /// highest number to relay); dropped once every one of them was seen here.
+  struct relay {
+    std::size_t route = 0;
+    std::vector<std::uint64_t> until;
+  };
+  std::vector<relay> relays;
   static inline const char* name = "atrain_dasgd_worker";
 };
 using dasgd_ptr = caf::stateful_actor<dasgd_state>*;
@@ -143,6 +217,16 @@ void note_applied(dasgd_state& st, std::uint32_t origin, std::uint64_t index,
   ++st.used_total;
 }
 
+/// Step 1 for one remote packet: x_i -= u, every gradient inside noted.
+void apply_packet(dasgd_state& st, const packet& p, std::int64_t now_ns) {
+  vec::axpy(-1.0f, p.f.ptr(), st.x.data(), st.x.size());
+  const auto count = static_cast<std::uint64_t>(p.scalars[0]);
+  for (std::uint64_t s = p.seq - count + 1; s <= p.seq; ++s)
+    note_applied(st, p.from, s, now_ns);
+  if (st.record)
+    ++st.ledger.packets_applied;
+}
+
 /// Reads x_i: measures the new gradient's staleness and starts it.
 void begin_cycle(dasgd_ptr self, run_context& ctx) {
   auto& st = self->state;
@@ -154,22 +238,17 @@ void begin_cycle(dasgd_ptr self, run_context& ctx) {
   st.read_staleness =
     earlier > applied_earlier ? static_cast<double>(earlier - applied_earlier) : 0.0;
   st.used_at_read = st.used_total;
-  const double wait = st.cu->gradient(self, st.x.data(), st.g);
-  self->delayed_send(self, to_timespan(std::max(wait, min_wait)), wake_atom::value, st.steps);
+  const double wait = std::max(st.cu->gradient(self, st.x.data(), st.g), min_wait);
+  st.hold.wake_due = self->clock().now() + to_timespan(wait);
+  self->delayed_send(self, to_timespan(wait), wake_atom::value, st.steps);
 }
 
 void wake(dasgd_ptr self, run_context& ctx, std::uint32_t id) {
   auto& st = self->state;
   const std::int64_t now = ctx.ns(self);
   const std::size_t dim = st.x.size();
-  for (const auto& p : st.inbox) {                                    // 1
-    vec::axpy(-1.0f, p.f.ptr(), st.x.data(), dim);
-    const auto count = static_cast<std::uint64_t>(p.scalars[0]);
-    for (std::uint64_t s = p.seq - count + 1; s <= p.seq; ++s)
-      note_applied(st, p.from, s, now);
-    if (st.record)
-      ++st.ledger.packets_applied;
-  }
+  for (const auto& p : st.inbox)                                      // 1
+    apply_packet(st, p, now);
   st.inbox.clear();
   const double gamma = gossip::step_size(st.gamma, st.decay, st.steps++);  // 2
   if (st.created) {  // measured in one process only
@@ -196,18 +275,103 @@ void wake(dasgd_ptr self, run_context& ctx, std::uint32_t id) {
       st.out.broadcast(self, ctx, std::move(p));
     }
   }
-  begin_cycle(self, ctx);
+  if (!st.hold.stop_here())  // (a checkpoint holds here)
+    begin_cycle(self, ctx);
 }
 
 /// A well-formed gradient packet from another node (count checked too).
 [[nodiscard]] bool well_formed(const dasgd_state& st, std::uint32_t id, const packet& p) {
   const std::size_t dim = st.x.size();
-  if (p.kind != dasgd_gradients || p.from >= st.n || p.from == id || p.f.size() != dim ||
+  // From oneself only a gradient of the dead incarnation, relayed by the donor.
+  if (p.kind != dasgd_gradients || p.from >= st.n || (p.from == id && p.seq > st.inherited) ||
+      p.f.size() != dim ||
       !p.d.empty() || p.scalars.size() != 1 || !vec::all_finite(p.f.ptr(), dim))
     return false;
   const double c = p.scalars[0];
   return c >= 1 && c <= max_packet_gradients && c == std::floor(c) &&
          static_cast<std::uint64_t>(c) <= p.seq;
+}
+
+/// A gradient seen here for the first time that a replacement may have
+/// missed (it may have reached only the dead worker) goes on to it.
+void relay_to_replacements(dasgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p) {
+  auto& st = self->state;
+  for (const auto& r : st.relays)
+    if (p.seq <= r.until[p.from]) {
+      st.out.send(self, ctx, r.route, p);
+      if (st.record)
+        ++st.ledger.relayed;
+    }
+  auto done = [&st, id](const dasgd_state::relay& r) {
+    for (std::uint32_t j = 0; j < st.n; ++j)
+      if (j != id && r.until[j] > 0 && st.dedup.first_unseen(j, dasgd_gradients) <= r.until[j])
+        return false;
+    return true;
+  };
+  st.relays.erase(std::remove_if(st.relays.begin(), st.relays.end(), done), st.relays.end());
+}
+
+/// The donor's side of a restart of node k: its model, its record (per
+/// origin every number seen, own: every one made), its inbox; relays from
+/// now on what k's replacement may have missed (until: per origin).
+std::tuple<float_blob, std::vector<std::vector<std::uint64_t>>, std::vector<packet>>
+donate(dasgd_ptr self, run_context& ctx, std::uint32_t id, std::uint32_t k,
+       std::vector<std::uint64_t> until) {
+  auto& st = self->state;
+  std::vector<std::vector<std::uint64_t>> record(st.n);
+  for (std::uint32_t j = 0; j < st.n; ++j) {
+    auto& seen = record[j];
+    if (j == id) {
+      seen.push_back(st.steps);  // 1..steps, all sent (broadcast_every 1)
+      continue;
+    }
+    const auto first = st.dedup.first_unseen(j, dasgd_gradients);
+    seen.push_back(first - 1);  // 1..first-1, then the ones seen above
+    for (auto s = first + 1; s <= st.highest[j]; ++s)
+      if (st.dedup.seen(j, dasgd_gradients, s))
+        seen.push_back(s);
+  }
+  ctx.events.record(ctx.ns(self), id, event_kind::restart, k, st.steps);
+  for (std::size_t r = 0; r < st.out.routes.size(); ++r)
+    if (st.out.routes[r].first == k) {
+      st.relays.push_back({r, std::move(until)});
+      break;
+    }
+  return {float_blob{st.x}, std::move(record), st.inbox};
+}
+
+/// The replacement takes the donor's model, record and inbox; its own
+/// gradients continue after the dead worker's `made`.
+void adopt(dasgd_ptr self, const float_blob& x,
+           const std::vector<std::vector<std::uint64_t>>& record,
+           const std::vector<packet>& inbox, std::uint64_t made) {
+  auto& st = self->state;
+  st.x = x.vec();
+  st.steps = made;
+  st.inherited = made;
+  st.inbox = inbox;
+  std::set<std::pair<std::uint32_t, std::uint64_t>> waiting;  // in the inbox: applied later
+  for (const auto& p : inbox)
+    for (auto s = p.seq - static_cast<std::uint64_t>(p.scalars[0]) + 1; s <= p.seq; ++s)
+      waiting.emplace(p.from, s);
+  auto mark = [&](std::uint32_t j, std::uint64_t s) {
+    static_cast<void>(st.dedup.first_time(j, dasgd_gradients, s));
+    st.highest[j] = std::max(st.highest[j], s);
+    if (waiting.count({j, s}) != 0)
+      return;
+    ++st.applied;
+    if (st.record)
+      st.ledger.used.push_back({j, s});
+  };
+  for (std::uint32_t j = 0; j < st.n && j < record.size(); ++j) {
+    if (record[j].empty())
+      continue;
+    for (std::uint64_t s = 1; s <= record[j].front(); ++s)
+      mark(j, s);
+    for (std::size_t e = 1; e < record[j].size(); ++e)
+      mark(j, record[j][e]);
+  }
+  st.used_total = st.applied;
 }
 
 void deliver(dasgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p) {
@@ -223,11 +387,76 @@ void deliver(dasgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p
       return gossip::reject(self, ctx, st, id, p);  // overlaps gradients already here
   for (auto s = first; s <= p.seq; ++s)
     static_cast<void>(st.dedup.first_time(p.from, p.kind, s));
+  st.highest[p.from] = std::max(st.highest[p.from], p.seq);
+  relay_to_replacements(self, ctx, id, p);
+  if (st.hold.held)
+    return apply_packet(st, p, ctx.ns(self));  // no gradient in flight: the next read sees it
   st.inbox.push_back(p);
 }
 
+// ---- checkpoints
+
+std::string save_dasgd(const dasgd_state& st, std::uint32_t id) {
+  proto::NodeState s;
+  *s.mutable_params() = {st.x.begin(), st.x.end()};
+  s.set_wakes(st.steps);
+  st.cu->save(*s.mutable_compute());
+  s.set_messages_sent(st.out.messages);
+  s.set_bytes_sent(st.out.bytes);
+  s.set_rejected(st.rejected);
+  save_staleness(st.staleness, s);
+  auto& d = *s.mutable_dasgd();
+  d.set_applied(st.applied);
+  d.set_instant_ns(st.instant_ns);
+  d.set_applied_now(st.applied_now);
+  for (std::uint32_t j = 0; j < st.n; ++j)
+    d.add_applied_from(j == id ? st.steps : st.dedup.first_unseen(j, dasgd_gradients) - 1);
+  *d.mutable_batch() = {st.batch.begin(), st.batch.end()};
+  d.set_batch_count(st.batch_count);
+  if (st.created) {
+    const auto [last, before_last, total] = st.created->totals();
+    d.set_created_last_ns(last);
+    d.set_created_before_last(before_last);
+    d.set_created_total(total);
+    for (auto ns : st.created->since(id, st.steps - st.batch_count + 1))
+      d.add_batch_created_ns(ns);
+  }
+  return s.SerializeAsString();
+}
+
+void restore_dasgd(dasgd_state& st, std::uint32_t id, const proto::NodeState& s) {
+  st.x.assign(s.params().begin(), s.params().end());
+  st.steps = s.wakes();
+  st.cu->restore(s.compute());
+  st.out.messages = s.messages_sent();
+  st.out.bytes = s.bytes_sent();
+  st.rejected = s.rejected();
+  restore_staleness(st.staleness, s);
+  const auto& d = s.dasgd();
+  st.applied = d.applied();
+  st.instant_ns = d.instant_ns();
+  st.applied_now = d.applied_now();
+  st.used_total = d.applied();
+  // The drained links delivered every gradient sent: 1..k of each origin.
+  for (std::uint32_t j = 0; j < st.n; ++j) {
+    st.highest[j] = d.applied_from(static_cast<int>(j));
+    if (j != id)
+      for (std::uint64_t k = 1; k <= d.applied_from(static_cast<int>(j)); ++k)
+        static_cast<void>(st.dedup.first_time(j, dasgd_gradients, k));
+  }
+  st.batch.assign(d.batch().begin(), d.batch().end());
+  st.batch_count = d.batch_count();
+  if (st.created)
+    st.created->restore(id, d.created_last_ns(), d.created_before_last(), d.created_total(),
+                        st.steps - st.batch_count + 1,
+                        {d.batch_created_ns().begin(), d.batch_created_ns().end()});
+  st.hold.requested = st.hold.held = true;  // until the supervisor's go
+}
+
+/// Node `id`'s worker; a replacement (`joining`, after a crash) keeps every
+/// message until the supervisor starts it with a donor's state.
 caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
-                           std::shared_ptr<creation_record> created) {
+                           std::shared_ptr<creation_record> created, bool joining) {
   const auto& plan = *ctx->plan;
   const auto& algo = plan.spec.algorithm().dasgd();
   auto& st = self->state;
@@ -239,11 +468,22 @@ caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
   st.decay = algo.decay();
   st.every = std::max<std::uint32_t>(1, algo.broadcast_every());
   st.record = ctx->probe != nullptr;
-  if (ctx->probe) {
-    ctx->probe->models.at(id) = &st.x;
-    self->attach_functor([probe = ctx->probe, id] { probe->models.at(id) = nullptr; });
-  }
-  return {
+  st.highest.assign(st.n, 0);
+  const auto* saved = resumed_node(*ctx, id);
+  if (saved)
+    restore_dasgd(st, id, *saved);
+  auto show_model = [self, ctx, id] {
+    if (!ctx->probe)
+      return;
+    ctx->probe->models.at(id) = &self->state.x;
+    self->attach_functor([probe = ctx->probe, id, me = &self->state.x] {
+      if (probe->models.at(id) == me)
+        probe->models.at(id) = nullptr;
+    });
+  };
+  if (!joining)
+    show_model();
+  caf::behavior running{
     [=](init_atom, const std::vector<caf::actor>& routes) {
       // routes: to every other node in increasing id order
       auto& st = self->state;
@@ -251,7 +491,10 @@ caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
         if (j != id)
           st.out.routes.emplace_back(j, routes.at(k++));
     },
-    [=](start_atom) { begin_cycle(self, *ctx); },
+    [=](start_atom) {
+      if (!saved)  // restored: holds until the supervisor's go
+        begin_cycle(self, *ctx);
+    },
     [=](wake_atom, std::uint64_t step) {
       ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
       wake(self, *ctx, id);
@@ -259,6 +502,35 @@ caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
     [=](deliver_atom, const packet& p) { deliver(self, *ctx, id, p); },
     [=](model_atom) { return gossip::snapshot(self->state, id); },
     [=](stats_atom) { return gossip::stats(self->state); },
+    [=](ckpt_pause_atom) { self->state.hold.requested = true; },
+    [=](ckpt_drain_atom) { return self->state.hold.busy_for(self); },
+    [=](ckpt_go_atom) {
+      if (self->state.hold.go())
+        begin_cycle(self, *ctx);
+    },
+    [=](ckpt_state_atom) { return save_dasgd(self->state, id); },
+    // Node k is being restarted: this node is its donor.
+    [=](restart_atom, std::uint32_t k, std::vector<std::uint64_t> until) {
+      return donate(self, *ctx, id, k, std::move(until));
+    },
+  };
+  if (!joining)
+    return running;
+  self->set_default_handler(caf::skip);
+  return {
+    [=](start_atom, const float_blob& x, const std::vector<std::vector<std::uint64_t>>& record,
+        const std::vector<packet>& inbox, std::uint64_t made,
+        const std::vector<caf::actor>& routes) mutable {
+      adopt(self, x, record, inbox, made);
+      auto& st = self->state;
+      for (std::uint32_t j = 0, r = 0; j < st.n; ++j)
+        if (j != id)
+          st.out.routes.emplace_back(j, routes.at(r++));
+      self->set_default_handler(caf::print_and_drop);
+      self->become(std::move(running));
+      show_model();
+      begin_cycle(self, *ctx);
+    },
   };
 }
 
@@ -268,17 +540,118 @@ dasgd_ledger dasgd_take_ledger(const caf::actor_addr& worker) {
   return gossip::take_from_worker(worker, &dasgd_state::ledger);
 }
 
+std::string dasgd_check_checkpoint(const proto::Checkpoint& ck, const run_plan& plan) {
+  const auto n = static_cast<int>(plan.nodes());
+  for (int i = 0; i < n; ++i) {
+    const auto& s = ck.nodes(i);
+    const auto& d = s.dasgd();
+    const std::string at = "node " + std::to_string(i) + ": dasgd.";
+    if (d.applied_from_size() != n)
+      return at + "applied_from names " + std::to_string(d.applied_from_size()) +
+             " nodes; the spec runs " + std::to_string(n);
+    for (int j = 0; j < n; ++j)
+      if (d.applied_from(j) > ck.nodes(j).wakes())
+        return at + "applied_from[" + std::to_string(j) + "] = " +
+               std::to_string(d.applied_from(j)) + " gradients, but node " + std::to_string(j) +
+               " made " + std::to_string(ck.nodes(j).wakes());
+    if (d.batch_count() > s.wakes() ||
+        (d.batch_count() > 0 && static_cast<std::size_t>(d.batch_size()) != plan.dim()) ||
+        static_cast<std::uint64_t>(d.batch_created_ns_size()) != d.batch_count())
+      return at + "batch does not match batch_count and the model's dimension";
+  }
+  return {};
+}
+
+namespace {
+
+/// The run's creation record in this process (null across processes).
+[[nodiscard]] std::shared_ptr<creation_record> shared_record(const context_ptr& ctx) {
+  if (ctx->spans_processes)
+    return nullptr;
+  return process_shared<creation_record>(*ctx, "dasgd.created", [&] {
+    return std::make_shared<creation_record>(ctx->plan->nodes());
+  });
+}
+
+/// Asks the live nodes from `candidate` on, in id order, to donate; the
+/// first that answers does (and relays). Without one: x^0 and no record.
+void ask_donor(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
+               restart_started started, std::vector<std::uint64_t> until,
+               std::uint32_t candidate) {
+  const auto n = static_cast<std::uint32_t>(r.nodes.size());
+  while (candidate < n && candidate == r.node)
+    ++candidate;
+  const auto made = until.at(r.node);
+  const auto& routes = r.nodes.at(r.node).worker_routes;
+  if (candidate >= n) {
+    sup->send(r.replacement, start_atom::value, float_blob{ctx->plan->x0},
+              std::vector<std::vector<std::uint64_t>>{}, std::vector<packet>{}, made, routes);
+    return started("x^0 (no live node to copy from)");
+  }
+  sup->request(r.nodes.at(candidate).worker, ctx->reply_timeout(), restart_atom::value, r.node,
+               until)
+    .then(
+      [=](const float_blob& x, const std::vector<std::vector<std::uint64_t>>& record,
+          const std::vector<packet>& inbox) {
+        std::uint64_t seen = 0;
+        for (const auto& per : record)
+          seen += per.empty() ? 0 : per.front() + per.size() - 1;
+        sup->send(r.replacement, start_atom::value, x, record, inbox, made, routes);
+        started("node " + std::to_string(candidate) + "'s model and its record of " +
+                std::to_string(seen) + " gradients seen (" + std::to_string(inbox.size()) +
+                " not yet applied), numbering from " + std::to_string(made + 1));
+      },
+      [=](const caf::error&) { ask_donor(sup, ctx, r, started, until, candidate + 1); });
+}
+
+} // namespace
+
 node_actors spawn_dasgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                              std::uint32_t i) {
-  std::shared_ptr<creation_record> created;
-  if (!ctx->spans_processes)
-    created = process_shared<creation_record>(*ctx, "dasgd.created", [&] {
-      return std::make_shared<creation_record>(ctx->plan->nodes());
-    });
   node_actors node;
-  node.worker = parent->spawn(dasgd_worker, i, ctx, std::move(created));
+  node.worker = parent->spawn(dasgd_worker, i, ctx, shared_record(ctx), false);
   node.buffer = node.worker;  // answers stats_atom with its rejected count
   return node;
+}
+
+caf::actor spawn_dasgd_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
+                                   std::uint32_t k) {
+  return sup->spawn(dasgd_worker, k, ctx, shared_record(ctx), true);
+}
+
+void join_dasgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                       const worker_restart& r, restart_started started) {
+  // Every link answers after it re-pointed (the supervisor's messages to it
+  // stay in order): a packet handed to it later goes to the replacement.
+  struct highest {
+    std::size_t pending = 0;
+    std::vector<std::uint64_t> seq;  // per sender
+  };
+  auto h = std::make_shared<highest>();
+  h->pending = r.links.size();
+  h->seq.assign(r.nodes.size(), 0);
+  auto created = shared_record(ctx);
+  auto with_until = [=] {
+    auto until = h->seq;
+    if (created)  // the dead worker's own; a link may also carry what it relayed
+      until.at(r.node) = created->made(r.node);
+    ask_donor(sup, ctx, r, started, std::move(until), 0);
+  };
+  if (r.links.empty())
+    return with_until();
+  for (const auto& link : r.links)
+    sup->request(link, ctx->reply_timeout(), resume_atom::value)
+      .then(
+        [=](std::uint32_t from, bool any, std::uint64_t seq) {
+          if (any && from < h->seq.size())
+            h->seq[from] = std::max(h->seq[from], seq);
+          if (--h->pending == 0)
+            with_until();
+        },
+        [=](const caf::error&) {
+          if (--h->pending == 0)
+            with_until();
+        });
 }
 
 void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
@@ -296,6 +669,7 @@ void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
     for (std::uint32_t j = 0; j < n; ++j)
       if (j != i)
         routes.push_back(net.route(i, j));
+    nodes[i].worker_routes = routes;  // for a replacement
     sup->send(workers[i], init_atom::value, std::move(routes));
   }
   // Every worker knows its routes before any starts (real clock: an early

@@ -53,12 +53,40 @@
 ///  - The evaluated model is the node average of the workers' x_i; the
 ///    aggregator holds no model. It is node a's "buffer" for the evaluator:
 ///    it answers (stats_atom) with its messages, bytes and rejections.
+/// Checkpoints (README "Checkpoint and resume"): a worker asked to pause
+/// holds at its next gradient boundary, i.e. instead of starting a gradient
+/// (in any phase); a worker waiting for m_r has no gradient in flight and
+/// counts as at rest. At rest the aggregator may be collecting a round (a
+/// held worker has not sent its y_i yet): its round number and the vectors
+/// already in are saved with node a's state, as is each worker's place in
+/// its round (phase, steps done, y_i[S_r], an early m_r). The aggregator
+/// takes part in the drain through worker a: worker a asks it and answers
+/// the supervisor with both answers (the aggregator is busy once when it
+/// sent means since it last answered: they must be seen on the links, or,
+/// for worker a, merged).
+/// Restart (docs/RELIABILITY.md "Restart"; only the worker: a whole node
+/// is refused by the spec). The aggregator keeps its last average A, dense:
+/// x^0 at first, then A[S_r] = m_r as each round r completes (every
+/// coordinate at the newest mean computed for it). The replacement of worker
+/// k keeps every message until it starts. At the restart the supervisor
+/// re-points the links to it and asks the aggregator, which is collecting
+/// some round R: if y_k of R is not in (the dead worker had not sent it, or
+/// it is still on the wire), k is DROPPED from R — R completes with the
+/// others' vectors, m_R = their mean (traced as loscar_drop; a late y_k of
+/// R from the dead worker is ignored); a y_k already in counts. When R
+/// completes, the aggregator starts the replacement in round R + 1 with
+/// x = A (m_R included). The other workers wait for m_R between the crash
+/// and the restart (for restart_after_seconds, not for ever). A mean of R
+/// or earlier reaching the replacement is ignored (an earlier round).
 #include "atrain/actors/loscar.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <tuple>
 
+#include "atrain/actors/checkpoint.hpp"
 #include "atrain/kernels/rng.hpp"
 #include "gossip.hpp"
 
@@ -156,13 +184,29 @@ struct loscar_worker_state : gossip::node_base {
   bool have_mean = false;
   bool record = false;        // keep the merge ledger (test probe only)
   std::vector<loscar_merge_record> ledger;
+  barrier_hold hold;          // checkpoints
   static inline const char* name = "atrain_loscar_worker";
 };
 using worker_ptr = caf::stateful_actor<loscar_worker_state>*;
 
+/// Starts the next gradient, unless a checkpoint holds the worker here.
+/// Test hook: the probe sees this worker's model from now until it is gone.
+void show_model(worker_ptr self, run_context& ctx, std::uint32_t id) {
+  if (!ctx.probe)
+    return;
+  ctx.probe->models.at(id) = &self->state.x;
+  self->attach_functor([probe = ctx.probe, id, me = &self->state.x] {
+    if (probe->models.at(id) == me)
+      probe->models.at(id) = nullptr;
+  });
+}
+
 void next_gradient(worker_ptr self) {
   auto& st = self->state;
+  if (st.hold.stop_here())
+    return;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);
+  st.hold.wake_due = self->clock().now() + to_timespan(wait);
   send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value, st.steps);
 }
 
@@ -240,8 +284,58 @@ void on_mean(worker_ptr self, run_context& ctx, std::uint32_t id, const packet& 
   try_merge(self, *ctx.plan);
 }
 
+// ---- checkpoints
+
+std::string save_worker(const loscar_worker_state& st) {
+  proto::NodeState s;
+  *s.mutable_params() = {st.x.begin(), st.x.end()};
+  s.set_wakes(st.steps);
+  st.cu->save(*s.mutable_compute());
+  s.set_messages_sent(st.out.messages);
+  s.set_bytes_sent(st.out.bytes);
+  s.set_rejected(st.rejected);
+  save_staleness(st.staleness, s);
+  auto& l = *s.mutable_loscar();
+  l.set_round(st.round);
+  l.set_phase(static_cast<proto::LoscarWorkerState::Phase>(st.at));
+  l.set_done(st.done);
+  l.set_snapshot_at(st.snapshot_at);
+  if (st.at != phase::local) {  // y_i[S_r] is that of an earlier round before the snapshot
+    *l.mutable_y_s() = {st.y_s.begin(), st.y_s.end()};
+    l.set_have_mean(st.have_mean);
+    if (st.have_mean)
+      *l.mutable_mean() = {st.mean.begin(), st.mean.end()};
+  }
+  return s.SerializeAsString();
+}
+
+void restore_worker(loscar_worker_state& st, const proto::NodeState& s, const run_plan& plan) {
+  st.x.assign(s.params().begin(), s.params().end());
+  st.steps = s.wakes();
+  st.cu->restore(s.compute());
+  st.out.messages = s.messages_sent();
+  st.out.bytes = s.bytes_sent();
+  st.rejected = s.rejected();
+  restore_staleness(st.staleness, s);
+  const auto& l = s.loscar();
+  st.round = l.round();
+  st.sample = loscar_sample(plan.spec.seed(), st.round, plan.dim(), st.k);
+  st.at = static_cast<phase>(l.phase());
+  st.done = l.done();
+  st.snapshot_at = l.snapshot_at();
+  st.y_s.assign(l.y_s().begin(), l.y_s().end());
+  st.have_mean = l.have_mean();
+  st.mean.assign(l.mean().begin(), l.mean().end());
+  // Until the supervisor's go; a worker waiting for m_r was not held (no
+  // gradient to start) and goes on waiting.
+  st.hold.requested = true;
+  st.hold.held = st.at != phase::waiting;
+}
+
+/// Worker `id`; a replacement (`joining`, after a crash) keeps every
+/// message until the aggregator starts it: (start_atom, round, A, route).
 caf::behavior loscar_worker(worker_ptr self, std::uint32_t id, loscar_steps counts,
-                            context_ptr ctx) {
+                            context_ptr ctx, bool joining) {
   const auto& plan = *ctx->plan;
   const auto& algo = plan.spec.algorithm().loscar();
   auto& st = self->state;
@@ -255,11 +349,19 @@ caf::behavior loscar_worker(worker_ptr self, std::uint32_t id, loscar_steps coun
   st.gamma = algo.step_size();
   st.decay = algo.decay();
   st.record = ctx->probe != nullptr;
-  return {
+  const auto* saved = resumed_node(*ctx, id);
+  if (saved)
+    restore_worker(st, *saved, plan);
+  if (!joining)
+    show_model(self, *ctx, id);
+  caf::behavior running{
     [=](init_atom, const caf::actor& route) {
       self->state.out.routes.emplace_back(self->state.aggregator, route);
     },
-    [=](start_atom) { begin_round(self, *ctx->plan); },
+    [=](start_atom) {
+      if (!saved)  // restored: holds until the supervisor's go
+        begin_round(self, *ctx->plan);
+    },
     [=](wake_atom, std::uint64_t step) {
       ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
       on_wake(self, *ctx, id);
@@ -272,6 +374,40 @@ caf::behavior loscar_worker(worker_ptr self, std::uint32_t id, loscar_steps coun
       auto s = gossip::snapshot(self->state, id);
       s.rejected = self->state.rejected;  // no buffer of its own reports them
       return s;
+    },
+    [=](ckpt_pause_atom) { self->state.hold.requested = true; },
+    [=](ckpt_drain_atom) -> caf::result<double> {
+      const auto& st = self->state;
+      // Waiting for m_r: no gradient in flight, nothing to do until it comes.
+      const double mine = st.at == phase::waiting ? -1.0 : st.hold.busy_for(self);
+      if (id != st.aggregator)
+        return mine;
+      // Node a: the aggregator's answer too (its route is the aggregator).
+      auto rp = self->make_response_promise<double>();
+      self->request(st.out.routes.front().second, ctx->reply_timeout(), ckpt_drain_atom::value)
+        .then([rp, mine](double hub) mutable { rp.deliver(std::max(mine, hub)); },
+              [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+      return rp;
+    },
+    [=](ckpt_go_atom) {
+      if (self->state.hold.go())
+        next_gradient(self);
+    },
+    [=](ckpt_state_atom) { return save_worker(self->state); },
+  };
+  if (!joining)
+    return running;
+  self->set_default_handler(caf::skip);
+  return {
+    [=](start_atom, std::uint64_t round, const float_blob& x, const caf::actor& route) mutable {
+      auto& st = self->state;
+      st.round = round;
+      st.x = x.vec();
+      st.out.routes.emplace_back(st.aggregator, route);
+      self->set_default_handler(caf::print_and_drop);
+      self->become(std::move(running));
+      show_model(self, *ctx, id);
+      begin_round(self, *ctx->plan);
     },
   };
 }
@@ -287,6 +423,14 @@ struct loscar_aggregator_state {
   std::size_t count = 0;
   outbox out;                               // routes to every worker, by node
   std::uint64_t rejected = 0;
+  bool sent_since_drain = false;            // means sent since the last drain answer
+  std::uint64_t seed = 0;                   // the run's (S_r)
+  std::vector<float> average;               // A: every coordinate's newest mean (x^0 first)
+  std::vector<bool> dropped;                // per node: out of the round being collected
+  std::size_t dropped_count = 0;
+  /// Replacements waiting for the round being collected: node -> (worker,
+  /// its route to the aggregator).
+  std::map<std::uint32_t, std::pair<caf::actor, caf::actor>> joining;
   static inline const char* name = "atrain_loscar_aggregator";
 };
 using aggregator_ptr = caf::stateful_actor<loscar_aggregator_state>*;
@@ -296,37 +440,113 @@ void aggregator_reject(aggregator_ptr self, run_context& ctx, const packet& p) {
   ctx.events.record(ctx.ns(self), self->state.node, event_kind::reject, p.from, p.seq);
 }
 
+void complete_round(aggregator_ptr self, run_context& ctx);
+
 /// Step 4: a worker's y_i[S_r]; when round r is complete, m_r to everyone.
 void on_snapshot(aggregator_ptr self, run_context& ctx, const packet& p) {
   auto& st = self->state;
   if (p.from >= st.n || !sparse_well_formed(p, loscar_up, st.k))
     return aggregator_reject(self, ctx, p);
   const std::uint64_t r = p.seq - 1;
-  if (r < st.round || (r == st.round && !st.got[p.from].empty()))
-    return;  // a duplicate of a vector already counted
+  if (r < st.round || (r == st.round && (!st.got[p.from].empty() || st.dropped[p.from])))
+    return;  // a duplicate of a vector already counted, or a dead worker's late one
   if (r > st.round)
     return aggregator_reject(self, ctx, p);  // nobody can be past an unfinished round
   st.got[p.from] = p.f.vec();
-  if (++st.count < st.n)
-    return;
+  ++st.count;
+  complete_round(self, ctx);
+}
+
+/// Step 4 once every worker not dropped sent its vector of the round.
+/// m_r over the vectors in: into A on S_r, and to every worker.
+void send_mean(aggregator_ptr self, run_context& ctx) {
+  auto& st = self->state;
   std::vector<double> sum(st.k, 0.0);
   for (const auto& v : st.got)
-    for (std::size_t j = 0; j < st.k; ++j)
+    for (std::size_t j = 0; j < v.size(); ++j)
       sum[j] += v[j];
   std::vector<float> mean(st.k);
-  const double inv_n = 1.0 / static_cast<double>(st.n);
+  const double inv_n = 1.0 / static_cast<double>(st.count);
   for (std::size_t j = 0; j < st.k; ++j)
     mean[j] = static_cast<float>(sum[j] * inv_n);
+  const auto sample = loscar_sample(st.seed, st.round, st.average.size(), st.k);
+  for (std::size_t j = 0; j < st.k; ++j)
+    st.average[sample[j]] = mean[j];
   packet m;
   m.from = st.node;
   m.kind = loscar_down;
   m.seq = st.round + 1;
   m.f = float_blob{std::move(mean)};
   st.out.broadcast(self, ctx, std::move(m));
+  st.sent_since_drain = true;
+}
+
+void complete_round(aggregator_ptr self, run_context& ctx) {
+  auto& st = self->state;
+  if (st.count + st.dropped_count < st.n)
+    return;
+  if (st.count > 0)  // (else every worker was dropped: no mean)
+    send_mean(self, ctx);
   for (auto& v : st.got)
     v.clear();
   st.count = 0;
+  st.dropped.assign(st.n, false);
+  st.dropped_count = 0;
   ++st.round;
+  for (const auto& [node, w] : std::exchange(st.joining, {}))
+    self->send(w.first, start_atom::value, st.round, float_blob{st.average}, w.second);
+}
+
+/// Worker k's replacement `w` (route: its route to the aggregator) joins:
+/// k is dropped from the round being collected unless its vector is in, and
+/// `w` starts in the next round once this one completes. Returns that round
+/// and whether k was dropped.
+std::tuple<std::uint64_t, bool> rejoin(aggregator_ptr self, run_context& ctx, std::uint32_t k,
+                                       const caf::actor_addr& dead, const caf::actor& w,
+                                       const caf::actor& route) {
+  auto& st = self->state;
+  for (auto& r : st.out.routes)  // worker a's direct route
+    if (r.second.address() == dead)
+      r.second = w;
+  const std::uint64_t round = st.round;
+  const bool drop = st.got[k].empty();
+  if (drop && !st.dropped[k]) {
+    st.dropped[k] = true;
+    ++st.dropped_count;
+    ctx.events.record(ctx.ns(self), st.node, event_kind::loscar_drop, k, round);
+  }
+  st.joining[k] = {w, route};
+  complete_round(self, ctx);
+  return {round + 1, drop};
+}
+
+std::string save_aggregator(const loscar_aggregator_state& st) {
+  proto::NodeState s;
+  auto& a = *s.mutable_loscar_aggregator();
+  a.set_round(st.round);
+  for (std::uint32_t i = 0; i < st.n; ++i)
+    if (!st.got[i].empty()) {
+      a.add_got_from(i);
+      a.mutable_got()->Add(st.got[i].begin(), st.got[i].end());
+    }
+  a.set_messages(st.out.messages);
+  a.set_bytes(st.out.bytes);
+  a.set_rejected(st.rejected);
+  *a.mutable_average() = {st.average.begin(), st.average.end()};
+  return s.SerializeAsString();
+}
+
+void restore_aggregator(loscar_aggregator_state& st, const proto::LoscarAggregatorState& a) {
+  st.round = a.round();
+  st.count = static_cast<std::size_t>(a.got_from_size());
+  for (int j = 0; j < a.got_from_size(); ++j) {
+    const auto* v = a.got().data() + static_cast<std::size_t>(j) * st.k;
+    st.got.at(a.got_from(j)).assign(v, v + st.k);
+  }
+  st.out.messages = a.messages();
+  st.out.bytes = a.bytes();
+  st.rejected = a.rejected();
+  st.average.assign(a.average().begin(), a.average().end());
 }
 
 caf::behavior loscar_aggregator(aggregator_ptr self, context_ptr ctx) {
@@ -337,6 +557,11 @@ caf::behavior loscar_aggregator(aggregator_ptr self, context_ptr ctx) {
   st.n = plan.nodes();
   st.k = loscar_k(algo.sparsity(), plan.dim());
   st.got.resize(st.n);
+  st.seed = plan.spec.seed();
+  st.average = plan.x0;
+  st.dropped.assign(st.n, false);
+  if (const auto* saved = resumed_node(*ctx, st.node))
+    restore_aggregator(st, saved->loscar_aggregator());
   return {
     [=](init_atom, const std::vector<caf::actor>& routes) {
       for (std::size_t i = 0; i < routes.size(); ++i)
@@ -349,6 +574,16 @@ caf::behavior loscar_aggregator(aggregator_ptr self, context_ptr ctx) {
     [=](stats_atom) {
       const auto& st = self->state;
       return std::make_tuple(st.out.messages, st.out.bytes, st.rejected);
+    },
+    // Asked by worker a during a checkpoint's drain: busy once after means went out.
+    [=](ckpt_drain_atom) { return std::exchange(self->state.sent_since_drain, false) ? 0.0 : -1.0; },
+    [=](ckpt_state_atom) { return save_aggregator(self->state); },
+    [=](restart_atom, std::uint32_t k, const caf::actor_addr& dead, const caf::actor& w,
+        const caf::actor& route) -> caf::result<std::uint64_t, bool> {
+      if (k >= self->state.n)
+        return caf::make_error(caf::sec::invalid_argument, "no worker " + std::to_string(k));
+      auto [round, dropped] = rejoin(self, *ctx, k, dead, w, route);
+      return {round, dropped};
     },
   };
 }
@@ -365,19 +600,80 @@ std::vector<loscar_merge_record> loscar_take_merges(const caf::actor_addr& worke
   return std::exchange(w->state.ledger, {});
 }
 
+namespace {
+
+[[nodiscard]] std::shared_ptr<std::vector<loscar_steps>> shared_schedule(const context_ptr& ctx) {
+  return process_shared<std::vector<loscar_steps>>(*ctx, "loscar.schedule", [&] {
+    return std::make_shared<std::vector<loscar_steps>>(loscar_schedule(*ctx->plan));
+  });
+}
+
+} // namespace
+
+std::string loscar_check_checkpoint(const proto::Checkpoint& ck, const run_plan& plan) {
+  const auto& algo = plan.spec.algorithm().loscar();
+  const auto k = static_cast<int>(loscar_k(algo.sparsity(), plan.dim()));
+  const auto n = static_cast<std::uint32_t>(plan.nodes());
+  const auto& agg = ck.nodes(static_cast<int>(algo.aggregator())).loscar_aggregator();
+  const std::string at_agg = "node " + std::to_string(algo.aggregator()) + ": loscar_aggregator.";
+  if (static_cast<std::size_t>(agg.average_size()) != plan.dim())
+    return at_agg + "average has " + std::to_string(agg.average_size()) +
+           " values; the spec's model " + std::to_string(plan.dim());
+  if (agg.got_size() != agg.got_from_size() * k)
+    return at_agg + "got holds " + std::to_string(agg.got_size()) + " values for " +
+           std::to_string(agg.got_from_size()) + " senders of K = " + std::to_string(k);
+  for (int j = 0; j < agg.got_from_size(); ++j)
+    if (agg.got_from(j) >= n || (j > 0 && agg.got_from(j) <= agg.got_from(j - 1)))
+      return at_agg + "got_from must list nodes of the run once each, in increasing order";
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const auto& l = ck.nodes(static_cast<int>(i)).loscar();
+    const std::string at = "node " + std::to_string(i) + ": loscar.";
+    // The aggregator collects round R: round R - 1 completed, so every
+    // worker sent y_i of R - 1 (is in R - 1 or later); none can be past R
+    // (leaving round r needs m_r).
+    if (l.round() > agg.round() || l.round() + 1 < agg.round())
+      return at + "round " + std::to_string(l.round()) + " is not the aggregator's round " +
+             std::to_string(agg.round()) + " or the one before";
+    if (!proto::LoscarWorkerState::Phase_IsValid(l.phase()))
+      return at + "phase " + std::to_string(l.phase()) + " is not LOCAL, OVERLAP or WAITING";
+    const bool sent = l.phase() != proto::LoscarWorkerState::LOCAL;
+    if ((sent && l.y_s_size() != k) || (l.have_mean() && l.mean_size() != k))
+      return at + "y_s or mean does not hold K = " + std::to_string(k) + " values";
+  }
+  return {};
+}
+
 node_actors spawn_loscar_node(caf::event_based_actor* parent, const context_ptr& ctx,
                               std::uint32_t i) {
   const auto& plan = *ctx->plan;
-  const auto schedule = process_shared<std::vector<loscar_steps>>(*ctx, "loscar.schedule", [&] {
-    return std::make_shared<std::vector<loscar_steps>>(loscar_schedule(plan));
-  });
+  const auto schedule = shared_schedule(ctx);
   node_actors node;
-  node.worker = parent->spawn(loscar_worker, i, schedule->at(i), ctx);
+  node.worker = parent->spawn(loscar_worker, i, schedule->at(i), ctx, false);
   if (i == plan.spec.algorithm().loscar().aggregator()) {
     node.hub = parent->spawn(loscar_aggregator, ctx);
     node.buffer = node.hub;
   }
   return node;
+}
+
+caf::actor spawn_loscar_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
+                                    std::uint32_t k) {
+  return sup->spawn(loscar_worker, k, shared_schedule(ctx)->at(k), ctx, true);
+}
+
+void join_loscar_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                        const worker_restart& r, restart_started started) {
+  const auto a = ctx->plan->spec.algorithm().loscar().aggregator();
+  const auto& hub = r.nodes.at(a).hub;
+  const auto route = r.nodes.at(r.node).worker_routes.at(0);
+  sup->request(hub, ctx->reply_timeout(), restart_atom::value, r.node, r.dead, r.replacement, route)
+    .then([=](std::uint64_t round, bool dropped) {
+      std::string how = "the aggregator's average after round " + std::to_string(round - 1) +
+                        ", joining round " + std::to_string(round);
+      if (dropped)
+        how += " (dropped from round " + std::to_string(round - 1) + ": its vector was not in)";
+      started(how);
+    });
 }
 
 void wire_loscar(caf::event_based_actor* sup, const context_ptr& ctx,

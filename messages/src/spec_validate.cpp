@@ -57,21 +57,21 @@ std::string idx(const std::string& path, int i) { return path + "[" + std::to_st
 /// docs/RELIABILITY.md "Restart").
 std::string why_no_restart(const proto::AlgorithmSpec& a) {
   const std::string can =
-    " (restart is implemented for rfast, async_ps, adpsgd, dpsgd, allreduce, local_sgd, sgp "
-    "and osgp)";
+    " (restart is implemented for rfast, async_ps, adpsgd, dpsgd, allreduce, local_sgd, sgp, "
+    "osgp, loscar, and dasgd with broadcast_every 1 and without coalesce)";
   if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_dpsgd() ||
-      a.has_allreduce() || a.has_local_sgd() || a.has_sgp() || a.has_osgp())
+      a.has_allreduce() || a.has_local_sgd() || a.has_sgp() || a.has_osgp() || a.has_loscar())
+    return {};
+  if (a.has_dasgd() && a.dasgd().broadcast_every() <= 1 && !a.dasgd().coalesce())
     return {};
   if (a.has_centralized())
     return "centralized runs one node: there is no other node to take a model from";
   if (a.has_dasgd())
-    return "its replicas stay equal only if each applies every gradient exactly once: the "
-           "replacement would need a donor's model together with the donor's record of the "
-           "gradients it applied, and the links would have to deliver to it exactly the "
-           "gradients missing from that record, which is not implemented" + can;
-  if (a.has_loscar())
-    return "the aggregator's round in progress waits for the dead worker's snapshot; "
-           "rejoining it with the aggregator's last average is not implemented" + can;
+    return "the replacement takes a donor's model with its record of the gradients it saw and "
+           "must get exactly the ones missing, one gradient per packet: with broadcast_every > "
+           "1 the dead worker's unsent batch and the donor's are not in any packet yet, and "
+           "coalescing links merge gradients into ranges that differ from link to link, which "
+           "the hand-over does not track" + can;
   return "not implemented for this algorithm" + can;
 }
 
@@ -568,7 +568,7 @@ void checker::stop_and_eval() {
 // Why the spec's algorithm cannot be checkpointed yet (empty: it can).
 std::string checkpoint_unsupported(const proto::AlgorithmSpec& a) {
   if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_centralized() || a.has_sgp() ||
-      a.has_osgp())
+      a.has_osgp() || a.has_dasgd() || a.has_loscar())
     return {};
   if (a.has_local_sgd())
     return a.local_sgd().straggler_policy() == proto::SKIP
@@ -590,7 +590,7 @@ std::string checkpoint_unsupported(const proto::AlgorithmSpec& a) {
                                : a.GetDescriptor()->FindFieldByNumber(a.kind_case())->name();
   return "not implemented for " + name +
          " (implemented for rfast, allreduce, dpsgd, async_ps, adpsgd, local_sgd, centralized, "
-         "sgp and osgp; its workers' state is not saved yet)";
+         "sgp, osgp, dasgd and loscar; its workers' state is not saved yet)";
 }
 
 void checker::checkpoint() {

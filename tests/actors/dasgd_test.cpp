@@ -40,6 +40,11 @@ struct ledger_run {
   std::vector<std::map<key, int>> times_applied;
   double worst_model_error = 0;
   std::size_t model_checks = 0;
+  std::vector<caf::actor_addr> incarnation;  // per node: the worker harvested
+  std::vector<int> restarts;                 // per node
+  /// Per restarted node: its replacement's first model, and every live
+  /// node's model at that scheduler step.
+  std::map<std::size_t, std::pair<std::vector<float>, std::vector<std::vector<float>>>> joined;
   atrain::proto::RunReport report;
 
   /// `inject(probe)` runs once after `inject_at` scheduler steps.
@@ -71,6 +76,28 @@ struct ledger_run {
   }
 
   void harvest(const atrain::run_probe& probe) {
+    // A restarted node starts over: its replacement's ledger opens with the
+    // donor's record (every gradient in the model it took).
+    incarnation.resize(probe.workers.size());
+    restarts.resize(probe.workers.size());
+    for (std::size_t i = 0; i < probe.workers.size(); ++i)
+      if (incarnation[i] != probe.workers[i]) {
+        if (incarnation[i]) {
+          ++restarts[i];
+          joined.erase(i);
+          nodes[i].used.clear();
+          times_applied[i].clear();
+          std::fill(applied_sum[i].begin(), applied_sum[i].end(), 0.0);
+        }
+        incarnation[i] = probe.workers[i];
+      }
+    for (std::size_t i = 0; i < probe.models.size(); ++i)
+      if (restarts.at(i) > 0 && joined.count(i) == 0 && probe.models[i] != nullptr) {
+        auto& [first, all] = joined[i];
+        first = *probe.models[i];
+        for (const auto* x : probe.models)
+          all.push_back(x != nullptr ? *x : std::vector<float>{});
+      }
     std::vector<atrain::dasgd_ledger> fresh;
     for (const auto& w : probe.workers)
       fresh.push_back(atrain::dasgd_take_ledger(w));
@@ -93,6 +120,7 @@ struct ledger_run {
                     std::make_move_iterator(f.made.end()));
       n.used.insert(n.used.end(), f.used.begin(), f.used.end());
       n.packets_applied += f.packets_applied;
+      n.relayed += f.relayed;
     }
   }
 
@@ -174,6 +202,52 @@ BOOST_AUTO_TEST_CASE(every_gradient_applied_exactly_once_everywhere_over_30_perc
   BOOST_TEST(twice == 0u);
   BOOST_TEST(r.model_checks > 100u);
   BOOST_TEST(r.worst_model_error < 1e-5);
+}
+
+// Worker 2 dies at 0.3 s and is back 0.2 s later over lossy, duplicating,
+// reordering links: the replacement takes node 0's model with its record of
+// gradients seen and gets, over its re-pointed links or relayed by node 0,
+// exactly the gradients missing from it (some reached only the dead worker).
+// Every replica — the replacement's too — stays x0 minus the gradients its
+// ledger says it applied (the replacement's opens with the record it took).
+// Back after 5 ms, the dead worker's last gradients are still on their way
+// to the donor: relayed, the replacement takes them as its own (numbers up
+// to the dead incarnation's).
+BOOST_AUTO_TEST_CASE(restarted_worker_takes_a_donors_record_and_misses_no_gradient) {
+  for (const std::string after : {"0.2", "0.005"}) BOOST_TEST_CONTEXT("restart after " << after) {
+  ledger_run r{t::config("algorithms/dasgd.textproto",
+                         spec({"stop.time_seconds=1.2", "link.loss=0.2",
+                               "link.latency_seconds=0.003", "link.duplicate=0.1",
+                               "link.reorder=0.3", "link.reorder_delay_seconds=0.005",
+                               "faults.crash=[{node: 2 at_seconds: 0.3 restart_after_seconds: " +
+                                 after + "}]"}))};
+  BOOST_REQUIRE(r.report.faults_size() == 1);
+  const auto& effect = r.report.faults(0).effect();
+  BOOST_TEST(effect.find("restarted at") != std::string::npos, effect);
+  BOOST_TEST(effect.find("node 0's model and its record of") != std::string::npos, effect);
+  BOOST_TEST(r.restarts.at(2) == 1);
+  const auto [missing, twice] = r.missing_and_twice(ns(r.report.duration_seconds() - 0.2));
+  const auto relayed = r.nodes.at(0).relayed;
+  // The replacement's first model is its donor's (node 0's) at that instant.
+  BOOST_REQUIRE(r.joined.count(2) == 1u);
+  const auto& [first, all] = r.joined.at(2);
+  BOOST_TEST((first == all.at(0)), "the replacement's first model is not node 0's");
+  std::size_t before = 0;  // gradients the replacement took with the donor's model
+  for (const auto& [k, c] : r.made)
+    before += c.done_ns < ns(0.3) ? 1 : 0;
+  BOOST_TEST_MESSAGE("restart after " << after << " s: " << effect << "; " << r.made.size() << " gradients, " << missing
+                                 << " missing, " << twice << " twice; " << relayed
+                                 << " relayed by the donor; worst model error "
+                                 << r.worst_model_error << " over " << r.model_checks
+                                 << " checks");
+  BOOST_TEST(before > 50u);
+  BOOST_TEST(r.made.size() > 300u);
+  BOOST_TEST(missing == 0u);
+  BOOST_TEST(twice == 0u);
+  BOOST_TEST(relayed > 0u);  // some gradients had reached only the dead worker
+  BOOST_TEST(r.model_checks > 50u);
+  BOOST_TEST(r.worst_model_error < 1e-5);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(staleness_is_zero_in_lock_step_and_grows_with_latency_matching_the_ledger) {

@@ -34,6 +34,7 @@ struct dasgd_ledger {
   std::vector<created> made;
   std::vector<applied> used;
   std::uint64_t packets_applied = 0;  // remote packets applied (a packet may hold several)
+  std::uint64_t relayed = 0;          // packets relayed to a replacement (restart donor)
 };
 
 /// Test hook (virtual clock with a run_probe only, between two scheduler
@@ -41,12 +42,29 @@ struct dasgd_ledger {
 /// last call. Empty for any other actor or once it is gone.
 [[nodiscard]] dasgd_ledger dasgd_take_ledger(const caf::actor_addr& worker);
 
+/// DASGD's part of checkpoint `ck` against `plan` (checkpoint.hpp,
+/// load_checkpoint): every node's record of applied gradients names every
+/// node and claims no gradient its origin had not made, batches have the
+/// model's size. Empty when fine, else the reason.
+[[nodiscard]] std::string dasgd_check_checkpoint(const proto::Checkpoint& ck, const run_plan& plan);
+
 /// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
 /// node's host in a multi-host run: same code).
 /// The workers of one process share a creation record for the staleness
 /// measurement; a run spanning processes measures none.
 [[nodiscard]] node_actors spawn_dasgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                      std::uint32_t i);
+
+/// Restart (docs/RELIABILITY.md): worker k's replacement, which keeps every
+/// message until the supervisor starts it.
+[[nodiscard]] caf::actor spawn_dasgd_replacement(caf::event_based_actor* sup,
+                                                 const context_ptr& ctx, std::uint32_t k);
+
+/// Reads from every link the highest gradient number its sender handed it,
+/// takes a donor's model, record and inbox for the replacement (the donor
+/// relays what the replacement may have missed) and starts it.
+void join_dasgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                       const worker_restart& r, restart_started started);
 
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.

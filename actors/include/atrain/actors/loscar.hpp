@@ -67,6 +67,24 @@ struct loscar_merge_record {
 
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
+/// LOSCAR's part of checkpoint `ck` against `plan` (checkpoint.hpp,
+/// load_checkpoint): the workers' and the aggregator's round vectors have K
+/// values, the aggregator's senders are nodes of the run, no worker is
+/// past the aggregator's round or behind the round before it. Empty when
+/// fine, else the reason.
+[[nodiscard]] std::string loscar_check_checkpoint(const proto::Checkpoint& ck, const run_plan& plan);
+
+/// Restart (docs/RELIABILITY.md): worker k's replacement, which keeps every
+/// message until the aggregator starts it.
+[[nodiscard]] caf::actor spawn_loscar_replacement(caf::event_based_actor* sup,
+                                                  const context_ptr& ctx, std::uint32_t k);
+
+/// Tells the aggregator: worker r.node is replaced; it drops the node from
+/// the round in progress unless its vector is in and starts the replacement
+/// in the next round with its last average.
+void join_loscar_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                        const worker_restart& r, restart_started started);
+
 void wire_loscar(caf::event_based_actor* sup, const context_ptr& ctx,
                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 

@@ -14,6 +14,7 @@ enum class event_kind : std::uint32_t {
   reroot = 15, old_epoch = 16, checkpoint = 17,
   donate = 18,  // SGP/OSGP restart: a node gave half its (x, w) to a replacement
   fenced = 19,  // SGP/OSGP restart: a message sent before the join, dropped
+  loscar_drop = 20,  // the LOSCAR aggregator drops a restarted worker from a round (a = node, b = round)
 };
 
 class trace {
