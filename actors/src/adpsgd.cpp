@@ -64,6 +64,7 @@ struct adpsgd_state : gossip::node_base {
   float_blob sent;
   // passive side: the newest exchange served per neighbour
   std::vector<std::uint64_t> served;
+  double seq_rate = 0;  // see future_seq_rate
   bool record = false;  // keep the exchange ledger (test probe only)
   std::vector<adpsgd_exchange> ledger;
   barrier_hold hold;  // checkpoints
@@ -149,9 +150,25 @@ void restore_adpsgd(adpsgd_state& st, const proto::NodeState& s) {
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
+/// A request numbered from the future: its exchange count (the low 40 bits)
+/// above what any sender can have reached by now, or its incarnation (the
+/// high bits: a replacement numbers above incarnation << 40) above the
+/// restarts the spec schedules for the sender.
+[[nodiscard]] bool request_from_the_future(adpsgd_ptr self, run_context& ctx, const packet& p) {
+  const std::uint64_t incarnation = p.seq >> 40;
+  std::uint64_t restarts = 0;
+  for (const auto& c : ctx.plan->spec.faults().crash())
+    restarts += c.node() == p.from && c.has_restart_after_seconds() ? 1 : 0;
+  const std::uint64_t count = p.seq & ((std::uint64_t{1} << 40) - 1);
+  return incarnation > restarts ||
+         from_the_future(count, self->state.seq_rate, ctx.seconds(self));
+}
+
 /// Passive side of step 2: reply with the current x_j, then average.
 void serve(adpsgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p) {
   auto& st = self->state;
+  if (request_from_the_future(self, ctx, p))
+    return gossip::reject(self, ctx, st, id, p);
   auto& last = st.served[*gossip::neighbour_index(st, p.from)];
   if (p.seq <= last)
     return;  // a duplicate of an exchange already served
@@ -219,6 +236,7 @@ caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, cont
   st.gamma = algo.step_size();
   st.decay = algo.decay();
   st.served.assign(st.neighbours.size(), 0);
+  st.seq_rate = future_seq_rate(plan);
   st.record = ctx->probe != nullptr;
   const auto* saved = incarnation == 0 ? resumed_node(*ctx, id) : nullptr;
   if (saved)

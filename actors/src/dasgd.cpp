@@ -169,6 +169,7 @@ constexpr double min_wait = 1e-6;
 
 struct dasgd_state : gossip::node_base {
   std::shared_ptr<creation_record> created;  // null: staleness not measured (multi-process)
+  double seq_rate = 0;  // see future_seq_rate
   std::uint32_t n = 0;
   double gamma = 0;
   double decay = 0;
@@ -377,7 +378,7 @@ void adopt(dasgd_ptr self, const float_blob& x,
 void deliver(dasgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p) {
   auto& st = self->state;
   ctx.events.record(ctx.ns(self), id, event_kind::receive, p.from, p.seq);
-  if (!well_formed(st, id, p))
+  if (!well_formed(st, id, p) || from_the_future(p.seq, st.seq_rate, ctx.seconds(self)))
     return gossip::reject(self, ctx, st, id, p);
   if (st.dedup.seen(p.from, p.kind, p.seq))
     return;  // a duplicate (retransmitted, or duplicated by the link)
@@ -461,6 +462,7 @@ caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
   const auto& algo = plan.spec.algorithm().dasgd();
   auto& st = self->state;
   st.cu.emplace(*ctx, id);
+  st.seq_rate = future_seq_rate(plan);
   st.x = plan.x0;
   st.n = static_cast<std::uint32_t>(plan.nodes());
   st.created = std::move(created);

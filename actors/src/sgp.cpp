@@ -98,6 +98,7 @@ struct sgp_state : gossip::node_base {
   bool computing = false;      // a gradient is in progress
   exactly_once seen;           // incoming seqs (one stream per receiver)
   std::uint64_t highest_seen = 0;  // the highest incoming seq received (0: none)
+  double seq_rate = 0;             // see future_seq_rate
   std::map<std::uint64_t, packet> held;  // SGP: messages of steps not completed yet
   barrier_hold hold;           // checkpoints
   /// Per out-slot a (to neighbours[a]): messages and weight sent since that
@@ -213,7 +214,7 @@ void on_wake(sgp_ptr self, run_context& ctx, std::uint32_t id) {
 void on_deliver(sgp_ptr self, run_context& ctx, std::uint32_t id, const packet& p) {
   auto& st = self->state;
   ctx.events.record(ctx.ns(self), id, event_kind::receive, p.from, p.seq);
-  if (!well_formed(st, id, p))
+  if (!well_formed(st, id, p) || from_the_future(p.seq, st.seq_rate, ctx.seconds(self)))
     return gossip::reject(self, ctx, st, id, p);
   if (!st.ps.fence.empty() && p.seq <= st.ps.fence[in_slot(st, p.seq)]) {
     // Sent to this node's dead incarnation before the join: lost with it.
@@ -352,6 +353,7 @@ caf::behavior sgp_worker(sgp_ptr self, std::uint32_t id, context_ptr ctx, bool j
   const auto& algo = overlap ? spec.osgp() : spec.sgp();
   auto& st = self->state;
   st.cu.emplace(*ctx, id);
+  st.seq_rate = future_seq_rate(plan);
   st.x = plan.x0;
   st.ps.x.assign(plan.x0.begin(), plan.x0.end());
   st.n = static_cast<std::uint32_t>(plan.nodes());

@@ -90,7 +90,10 @@ BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
   // Node 1 is passive: a reply is a protocol violation there.
   g::expect_malformed_rejected(t::quickstart(spec({"stop.time_seconds=0.5",
                                                      "stop.stop_at_target=false"})),
-                               atrain::adpsgd_request, atrain::adpsgd_reply, 1);
+                               atrain::adpsgd_request, atrain::adpsgd_reply, 1,
+                               // an exchange count no sender reaches in 0.5 s; an
+                               // incarnation (seq >> 40) with no restart scheduled
+                               {std::uint64_t{1} << 39, (std::uint64_t{1} << 40) + 1});
 }
 
 BOOST_AUTO_TEST_CASE(reaches_the_quickstart_target_with_its_config) {

@@ -348,7 +348,7 @@ BOOST_AUTO_TEST_CASE(coalescing_on_a_bandwidth_bound_link_merges_packets_and_rep
 BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
   auto plan = t::config("algorithms/dasgd.textproto", spec({"stop.time_seconds=0.5"}));
   const std::size_t dim = plan->dim();
-  std::vector<atrain::packet> bad(9);
+  std::vector<atrain::packet> bad(10);
   for (auto& p : bad) {
     p.from = 0;
     p.to = 1;
@@ -367,6 +367,7 @@ BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
   bad[7].seq = 2;                                                   // count > seq
   bad[7].scalars = {3};
   bad[8].scalars = {1000000};  // covers gradient 1 of node 0, already received
+  bad[9].seq = std::uint64_t{1} << 40;  // well formed, numbered from the future
   bool sent = false;
   // Every replica, node 1 included, must still equal x0 minus its ledger's
   // gradients: a bad packet applied would show as a model error of ~1.

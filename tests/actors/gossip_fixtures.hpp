@@ -95,7 +95,8 @@ inline void expect_replay(const std::vector<std::string>& overrides) {
 /// well formed but breaks the protocol (`protocol_kind`, `protocol_seq`). All
 /// five must be counted as rejected and none applied.
 inline void expect_malformed_rejected(std::shared_ptr<const run_plan> plan, std::uint32_t kind,
-                                      std::uint32_t protocol_kind, std::uint64_t protocol_seq) {
+                                      std::uint32_t protocol_kind, std::uint64_t protocol_seq,
+                                      const std::vector<std::uint64_t>& future_seqs = {}) {
   auto probe = std::make_shared<run_probe>();
   run_options opts;
   opts.probe = probe;
@@ -119,6 +120,12 @@ inline void expect_malformed_rejected(std::shared_ptr<const run_plan> plan, std:
   bad[3].kind = 77;
   bad[4].kind = protocol_kind;
   bad[4].seq = protocol_seq;
+  // Well formed, from a real neighbour, numbered from the future.
+  for (auto seq : future_seqs) {
+    bad.push_back(bad[1]);
+    bad.back().f = float_blob{std::vector<float>(dim, 0.f)};
+    bad.back().seq = seq;
+  }
   auto target = caf::actor_cast<caf::actor>(probe->workers[1]);
   for (auto& p : bad)
     caf::anon_send(target, deliver_atom::value, p);
@@ -126,7 +133,7 @@ inline void expect_malformed_rejected(std::shared_ptr<const run_plan> plan, std:
   auto report = run.run();
   BOOST_REQUIRE(report);
   BOOST_TEST(report->error().empty(), report->error());
-  BOOST_TEST(report->packets_rejected() == 5u);
+  BOOST_TEST(report->packets_rejected() == bad.size());
   BOOST_TEST(std::isfinite(report->final().train_loss()));
 }
 

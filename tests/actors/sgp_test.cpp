@@ -502,7 +502,7 @@ BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
     good.seq = 1000 * 3 + 1;
     good.d = atrain::double_blob{std::vector<double>(dim, 0.25)};
     good.scalars = {0.5};
-    std::vector<atrain::packet> bad(8, good);
+    std::vector<atrain::packet> bad(9, good);
     bad[0].from = 99;                                                    // unknown sender
     bad[1].d = atrain::double_blob{std::vector<double>(dim + 1, 0.25)};  // wrong size
     bad[2].d = atrain::double_blob{std::vector<double>(dim, std::nan(""))};
@@ -511,6 +511,9 @@ BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
     bad[5].seq = 0;             // impossible sequence number
     bad[6].scalars = {-0.5};    // negative weight
     bad[7].f = atrain::float_blob{std::vector<float>(dim, 0.f)};  // extra payload
+    // Node 0's step 3 x 2^38, from the right sender, numbered from the future
+    // (OSGP would add its mass at once, SGP hold it for ever).
+    bad[8].seq = 3 * (std::uint64_t{1} << 38) + 1;
     auto target = caf::actor_cast<caf::actor>(probe->workers.at(1));
     BOOST_REQUIRE(target);
     for (auto& p : bad)
