@@ -28,7 +28,7 @@ DIR/results.json and DIR/table.md. DDP rows are skipped ("torch not
 installed: peer skipped") when --python cannot import torch.
 
   python3 bench/realtime_claim1.py build/atrain [--nodes 4] [--target 0.95] [--reps 3]
-      [--straggler 3 --factor 4] [--allreduce-step 0.5] [--rfast-step G] [--rfast-phi-min P] [--python /usr/bin/python3]
+      [--straggler 3 --factor 4] [--allreduce-step 0.5] [--rfast-step G] [--rfast-phi-min P] [--rfast-set K=V]... [--python /usr/bin/python3]
       [--mnist DIR] [--out build/realtime_claim1]
       [--systems allreduce,rfast,ddp,allreduce_hosts,rfast_hosts]
 """
@@ -147,6 +147,9 @@ def main():
                     help="gamma of atrain rfast (default: SPEC's rfast block)")
     ap.add_argument("--rfast-phi-min", type=float, default=None,
                     help="phi_min of atrain rfast (default: SPEC's rfast block)")
+    ap.add_argument("--rfast-set", action="append", default=[], metavar="K=V",
+                    help="an extra override of the atrain rfast runs (repeatable), e.g. "
+                         "cost.real_min_seconds=0.005")
     ap.add_argument("--eval-period", type=float, default=0.25)
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--systems", default="allreduce,rfast,ddp")
@@ -194,6 +197,7 @@ def run_all(args, systems, conditions, results, cluster):
                     sets = [f"algorithm.rfast.step_size={args.rfast_step}"] if args.rfast_step else []
                     if args.rfast_phi_min:
                         sets.append(f"algorithm.rfast.phi_min={args.rfast_phi_min}")
+                    sets += args.rfast_set
                     r = atrain_run(args, sysname, sets, seed, straggle, out, where)
                 results[cond][sysname].append(r)
                 ttt = r["time_to_target"]
