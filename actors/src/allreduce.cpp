@@ -40,11 +40,8 @@ namespace atrain {
 namespace {
 
 struct allreduce_state : ring_worker_state {
-  bool skip = false;                 // straggler_policy SKIP
   double gamma0 = 0;
   double decay = 0;
-  std::vector<float> pending;        // SKIP: gradients done, not yet in a step (their sum)
-  std::vector<std::uint64_t> pending_read;  // the step each of them read x at
   bool record = false;               // keep the ledger (test probe only)
   allreduce_step open;               // the step in the ring, until its sum is in
   std::vector<allreduce_step> ledger;

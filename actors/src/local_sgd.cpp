@@ -52,6 +52,7 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
   const double gamma0 = algo.step_size();
   const double decay = algo.decay();
   const bool skip = algo.straggler_policy() == proto::SKIP;
+  self->state.skip = skip;
   const std::uint32_t local_steps = std::max<std::uint32_t>(1, algo.local_steps());
   const auto inv_n = static_cast<float>(1.0 / static_cast<double>(ctx->plan->nodes()));
   self->state.record = ctx->probe != nullptr;
