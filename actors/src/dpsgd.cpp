@@ -22,6 +22,13 @@
 /// gradient is lost or applied twice. A neighbour's round-(k+1) model needs
 /// our x_i^k first, so neighbours stay at most one round apart either way.
 ///
+/// Checkpoints: a node holds at a round boundary, before its next gradient.
+/// WAIT: a held node a neighbour calls into the next round computes and
+/// joins it. SKIP: a held node goes on mixing (its neighbours need only its
+/// model), so at rest it may keep a gradient done and not applied and
+/// neighbours' models of its round and the next: both go into the file
+/// (save_dpsgd).
+///
 /// Links may duplicate and reorder: models are keyed by (round, sender) and a
 /// second copy is ignored. A neighbour is at most one round ahead (it needs
 /// our round-k model to leave round k), so only rounds k and k+1 are kept;

@@ -24,6 +24,10 @@
 /// and join). A held node the average reaches later goes on the same way
 /// (ring_worker) and holds after that average, so the ring is idle at the
 /// barrier and the saved state is x, the counts and the compute unit.
+/// SKIP: a held node does not start its next gradient; one the average
+/// reaches joins at once with its model (as SKIP does), and a gradient done
+/// during that average is applied when it ends, so the barrier saves the
+/// same (nothing waits); at the go every node computes.
 #include "atrain/actors/local_sgd.hpp"
 
 #include <algorithm>

@@ -252,10 +252,12 @@ BOOST_AUTO_TEST_CASE(allreduce_skip_resumed_run_ends_exactly_like_the_uninterrup
   expect_resume_equals_uninterrupted("algorithms/allreduce.textproto", allreduce_skip, 1.0, 2.0,
                                      2.6, "allreduce_skip");
   const auto plan = t::config("algorithms/allreduce.textproto", allreduce_skip);
-  std::uint64_t waiting = 0, late = 0;
+  std::uint64_t waiting = 0;
+  std::string figures;
   for (int k = 1; k <= 2; ++k) {
     const auto ck = load(scratch("allreduce_skip_A_" + std::to_string(k) + ".ckpt"), *plan);
     const auto& first = ck->nodes(0);
+    std::uint64_t here = 0, late = 0;
     for (const auto& s : ck->nodes()) {
       BOOST_TEST(s.ring_round() == first.ring_round());
       BOOST_TEST(s.wakes() == s.ring_round());
@@ -263,13 +265,24 @@ BOOST_AUTO_TEST_CASE(allreduce_skip_resumed_run_ends_exactly_like_the_uninterrup
                             s.params().end()));
       const auto pending = static_cast<std::uint64_t>(s.ring_skip().pending_read_size());
       BOOST_TEST(s.compute().gradients() == s.staleness_count() + pending, "node " << s.node());
-      waiting += pending;
+      here += pending;
       late += s.late();
     }
+    waiting += here;
+    figures += " " + std::to_string(ck->time_seconds()) + " s: " + std::to_string(here) +
+               " waiting, " + std::to_string(late) + " late applied;";
   }
   BOOST_TEST(waiting > 0u);  // the barriers cut through late work
-  BOOST_TEST_MESSAGE("allreduce SKIP checkpoints: " << waiting << " gradients waiting in the "
-                     "files, " << late << " late gradients applied before them");
+  // A file whose waiting gradients' sum is not of the model's size is refused.
+  auto bad = *load(scratch("allreduce_skip_A_1.ckpt"), *plan);
+  bad.mutable_nodes(2)->mutable_ring_skip()->add_pending_read(0);
+  bad.mutable_nodes(2)->mutable_ring_skip()->add_pending(1);
+  const auto refused = scratch("allreduce_skip_bad.ckpt");
+  BOOST_REQUIRE(atrain::write_checkpoint(bad, refused.string()));
+  const auto why = load_error(refused, *plan);
+  BOOST_TEST(why.find("node 2: ring_skip: the waiting gradients' sum does not fit the model") !=
+               std::string::npos, why);
+  BOOST_TEST_MESSAGE("allreduce SKIP checkpoints (gradients):" << figures);
 }
 
 // D-PSGD (synchronous gossip rounds) over lossy acknowledged links: every
@@ -359,6 +372,25 @@ BOOST_AUTO_TEST_CASE(dpsgd_skip_checkpoint_holds_every_gradient_once) {
     worst = std::max(worst, std::abs(sum - expect) / (1.0 + std::abs(expect)));
   }
   BOOST_TEST(worst < 1e-5);
+  // A file whose held model names a non-neighbour (the node itself), or
+  // whose waiting gradient is short, is refused.
+  auto bad = *ck;
+  auto* m = bad.mutable_nodes(0)->mutable_dpsgd_skip()->add_inbox();
+  m->set_round(bad.nodes(0).wakes());
+  m->set_from(0);
+  *m->mutable_params() = bad.nodes(0).params();
+  const auto refused = scratch("dpsgd_skip_bad.ckpt");
+  BOOST_REQUIRE(atrain::write_checkpoint(bad, refused.string()));
+  auto why = load_error(refused, *plan);
+  BOOST_TEST(why.find("node 0: dpsgd_skip.inbox (round") != std::string::npos, why);
+  BOOST_TEST(why.find("from 0): not a neighbour") != std::string::npos, why);
+  bad = *ck;
+  bad.mutable_nodes(1)->mutable_dpsgd_skip()->set_woke(true);
+  bad.mutable_nodes(1)->mutable_dpsgd_skip()->clear_g();
+  bad.mutable_nodes(1)->mutable_dpsgd_skip()->add_g(1);
+  BOOST_REQUIRE(atrain::write_checkpoint(bad, refused.string()));
+  why = load_error(refused, *plan);
+  BOOST_TEST(why.find("node 1: dpsgd_skip.g has 1 values") != std::string::npos, why);
   BOOST_TEST_MESSAGE("dpsgd SKIP checkpoint at " << ck->time_seconds() << " s: " << waiting
                      << " gradients waiting, " << held << " neighbour models held, rounds "
                      << lowest << ".." << highest << "; round-" << lowest
