@@ -27,6 +27,12 @@
 /// changes little: a node whose gradient is a little late (jitter) joins
 /// with zero and adds that gradient one step late; nothing is ever dropped.
 /// WAIT packets and traces are exactly as before (no counts on the wire).
+///
+/// Checkpoints (ring.hpp ring_worker): a node holds after a step without
+/// starting its next gradient. With SKIP a held node the next step reaches
+/// joins it at once (with its pending gradients or zeros) and holds again
+/// after it; at rest the ring is idle, and gradients done but not in a step
+/// yet (pending) go into the file (RingSkipState).
 #include "atrain/actors/allreduce.hpp"
 
 #include <utility>
@@ -40,11 +46,8 @@ namespace atrain {
 namespace {
 
 struct allreduce_state : ring_worker_state {
-  bool skip = false;                 // straggler_policy SKIP
   double gamma0 = 0;
   double decay = 0;
-  std::vector<float> pending;        // SKIP: gradients done, not yet in a step (their sum)
-  std::vector<std::uint64_t> pending_read;  // the step each of them read x at
   bool record = false;               // keep the ledger (test probe only)
   allreduce_step open;               // the step in the ring, until its sum is in
   std::vector<allreduce_step> ledger;

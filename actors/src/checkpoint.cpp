@@ -18,6 +18,7 @@
 
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/dasgd.hpp"
+#include "atrain/actors/dpsgd.hpp"
 #include "atrain/actors/loscar.hpp"
 
 namespace atrain {
@@ -161,6 +162,15 @@ std::string check_node(const proto::NodeState& s, std::uint32_t i, const run_pla
         static_cast<std::size_t>(ps.sent_version_size()) != plan.nodes())
       return at + "the parameter server's ledger does not have one entry per worker";
   }
+  if (algo.has_allreduce()) {
+    const auto& k = s.ring_skip();
+    if (k.pending_read_size() > 0 ? static_cast<std::size_t>(k.pending_size()) != dim
+                                  : k.pending_size() != 0)
+      return at + "ring_skip: the waiting gradients' sum does not fit the model";
+    for (auto read : k.pending_read())
+      if (read > s.wakes())
+        return at + "ring_skip: a waiting gradient read x after the node's step";
+  }
   if (algo.has_adpsgd()) {
     const auto& a = s.adpsgd();
     if (a.rng_size() != 4)
@@ -299,6 +309,7 @@ caf::expected<std::shared_ptr<const proto::Checkpoint>> load_checkpoint(const st
   const auto& algo = plan.spec.algorithm();
   if (auto why = algo.has_dasgd()    ? dasgd_check_checkpoint(*ck, plan)
                  : algo.has_loscar() ? loscar_check_checkpoint(*ck, plan)
+                 : algo.has_dpsgd()  ? dpsgd_check_checkpoint(*ck, plan)
                                      : std::string{};
       !why.empty())
     return file_error(file, why);

@@ -22,6 +22,13 @@
 /// gradient is lost or applied twice. A neighbour's round-(k+1) model needs
 /// our x_i^k first, so neighbours stay at most one round apart either way.
 ///
+/// Checkpoints: a node holds at a round boundary, before its next gradient.
+/// WAIT: a held node a neighbour calls into the next round computes and
+/// joins it. SKIP: a held node goes on mixing (its neighbours need only its
+/// model), so at rest it may keep a gradient done and not applied and
+/// neighbours' models of its round and the next: both go into the file
+/// (save_dpsgd).
+///
 /// Links may duplicate and reorder: models are keyed by (round, sender) and a
 /// second copy is ignored. A neighbour is at most one round ahead (it needs
 /// our round-k model to leave round k), so only rounds k and k+1 are kept;
@@ -38,6 +45,8 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -48,6 +57,36 @@ namespace atrain {
 
 weight_matrix dpsgd_weights(const topology& topo) {
   return metropolis_hastings(topo.g_r);
+}
+
+std::string dpsgd_check_checkpoint(const proto::Checkpoint& ck, const run_plan& plan) {
+  const auto& g_r = plan.topo->g_r;
+  for (std::uint32_t i = 0; i < plan.nodes(); ++i) {
+    const auto& s = ck.nodes(static_cast<int>(i));
+    const auto& k = s.dpsgd_skip();
+    const std::string at = "node " + std::to_string(i) + ": dpsgd_skip.";
+    if (k.woke() && static_cast<std::size_t>(k.g_size()) != plan.dim())
+      return at + "g has " + std::to_string(k.g_size()) + " values, the model " +
+             std::to_string(plan.dim());
+    if (k.read_round() > s.wakes())
+      return at + "read_round " + std::to_string(k.read_round()) + " is after the node's round " +
+             std::to_string(s.wakes());
+    const auto& neighbours = g_r.out(i);
+    std::set<std::pair<std::uint64_t, std::uint32_t>> seen;
+    for (const auto& m : k.inbox()) {
+      const std::string where = at + "inbox (round " + std::to_string(m.round()) + ", from " +
+                                std::to_string(m.from()) + "): ";
+      if (std::find(neighbours.begin(), neighbours.end(), m.from()) == neighbours.end())
+        return where + "not a neighbour";
+      if (m.round() != s.wakes() && m.round() != s.wakes() + 1)
+        return where + "neither the node's round " + std::to_string(s.wakes()) + " nor the next";
+      if (static_cast<std::size_t>(m.params_size()) != plan.dim())
+        return where + "the model does not have the spec's dimension";
+      if (!seen.emplace(m.round(), m.from()).second)
+        return where + "held twice";
+    }
+  }
+  return {};
 }
 
 namespace {
@@ -68,7 +107,7 @@ struct dpsgd_state : gossip::node_base {
   std::map<std::uint64_t, std::vector<float_blob>> inbox;
   bool record = false;  // keep the ledger (test probe only)
   std::vector<dpsgd_round> ledger;
-  barrier_hold hold;  // checkpoints (WAIT)
+  barrier_hold hold;  // checkpoints
   static inline const char* name = "atrain_dpsgd_worker";
 };
 using dpsgd_ptr = caf::stateful_actor<dpsgd_state>*;
@@ -140,14 +179,24 @@ bool finish_round(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   ++st.round;
   st.sent = false;
   // A checkpoint holds the node here, at a round boundary, unless a
-  // neighbour's model of the new round is in already (it waits for ours).
-  const bool hold = st.hold.requested && st.inbox.count(st.round) == 0 && st.hold.stop_here();
+  // neighbour's model of the new round is in already (WAIT: it waits for
+  // ours). SKIP: always (the neighbours go on mixing without our gradient).
+  const bool hold =
+    st.hold.requested && (st.skip || st.inbox.count(st.round) == 0) && st.hold.stop_here();
   if (!st.computing && !hold)
     begin_round(self);
   return true;
 }
 
-// ---- checkpoints (WAIT: at rest no gradient is in flight and no model waits)
+// ---- checkpoints
+//
+// WAIT: at rest no gradient is in flight and no model waits. SKIP: no
+// gradient is in flight either (the barrier waits for it), but a node may
+// rest with its gradient done and not applied (woke: its round waits for a
+// neighbour held by the barrier) and with neighbours' models of its round
+// and the next one; both go into the file (DpsgdSkipState). A SKIP node at
+// rest without such a gradient is the one the barrier held from starting
+// its next one.
 
 std::string save_dpsgd(const dpsgd_state& st) {
   proto::NodeState s;
@@ -155,6 +204,23 @@ std::string save_dpsgd(const dpsgd_state& st) {
   s.set_wakes(st.round);
   gossip::save_base(st, s);
   s.set_late(st.late);
+  if (st.skip) {
+    auto& k = *s.mutable_dpsgd_skip();
+    k.set_woke(st.woke);
+    if (st.woke)
+      *k.mutable_g() = {st.g.begin(), st.g.end()};
+    k.set_read_round(st.read_round);
+    k.set_sent(st.sent);
+    for (const auto& [round, models] : st.inbox)
+      for (std::size_t j = 0; j < models.size(); ++j) {
+        if (models[j].empty())
+          continue;
+        auto& m = *k.add_inbox();
+        m.set_round(round);
+        m.set_from(st.neighbours[j]);
+        *m.mutable_params() = {models[j].vec().begin(), models[j].vec().end()};
+      }
+  }
   return s.SerializeAsString();
 }
 
@@ -164,6 +230,29 @@ void restore_dpsgd(dpsgd_state& st, const proto::NodeState& s) {
   gossip::restore_base(st, s);
   st.late = s.late();
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
+  if (!st.skip)
+    return;
+  const auto& k = s.dpsgd_skip();
+  st.woke = k.woke();
+  if (st.woke)
+    st.g.assign(k.g().begin(), k.g().end());
+  st.read_round = k.read_round();
+  st.sent = k.sent();
+  for (const auto& m : k.inbox()) {  // dpsgd_check_checkpoint checked sender and size
+    auto& slots = st.inbox[m.round()];
+    slots.resize(st.neighbours.size());
+    slots[*gossip::neighbour_index(st, m.from())] =
+      float_blob{std::vector<float>(m.params().begin(), m.params().end())};
+  }
+}
+
+/// ckpt_go: the next gradient starts now (WAIT: the held node; SKIP: a node
+/// at rest without a gradient waiting for its round to end).
+void dpsgd_go(dpsgd_ptr self) {
+  auto& st = self->state;
+  const bool held = st.hold.go();
+  if (st.skip ? !st.computing && !st.woke : held)
+    begin_round(self);
 }
 
 /// Finishes rounds while they can finish (SKIP: the neighbours may all have
@@ -231,7 +320,7 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
       if (!slot.empty())
         return;  // duplicate
       slot = p.f;
-      if (p.seq == st.round && st.hold.held) {
+      if (p.seq == st.round && st.hold.held && !st.skip) {
         // A checkpoint held this node, but a neighbour began the round: it
         // waits for our model, so compute it (and hold after the round).
         st.hold.held = false;
@@ -243,12 +332,11 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
     [=](ckpt_pause_atom) { self->state.hold.requested = true; },
     [=](ckpt_drain_atom) {
       const auto& st = self->state;
+      if (st.skip)  // quiet unless computing: the inbox is saved
+        return st.computing ? st.hold.busy_for(self, false) : -1.0;
       return st.hold.busy_for(self, st.inbox.empty());
     },
-    [=](ckpt_go_atom) {
-      if (self->state.hold.go())
-        begin_round(self);
-    },
+    [=](ckpt_go_atom) { dpsgd_go(self); },
     [=](ckpt_state_atom) { return save_dpsgd(self->state); },
     [=](model_atom) {
       const auto& st = self->state;

@@ -24,6 +24,10 @@
 /// and join). A held node the average reaches later goes on the same way
 /// (ring_worker) and holds after that average, so the ring is idle at the
 /// barrier and the saved state is x, the counts and the compute unit.
+/// SKIP: a held node does not start its next gradient; one the average
+/// reaches joins at once with its model (as SKIP does), and a gradient done
+/// during that average is applied when it ends, so the barrier saves the
+/// same (nothing waits); at the go every node computes.
 #include "atrain/actors/local_sgd.hpp"
 
 #include <algorithm>
@@ -52,6 +56,7 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
   const double gamma0 = algo.step_size();
   const double decay = algo.decay();
   const bool skip = algo.straggler_policy() == proto::SKIP;
+  self->state.skip = skip;
   const std::uint32_t local_steps = std::max<std::uint32_t>(1, algo.local_steps());
   const auto inv_n = static_cast<float>(1.0 / static_cast<double>(ctx->plan->nodes()));
   self->state.record = ctx->probe != nullptr;

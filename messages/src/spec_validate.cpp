@@ -568,23 +568,9 @@ void checker::stop_and_eval() {
 // Why the spec's algorithm cannot be checkpointed yet (empty: it can).
 std::string checkpoint_unsupported(const proto::AlgorithmSpec& a) {
   if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_centralized() || a.has_sgp() ||
-      a.has_osgp() || a.has_dasgd() || a.has_loscar())
+      a.has_osgp() || a.has_dasgd() || a.has_loscar() || a.has_dpsgd() || a.has_allreduce() ||
+      a.has_local_sgd())
     return {};
-  if (a.has_local_sgd())
-    return a.local_sgd().straggler_policy() == proto::SKIP
-               ? "not implemented for local_sgd with straggler_policy SKIP (a node joins the "
-                 "average mid-gradient: the barrier would have to save that gradient in flight)"
-               : std::string{};
-  if (a.has_allreduce())
-    return a.allreduce().straggler_policy() == proto::SKIP
-               ? "not implemented for allreduce with straggler_policy SKIP (a late gradient "
-                 "joins a later round: the barrier would have to save it in flight)"
-               : std::string{};
-  if (a.has_dpsgd())
-    return a.dpsgd().straggler_policy() == proto::SKIP
-               ? "not implemented for dpsgd with straggler_policy SKIP (a late gradient "
-                 "joins a later round: the barrier would have to save it in flight)"
-               : std::string{};
   const std::string name = a.kind_case() == proto::AlgorithmSpec::KIND_NOT_SET
                                ? std::string{"this algorithm"}
                                : a.GetDescriptor()->FindFieldByNumber(a.kind_case())->name();

@@ -20,6 +20,7 @@
 #include "atrain/actors/async_ps.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/dasgd.hpp"
+#include "atrain/actors/dpsgd.hpp"
 #include "atrain/actors/rfast.hpp"
 #include "atrain/actors/sgp.hpp"
 #include "fixtures.hpp"
@@ -237,12 +238,163 @@ BOOST_AUTO_TEST_CASE(allreduce_resumed_run_ends_exactly_like_the_uninterrupted_o
                                      2.0, 2.6, "allreduce");
 }
 
+/// Ring-AllReduce with straggler_policy SKIP, node 3 four times slower,
+/// over lossy acknowledged links: the others start steps without it (it
+/// joins with zeros), its gradient joins a later step.
+const std::vector<std::string> allreduce_skip = {
+  "dataset.max_train_samples=8000", "link.loss=0.1", "algorithm.allreduce.straggler_policy=SKIP",
+  "faults.straggle=[{node: 3 factor: 4 from_seconds: 0}]"};
+
+// Resumed = uninterrupted; and from the file: the ring is idle in one step
+// on every node with one model bit for bit, and every gradient a node made
+// went into a step once (its staleness count) or waits in the file.
+BOOST_AUTO_TEST_CASE(allreduce_skip_resumed_run_ends_exactly_like_the_uninterrupted_one) {
+  expect_resume_equals_uninterrupted("algorithms/allreduce.textproto", allreduce_skip, 1.0, 2.0,
+                                     2.6, "allreduce_skip");
+  const auto plan = t::config("algorithms/allreduce.textproto", allreduce_skip);
+  std::uint64_t waiting = 0;
+  std::string figures;
+  for (int k = 1; k <= 2; ++k) {
+    const auto ck = load(scratch("allreduce_skip_A_" + std::to_string(k) + ".ckpt"), *plan);
+    const auto& first = ck->nodes(0);
+    std::uint64_t here = 0, late = 0;
+    for (const auto& s : ck->nodes()) {
+      BOOST_TEST(s.ring_round() == first.ring_round());
+      BOOST_TEST(s.wakes() == s.ring_round());
+      BOOST_TEST(std::equal(first.params().begin(), first.params().end(), s.params().begin(),
+                            s.params().end()));
+      const auto pending = static_cast<std::uint64_t>(s.ring_skip().pending_read_size());
+      BOOST_TEST(s.compute().gradients() == s.staleness_count() + pending, "node " << s.node());
+      here += pending;
+      late += s.late();
+    }
+    waiting += here;
+    figures += " " + std::to_string(ck->time_seconds()) + " s: " + std::to_string(here) +
+               " waiting, " + std::to_string(late) + " late applied;";
+  }
+  BOOST_TEST(waiting > 0u);  // the barriers cut through late work
+  // A file whose waiting gradients' sum is not of the model's size is refused.
+  auto bad = *load(scratch("allreduce_skip_A_1.ckpt"), *plan);
+  bad.mutable_nodes(2)->mutable_ring_skip()->add_pending_read(0);
+  bad.mutable_nodes(2)->mutable_ring_skip()->add_pending(1);
+  const auto refused = scratch("allreduce_skip_bad.ckpt");
+  BOOST_REQUIRE(atrain::write_checkpoint(bad, refused.string()));
+  const auto why = load_error(refused, *plan);
+  BOOST_TEST(why.find("node 2: ring_skip: the waiting gradients' sum does not fit the model") !=
+               std::string::npos, why);
+  BOOST_TEST_MESSAGE("allreduce SKIP checkpoints (gradients):" << figures);
+}
+
 // D-PSGD (synchronous gossip rounds) over lossy acknowledged links: every
 // node holds at the same round boundary with no neighbour model waiting.
 BOOST_AUTO_TEST_CASE(dpsgd_resumed_run_ends_exactly_like_the_uninterrupted_one) {
   expect_resume_equals_uninterrupted("algorithms/dpsgd.textproto",
                                      {"dataset.max_train_samples=8000", "link.loss=0.1"}, 1.0,
                                      2.0, 2.6, "dpsgd");
+}
+
+/// D-PSGD with straggler_policy SKIP, node 3 four times slower, over lossy
+/// acknowledged links: its gradients are late, so at a barrier a node may
+/// rest with its gradient done and not applied, and with neighbours' models
+/// of rounds it has not mixed yet.
+const std::vector<std::string> dpsgd_skip = {
+  "dataset.max_train_samples=8000", "link.loss=0.1", "algorithm.dpsgd.straggler_policy=SKIP",
+  "faults.straggle=[{node: 3 factor: 4 from_seconds: 0}]"};
+
+BOOST_AUTO_TEST_CASE(dpsgd_skip_resumed_run_ends_exactly_like_the_uninterrupted_one) {
+  expect_resume_equals_uninterrupted("algorithms/dpsgd.textproto", dpsgd_skip, 1.0, 2.0, 2.6,
+                                     "dpsgd_skip");
+}
+
+// The same run to its barrier at 1 s, with the rounds' ledger: the file
+// holds waiting gradients or models (the barrier did cut through late
+// work); every gradient a node made is applied in a finished round or
+// waits in the file, once; every held model is its sender's model of that
+// round; and the nodes' round-r models (r: the lowest round any node is in)
+// sum to n x^0 minus gamma_k g over every gradient applied before (W is
+// doubly stochastic).
+BOOST_AUTO_TEST_CASE(dpsgd_skip_checkpoint_holds_every_gradient_once) {
+  std::map<std::uint32_t, std::vector<atrain::dpsgd_round>> ledger;
+  std::shared_ptr<const atrain::run_plan> plan;
+  const auto file = run_probed_to_checkpoint(
+    "algorithms/dpsgd.textproto", dpsgd_skip, 1.0, "dpsgd_skip_book",
+    [&](atrain::run_probe& probe) {
+      for (std::uint32_t i = 0; i < probe.workers.size(); ++i)
+        for (auto& d : atrain::dpsgd_take_rounds(probe.workers[i]))
+          ledger[i].push_back(std::move(d));
+    },
+    plan);
+  const auto ck = load(file, *plan);
+  const auto n = static_cast<int>(plan->nodes());
+  const auto dim = plan->dim();
+  auto same = [dim](const float* a, const float* b) {
+    return std::memcmp(a, b, sizeof(float) * dim) == 0;
+  };
+  std::uint64_t lowest = ~std::uint64_t{0}, highest = 0, waiting = 0, held = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto& s = ck->nodes(i);
+    const auto& rounds = ledger[static_cast<std::uint32_t>(i)];
+    BOOST_REQUIRE(rounds.size() >= s.wakes());  // (the ledger may run on past T_c)
+    lowest = std::min(lowest, s.wakes());
+    highest = std::max(highest, s.wakes());
+    std::uint64_t applied = 0;
+    for (std::uint64_t r = 0; r < s.wakes(); ++r) {
+      BOOST_REQUIRE(rounds[r].round == r);
+      applied += rounds[r].gradient.empty() ? 0 : 1;
+    }
+    const auto& x = s.wakes() > 0 ? rounds[s.wakes() - 1].after : plan->x0;
+    BOOST_TEST(same(x.data(), s.params().data()), "node " << i);
+    const auto& k = s.dpsgd_skip();
+    BOOST_TEST(s.compute().gradients() == applied + (k.woke() ? 1 : 0), "node " << i);
+    waiting += k.woke() ? 1 : 0;
+    held += static_cast<std::uint64_t>(k.inbox_size());
+    for (const auto& m : k.inbox()) {
+      const auto& sender = ck->nodes(static_cast<int>(m.from()));
+      const auto& theirs = sender.wakes() == m.round()
+                             ? std::vector<float>(sender.params().begin(), sender.params().end())
+                             : ledger[m.from()].at(m.round()).before;
+      BOOST_TEST(same(theirs.data(), m.params().data()),
+                 "node " << i << " holds node " << m.from() << "'s round " << m.round());
+    }
+  }
+  BOOST_TEST(waiting + held > 0u);
+  double worst = 0;
+  for (std::size_t j = 0; j < dim; ++j) {
+    double sum = 0, expect = static_cast<double>(n) * plan->x0[j];
+    for (int i = 0; i < n; ++i) {
+      const auto& s = ck->nodes(i);
+      const auto& rounds = ledger[static_cast<std::uint32_t>(i)];
+      sum += s.wakes() == lowest ? s.params(static_cast<int>(j)) : rounds[lowest].before[j];
+      for (std::uint64_t r = 0; r < lowest; ++r)
+        if (!rounds[r].gradient.empty())
+          expect -= rounds[r].gamma * rounds[r].gradient[j];
+    }
+    worst = std::max(worst, std::abs(sum - expect) / (1.0 + std::abs(expect)));
+  }
+  BOOST_TEST(worst < 1e-5);
+  // A file whose held model names a non-neighbour (the node itself), or
+  // whose waiting gradient is short, is refused.
+  auto bad = *ck;
+  auto* m = bad.mutable_nodes(0)->mutable_dpsgd_skip()->add_inbox();
+  m->set_round(bad.nodes(0).wakes());
+  m->set_from(0);
+  *m->mutable_params() = bad.nodes(0).params();
+  const auto refused = scratch("dpsgd_skip_bad.ckpt");
+  BOOST_REQUIRE(atrain::write_checkpoint(bad, refused.string()));
+  auto why = load_error(refused, *plan);
+  BOOST_TEST(why.find("node 0: dpsgd_skip.inbox (round") != std::string::npos, why);
+  BOOST_TEST(why.find("from 0): not a neighbour") != std::string::npos, why);
+  bad = *ck;
+  bad.mutable_nodes(1)->mutable_dpsgd_skip()->set_woke(true);
+  bad.mutable_nodes(1)->mutable_dpsgd_skip()->clear_g();
+  bad.mutable_nodes(1)->mutable_dpsgd_skip()->add_g(1);
+  BOOST_REQUIRE(atrain::write_checkpoint(bad, refused.string()));
+  why = load_error(refused, *plan);
+  BOOST_TEST(why.find("node 1: dpsgd_skip.g has 1 values") != std::string::npos, why);
+  BOOST_TEST_MESSAGE("dpsgd SKIP checkpoint at " << ck->time_seconds() << " s: " << waiting
+                     << " gradients waiting, " << held << " neighbour models held, rounds "
+                     << lowest << ".." << highest << "; round-" << lowest
+                     << " sum residual " << worst);
 }
 // DASGD with batching (broadcast_every 2: unsent batches and their creation
 // times are in the file) over lossy, duplicating, reordering acknowledged
@@ -634,11 +786,12 @@ BOOST_AUTO_TEST_CASE(checkpoint_blocks_are_validated_field_by_field) {
                     {"checkpoint.every_seconds=1", "checkpoint.file=x",
                      "faults.crash=[{node: 1 at_seconds: 2}]"});
   BOOST_TEST(e.find("checkpoint: cannot be combined with faults.crash") != std::string::npos, e);
-  e = spec_error_of("algorithms/allreduce.textproto",
-                    {"checkpoint.every_seconds=1", "checkpoint.file=x",
-                     "algorithm.allreduce.straggler_policy=SKIP"});
-  BOOST_TEST(e.find("not implemented for allreduce with straggler_policy SKIP") !=
-               std::string::npos, e);
+  for (const char* algo : {"allreduce", "dpsgd", "local_sgd"}) {  // SKIP is checkpointable
+    e = spec_error_of(std::string{"algorithms/"} + algo + ".textproto",
+                      {"checkpoint.every_seconds=1", "checkpoint.file=x",
+                       std::string{"algorithm."} + algo + ".straggler_policy=SKIP"});
+    BOOST_TEST(e.empty(), algo << ": " << e);
+  }
 }
 
 // REAL clock (gradients padded to 10 ms like the virtual quickstart, so the
@@ -872,12 +1025,29 @@ BOOST_AUTO_TEST_CASE(centralized_resumed_run_ends_exactly_like_the_uninterrupted
   BOOST_TEST(ck->nodes(0).wakes() > 0u);
 }
 
-BOOST_AUTO_TEST_CASE(local_sgd_checkpoint_with_skip_is_refused) {
-  const auto e = spec_error_of("algorithms/local_sgd.textproto",
-                               {"checkpoint.every_seconds=1", "checkpoint.file=x",
-                                "algorithm.local_sgd.straggler_policy=SKIP"});
-  BOOST_TEST(e.find("checkpoint: not implemented for local_sgd with straggler_policy SKIP") !=
-               std::string::npos, e);
+/// Local SGD with straggler_policy SKIP, node 3 four times slower, over
+/// lossy acknowledged links: the others start averages without it, it joins
+/// with its current model and applies its gradient one average late. The
+/// barrier lets such a gradient finish and be applied when the average ends
+/// (a held rank the average reaches joins at once, as SKIP does): the file
+/// has no gradient waiting, every rank in one round.
+BOOST_AUTO_TEST_CASE(local_sgd_skip_resumed_run_ends_exactly_like_the_uninterrupted_one) {
+  const std::vector<std::string> base{"dataset.max_train_samples=8000", "link.loss=0.1",
+                                      "algorithm.local_sgd.straggler_policy=SKIP",
+                                      "faults.straggle=[{node: 3 factor: 4 from_seconds: 0}]"};
+  expect_resume_equals_uninterrupted("algorithms/local_sgd.textproto", base, 0.45, 1.0, 1.3,
+                                     "local_sgd_skip");
+  const auto plan = t::config("algorithms/local_sgd.textproto", base);
+  const auto ck = load(scratch("local_sgd_skip_B_1.ckpt"), *plan);
+  std::uint64_t late = 0;
+  for (const auto& s : ck->nodes()) {
+    BOOST_TEST(s.ring_round() == ck->nodes(0).ring_round());
+    BOOST_TEST(s.compute().gradients() == s.wakes(), "node " << s.node() << ": a gradient waits");
+    late += s.late();
+  }
+  BOOST_TEST(ck->nodes(3).late() > 0u);  // the straggler's gradients were late before the barrier
+  BOOST_TEST_MESSAGE("local_sgd SKIP checkpoint at " << ck->time_seconds() << " s: round "
+                     << ck->nodes(0).ring_round() << ", " << late << " late gradients applied");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,6 +2,7 @@
 /// D-PSGD, synchronous gossip (ALGORITHMS.md §5): the mixing matrix and the
 /// spawn function for a whole D-PSGD network.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "atrain/actors/context.hpp"
@@ -17,6 +18,13 @@ enum dpsgd_stream : std::uint32_t { dpsgd_model = 11 };
 /// symmetric and doubly stochastic. Throws topology_error when g_r is not
 /// symmetric (prepare_run refuses such a spec first).
 [[nodiscard]] weight_matrix dpsgd_weights(const topology& topo);
+
+/// D-PSGD's part of checkpoint `ck` against `plan` (checkpoint.hpp,
+/// load_checkpoint), straggler_policy SKIP: a waiting gradient has the
+/// model's size and read x in a round not after the node's; every held
+/// model comes from a neighbour, once, for the node's round or the next,
+/// with the model's size. Empty when fine, else the reason.
+[[nodiscard]] std::string dpsgd_check_checkpoint(const proto::Checkpoint& ck, const run_plan& plan);
 
 /// One round of one node as it happened (test hook, recorded with a probe).
 struct dpsgd_round {

@@ -181,6 +181,7 @@ void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx,
 /// flight and the step count it read x at; the staleness of the gradients
 /// it applied and how many of them joined a later step (SKIP).
 struct ring_worker_state {
+  bool skip = false;  // straggler_policy SKIP
   std::optional<compute_unit> cu;
   std::optional<ring_endpoint> ring;
   std::vector<float> x;
@@ -192,7 +193,11 @@ struct ring_worker_state {
   std::uint64_t read_at = 0;
   staleness_stats staleness;
   std::uint64_t late = 0;
-  barrier_hold hold;  // checkpoints (allreduce)
+  barrier_hold hold;  // checkpoints
+  /// Ring-AllReduce SKIP: gradients done, not yet in a step (their sum), and
+  /// the step each of them read x at.
+  std::vector<float> pending;
+  std::vector<std::uint64_t> pending_read;
 
   /// Records a gradient read at step `read` applied now (at `steps`).
   void applied(std::uint64_t read) {
@@ -266,7 +271,8 @@ caf::behavior ring_joining(caf::stateful_actor<State>* self, std::uint32_t id,
 void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx,
                       const worker_restart& r, restart_started started);
 /// Checkpoints: a ring worker's part of NodeState (at rest: no gradient in
-/// flight, the ring idle), and putting it back.
+/// flight, the ring idle; SKIP: with the gradients not in a step yet), and
+/// putting it back.
 template <class State>
 [[nodiscard]] std::string save_ring_worker(const State& st) {
   proto::NodeState s;
@@ -281,6 +287,11 @@ template <class State>
   s.set_ring_rejected(st.ring->rejected());
   s.set_local_sgd_averages(st.averages);  // 0 (not written) for Ring-AllReduce
   s.set_local_sgd_since_average(st.since_average);
+  if (!st.pending_read.empty()) {
+    auto& k = *s.mutable_ring_skip();
+    *k.mutable_pending() = {st.pending.begin(), st.pending.end()};
+    *k.mutable_pending_read() = {st.pending_read.begin(), st.pending_read.end()};
+  }
   return s.SerializeAsString();
 }
 
@@ -294,6 +305,8 @@ void restore_ring_worker(State& st, const proto::NodeState& s) {
   st.ring->restore(s.ring_round(), s.ring_messages(), s.ring_bytes(), s.ring_rejected());
   st.averages = s.local_sgd_averages();
   st.since_average = s.local_sgd_since_average();
+  st.pending.assign(s.ring_skip().pending().begin(), s.ring_skip().pending().end());
+  st.pending_read.assign(s.ring_skip().pending_read().begin(), s.ring_skip().pending_read().end());
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
@@ -336,10 +349,11 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
       if (ring.deliver(self, *ctx, p)) {
         on_sum();
       } else if (!ring.active() && ring.called()) {
-        if (st.hold.held) {
+        if (st.hold.held && !st.skip) {
           // A checkpoint held this rank at a round boundary, but a rank
-          // ahead of it began the next round: join it (the ring waits for
-          // us), and hold at the boundary after it.
+          // ahead of it began the next round: join it (WAIT: the ring waits
+          // for our gradient; SKIP joins at once, on_called), and hold at
+          // the boundary after it.
           st.hold.held = false;
           ring_compute_next(self);
         } else {
@@ -365,10 +379,16 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
     [=](ckpt_pause_atom) { self->state.hold.requested = true; },
     [=](ckpt_drain_atom) {
       const auto& st = self->state;
-      return st.hold.busy_for(self, !st.ring->active() && !st.ring->called());
+      const bool idle = !st.ring->active() && !st.ring->called();
+      if (st.skip)  // quiet when idle and not computing (pending is saved)
+        return idle && !st.computing ? -1.0 : st.hold.busy_for(self, false);
+      return st.hold.busy_for(self, idle);
     },
     [=](ckpt_go_atom) {
-      if (self->state.hold.go())
+      // WAIT: the held rank computes; SKIP: every rank at rest does (none
+      // rests otherwise: a gradient is in flight or the ring is busy).
+      auto& st = self->state;
+      if (st.hold.go() || (st.skip && !st.computing))
         ring_compute_next(self);
     },
     [=](ckpt_state_atom) { return save_ring_worker(self->state); },
