@@ -65,6 +65,7 @@ struct adpsgd_state : gossip::node_base {
   // passive side: the newest exchange served per neighbour
   std::vector<std::uint64_t> served;
   double seq_rate = 0;  // see future_seq_rate
+  std::vector<std::uint64_t> restarts_of;  // per node: restarts the spec schedules
   bool record = false;  // keep the exchange ledger (test probe only)
   std::vector<adpsgd_exchange> ledger;
   barrier_hold hold;  // checkpoints
@@ -155,13 +156,11 @@ void restore_adpsgd(adpsgd_state& st, const proto::NodeState& s) {
 /// high bits: a replacement numbers above incarnation << 40) above the
 /// restarts the spec schedules for the sender.
 [[nodiscard]] bool request_from_the_future(adpsgd_ptr self, run_context& ctx, const packet& p) {
+  const auto& st = self->state;
   const std::uint64_t incarnation = p.seq >> 40;
-  std::uint64_t restarts = 0;
-  for (const auto& c : ctx.plan->spec.faults().crash())
-    restarts += c.node() == p.from && c.has_restart_after_seconds() ? 1 : 0;
   const std::uint64_t count = p.seq & ((std::uint64_t{1} << 40) - 1);
-  return incarnation > restarts ||
-         from_the_future(count, self->state.seq_rate, ctx.seconds(self));
+  return incarnation > st.restarts_of.at(p.from) ||
+         from_the_future(count, st.seq_rate, ctx.seconds(self));
 }
 
 /// Passive side of step 2: reply with the current x_j, then average.
@@ -237,6 +236,10 @@ caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, cont
   st.decay = algo.decay();
   st.served.assign(st.neighbours.size(), 0);
   st.seq_rate = future_seq_rate(plan);
+  st.restarts_of.assign(plan.nodes(), 0);
+  for (const auto& c : plan.spec.faults().crash())
+    if (c.has_restart_after_seconds())
+      ++st.restarts_of.at(c.node());
   st.record = ctx->probe != nullptr;
   const auto* saved = incarnation == 0 ? resumed_node(*ctx, id) : nullptr;
   if (saved)

@@ -226,17 +226,6 @@ struct worker_state {
 };
 using worker_ptr = caf::stateful_actor<worker_state>*;
 
-/// Test hook: the probe sees this worker's model from now until it is gone.
-void show_model(worker_ptr self, run_context& ctx, std::uint32_t id) {
-  if (!ctx.probe)
-    return;
-  ctx.probe->models.at(id) = &self->state.x;
-  self->attach_functor([probe = ctx.probe, id, me = &self->state.x] {
-    if (probe->models.at(id) == me)
-      probe->models.at(id) = nullptr;
-  });
-}
-
 void compute(worker_ptr self) {
   auto& st = self->state;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);          // 1
@@ -272,7 +261,7 @@ caf::behavior worker_actor(worker_ptr self, std::uint32_t id, std::uint32_t serv
   if (saved)
     restore_worker(st, *saved);
   if (!joining)
-    show_model(self, *ctx, id);
+    run_probe::show_model(ctx->probe, self, id, &self->state.x);
   caf::behavior running{
     [=](init_atom, const caf::actor& route) {
       self->state.out.routes.emplace_back(self->state.server, route);
@@ -337,7 +326,7 @@ caf::behavior worker_actor(worker_ptr self, std::uint32_t id, std::uint32_t serv
       st.out.routes.emplace_back(st.server, route);
       self->set_default_handler(caf::print_and_drop);
       self->become(std::move(running));
-      show_model(self, *ctx, id);
+      run_probe::show_model(ctx->probe, self, id, &self->state.x);
       compute(self);
     },
   };

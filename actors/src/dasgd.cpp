@@ -399,13 +399,7 @@ void deliver(dasgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p
 
 std::string save_dasgd(const dasgd_state& st, std::uint32_t id) {
   proto::NodeState s;
-  *s.mutable_params() = {st.x.begin(), st.x.end()};
-  s.set_wakes(st.steps);
-  st.cu->save(*s.mutable_compute());
-  s.set_messages_sent(st.out.messages);
-  s.set_bytes_sent(st.out.bytes);
-  s.set_rejected(st.rejected);
-  save_staleness(st.staleness, s);
+  save_worker_basics(st, st.steps, s);
   auto& d = *s.mutable_dasgd();
   d.set_applied(st.applied);
   d.set_instant_ns(st.instant_ns);
@@ -426,13 +420,7 @@ std::string save_dasgd(const dasgd_state& st, std::uint32_t id) {
 }
 
 void restore_dasgd(dasgd_state& st, std::uint32_t id, const proto::NodeState& s) {
-  st.x.assign(s.params().begin(), s.params().end());
-  st.steps = s.wakes();
-  st.cu->restore(s.compute());
-  st.out.messages = s.messages_sent();
-  st.out.bytes = s.bytes_sent();
-  st.rejected = s.rejected();
-  restore_staleness(st.staleness, s);
+  st.steps = restore_worker_basics(st, s);
   const auto& d = s.dasgd();
   st.applied = d.applied();
   st.instant_ns = d.instant_ns();
@@ -475,13 +463,7 @@ caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
   if (saved)
     restore_dasgd(st, id, *saved);
   auto show_model = [self, ctx, id] {
-    if (!ctx->probe)
-      return;
-    ctx->probe->models.at(id) = &self->state.x;
-    self->attach_functor([probe = ctx->probe, id, me = &self->state.x] {
-      if (probe->models.at(id) == me)
-        probe->models.at(id) = nullptr;
-    });
+    run_probe::show_model(ctx->probe, self, id, &self->state.x);
   };
   if (!joining)
     show_model();

@@ -200,9 +200,7 @@ bool finish_round(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
 
 std::string save_dpsgd(const dpsgd_state& st) {
   proto::NodeState s;
-  *s.mutable_params() = {st.x.begin(), st.x.end()};
-  s.set_wakes(st.round);
-  gossip::save_base(st, s);
+  save_worker_basics(st, st.round, s);
   s.set_late(st.late);
   if (st.skip) {
     auto& k = *s.mutable_dpsgd_skip();
@@ -225,9 +223,7 @@ std::string save_dpsgd(const dpsgd_state& st) {
 }
 
 void restore_dpsgd(dpsgd_state& st, const proto::NodeState& s) {
-  st.x.assign(s.params().begin(), s.params().end());
-  st.round = s.wakes();
-  gossip::restore_base(st, s);
+  st.round = restore_worker_basics(st, s);
   st.late = s.late();
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
   if (!st.skip)

@@ -63,24 +63,6 @@ inline void send_to(caf::event_based_actor* self, run_context& ctx, node_base& s
   st.out.send(self, ctx, *neighbour_index(st, to), std::move(p));
 }
 
-/// Checkpoints: the compute unit, outbox counters, rejections and staleness
-/// of a gossip node to and from its NodeState (the algorithm saves the rest).
-inline void save_base(const node_base& st, proto::NodeState& s) {
-  st.cu->save(*s.mutable_compute());
-  s.set_messages_sent(st.out.messages);
-  s.set_bytes_sent(st.out.bytes);
-  s.set_rejected(st.rejected);
-  save_staleness(st.staleness, s);
-}
-
-inline void restore_base(node_base& st, const proto::NodeState& s) {
-  st.cu->restore(s.compute());
-  st.out.messages = s.messages_sent();
-  st.out.bytes = s.bytes_sent();
-  st.rejected = s.rejected();
-  restore_staleness(st.staleness, s);
-}
-
 /// Loads the plan's start: compute unit, x^0, neighbours (init), and the
 /// routes handed over with init_atom (take_routes).
 inline void init(node_base& st, const run_context& ctx, std::uint32_t id) {

@@ -190,17 +190,6 @@ struct loscar_worker_state : gossip::node_base {
 using worker_ptr = caf::stateful_actor<loscar_worker_state>*;
 
 /// Starts the next gradient, unless a checkpoint holds the worker here.
-/// Test hook: the probe sees this worker's model from now until it is gone.
-void show_model(worker_ptr self, run_context& ctx, std::uint32_t id) {
-  if (!ctx.probe)
-    return;
-  ctx.probe->models.at(id) = &self->state.x;
-  self->attach_functor([probe = ctx.probe, id, me = &self->state.x] {
-    if (probe->models.at(id) == me)
-      probe->models.at(id) = nullptr;
-  });
-}
-
 void next_gradient(worker_ptr self) {
   auto& st = self->state;
   if (st.hold.stop_here())
@@ -288,13 +277,7 @@ void on_mean(worker_ptr self, run_context& ctx, std::uint32_t id, const packet& 
 
 std::string save_worker(const loscar_worker_state& st) {
   proto::NodeState s;
-  *s.mutable_params() = {st.x.begin(), st.x.end()};
-  s.set_wakes(st.steps);
-  st.cu->save(*s.mutable_compute());
-  s.set_messages_sent(st.out.messages);
-  s.set_bytes_sent(st.out.bytes);
-  s.set_rejected(st.rejected);
-  save_staleness(st.staleness, s);
+  save_worker_basics(st, st.steps, s);
   auto& l = *s.mutable_loscar();
   l.set_round(st.round);
   l.set_phase(static_cast<proto::LoscarWorkerState::Phase>(st.at));
@@ -310,13 +293,7 @@ std::string save_worker(const loscar_worker_state& st) {
 }
 
 void restore_worker(loscar_worker_state& st, const proto::NodeState& s, const run_plan& plan) {
-  st.x.assign(s.params().begin(), s.params().end());
-  st.steps = s.wakes();
-  st.cu->restore(s.compute());
-  st.out.messages = s.messages_sent();
-  st.out.bytes = s.bytes_sent();
-  st.rejected = s.rejected();
-  restore_staleness(st.staleness, s);
+  st.steps = restore_worker_basics(st, s);
   const auto& l = s.loscar();
   st.round = l.round();
   st.sample = loscar_sample(plan.spec.seed(), st.round, plan.dim(), st.k);
@@ -353,7 +330,7 @@ caf::behavior loscar_worker(worker_ptr self, std::uint32_t id, loscar_steps coun
   if (saved)
     restore_worker(st, *saved, plan);
   if (!joining)
-    show_model(self, *ctx, id);
+    run_probe::show_model(ctx->probe, self, id, &self->state.x);
   caf::behavior running{
     [=](init_atom, const caf::actor& route) {
       self->state.out.routes.emplace_back(self->state.aggregator, route);
@@ -406,7 +383,7 @@ caf::behavior loscar_worker(worker_ptr self, std::uint32_t id, loscar_steps coun
       st.out.routes.emplace_back(st.aggregator, route);
       self->set_default_handler(caf::print_and_drop);
       self->become(std::move(running));
-      show_model(self, *ctx, id);
+      run_probe::show_model(ctx->probe, self, id, &self->state.x);
       begin_round(self, *ctx->plan);
     },
   };

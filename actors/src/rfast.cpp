@@ -504,10 +504,7 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
   const auto* saved = resumed_node(*ctx, id);
   if (saved)
     restore_worker(st, *saved);
-  if (ctx->probe) {
-    ctx->probe->models.at(id) = &st.x;
-    self->attach_functor([probe = ctx->probe, id] { probe->models.at(id) = nullptr; });
-  }
+  run_probe::show_model(ctx->probe, self, id, &st.x);
   st.buffer = std::move(buffer);
   st.gamma = algo.step_size();
   st.decay = algo.decay();

@@ -248,7 +248,7 @@ std::string save_sgp(const sgp_state& st) {
   *s.mutable_pushsum_x() = {ps.x.begin(), ps.x.end()};
   s.set_pushsum_w(ps.w);
   s.set_wakes(ps.steps);
-  gossip::save_base(st, s);
+  save_worker_counters(st, s);
   for (const auto& [step, p] : st.held) {
     auto* h = s.add_sgp_held();
     h->set_from(p.from);
@@ -269,7 +269,7 @@ void restore_sgp(sgp_state& st, std::uint32_t id, const proto::NodeState& s) {
   ps.x.assign(s.pushsum_x().begin(), s.pushsum_x().end());
   ps.w = s.pushsum_w();
   ps.steps = s.wakes();
-  gossip::restore_base(st, s);
+  restore_worker_counters(st, s);
   for (const auto& h : s.sgp_held()) {
     packet p;
     p.from = h.from();

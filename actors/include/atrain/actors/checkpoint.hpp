@@ -69,13 +69,11 @@ void save_rng(const rng& gen, google::protobuf::RepeatedField<std::uint64_t>* ou
 void save_staleness(const staleness_stats& s, proto::NodeState& out);
 void restore_staleness(staleness_stats& s, const proto::NodeState& in);
 
-/// What most workers save alike: the model x, the step or request count
-/// (`wakes`), the compute unit, the outbox's counters, rejected packets and
-/// staleness. State has x, cu, out, rejected and staleness members.
+/// What every worker with an outbox saves alike: the compute unit, the
+/// outbox's counters, rejected packets and staleness. State has cu, out,
+/// rejected and staleness members.
 template <class State>
-void save_worker_basics(const State& st, std::uint64_t wakes, proto::NodeState& s) {
-  *s.mutable_params() = {st.x.begin(), st.x.end()};
-  s.set_wakes(wakes);
+void save_worker_counters(const State& st, proto::NodeState& s) {
   st.cu->save(*s.mutable_compute());
   s.set_messages_sent(st.out.messages);
   s.set_bytes_sent(st.out.bytes);
@@ -83,15 +81,28 @@ void save_worker_basics(const State& st, std::uint64_t wakes, proto::NodeState& 
   save_staleness(st.staleness, s);
 }
 
-/// Puts back what save_worker_basics saved; returns `wakes`.
 template <class State>
-std::uint64_t restore_worker_basics(State& st, const proto::NodeState& s) {
-  st.x.assign(s.params().begin(), s.params().end());
+void restore_worker_counters(State& st, const proto::NodeState& s) {
   st.cu->restore(s.compute());
   st.out.messages = s.messages_sent();
   st.out.bytes = s.bytes_sent();
   st.rejected = s.rejected();
   restore_staleness(st.staleness, s);
+}
+
+/// The counters plus the model x and the step or request count (`wakes`).
+template <class State>
+void save_worker_basics(const State& st, std::uint64_t wakes, proto::NodeState& s) {
+  *s.mutable_params() = {st.x.begin(), st.x.end()};
+  s.set_wakes(wakes);
+  save_worker_counters(st, s);
+}
+
+/// Puts back what save_worker_basics saved; returns `wakes`.
+template <class State>
+std::uint64_t restore_worker_basics(State& st, const proto::NodeState& s) {
+  st.x.assign(s.params().begin(), s.params().end());
+  restore_worker_counters(st, s);
   return s.wakes();
 }
 

@@ -37,6 +37,19 @@ struct run_probe {
     models.assign(n, nullptr);
     pushsum.assign(n, nullptr);
   }
+
+  /// Test hook: the probe sees `x` as node `id`'s model until `self` is
+  /// gone; a replacement that registered meanwhile keeps its slot.
+  static void show_model(const std::shared_ptr<run_probe>& probe, caf::local_actor* self,
+                         std::uint32_t id, const std::vector<float>* x) {
+    if (!probe)
+      return;
+    probe->models.at(id) = x;
+    self->attach_functor([probe, id, x] {
+      if (probe->models.at(id) == x)
+        probe->models.at(id) = nullptr;
+    });
+  }
 };
 
 /// The driver's side of a multi-host run: the connected hosts' spawners and
