@@ -100,6 +100,8 @@ caf::actor spawn_replacement(caf::event_based_actor* sup, const context_ptr& ctx
     return spawn_loscar_replacement(sup, ctx, k);
   if (a.has_dasgd())
     return spawn_dasgd_replacement(sup, ctx, k);
+  if (a.has_centralized())
+    return spawn_centralized_replacement(sup, ctx);
   return {};
 }
 
@@ -120,6 +122,8 @@ void join_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
     join_loscar_worker(sup, ctx, r, std::move(started));
   else if (a.has_dasgd())
     join_dasgd_worker(sup, ctx, r, std::move(started));
+  else if (a.has_centralized())
+    join_centralized_worker(sup, ctx, r, std::move(started));
 }
 
 caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* sup,

@@ -133,7 +133,7 @@ caf::behavior allreduce_worker(allreduce_ptr self, std::uint32_t id, context_ptr
       join(self, *ctx);
   };
   auto running =
-    ring_worker(self, id, ctx, st.skip, on_wake, [=] { descend(self, *ctx); }, on_called);
+    ring_worker(self, id, ctx, st.skip, joining, on_wake, [=] { descend(self, *ctx); }, on_called);
   return joining ? ring_joining(self, id, ctx, std::move(running)) : running;
 }
 

@@ -2,6 +2,15 @@
 ///
 /// Checkpoints: the worker holds after a step (no gradient in flight); its
 /// state is x, the step count and the compute unit.
+///
+/// Restart (docs/RELIABILITY.md "Restart"): there is no other node to take
+/// a model from, so a crashed worker's replacement restarts from the run's
+/// last checkpoint — its model, its step count (the step-size schedule) and
+/// its sampler where the checkpoint had them — and every step after that
+/// checkpoint is lost with the dead worker (recomputed: with the virtual
+/// clock the replacement repeats them exactly). Without a checkpoint yet it
+/// starts again from x^0. Its counters start at zero (the evaluator keeps
+/// the dead incarnation's).
 #include "atrain/actors/centralized.hpp"
 
 #include "atrain/actors/checkpoint.hpp"
@@ -43,17 +52,20 @@ void restore_sgd(sgd_state& st, const proto::NodeState& s) {
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
-caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx) {
+/// `replacement`: a restarted worker, which keeps every message until the
+/// supervisor starts it with a checkpoint's state (join_centralized_worker).
+caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx,
+                         bool replacement) {
   const auto& plan = *ctx->plan;
   const auto& algo = plan.spec.algorithm().centralized();
   self->state.cu.emplace(*ctx, 0);
   self->state.x = plan.x0;
-  const auto* saved = resumed_node(*ctx, 0);
+  const auto* saved = replacement ? nullptr : resumed_node(*ctx, 0);
   if (saved)
     restore_sgd(self->state, *saved);
   const double gamma0 = algo.step_size();
   const double decay = algo.decay();
-  return {
+  caf::behavior running{
     [=](start_atom) {
       if (!saved)  // restored: holds until the supervisor's go
         compute_next(self);
@@ -77,13 +89,53 @@ caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx) 
       return compute_snapshot(0, *self->state.cu, self->state.x);
     },
   };
+  if (!replacement)
+    return running;
+  self->set_default_handler(caf::skip);
+  return {
+    [=](start_atom, const float_blob& x, std::uint64_t steps, const std::string& sampling) mutable {
+      auto& st = self->state;
+      st.x = x.vec();
+      st.steps = steps;
+      if (!sampling.empty()) {
+        proto::ComputeState cs;
+        if (cs.ParseFromString(sampling))
+          st.cu->restore_sampling(cs);
+      }
+      self->set_default_handler(caf::print_and_drop);
+      self->become(std::move(running));
+      compute_next(self);
+    },
+  };
 }
 
 } // namespace
 
 node_actors spawn_centralized_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                    std::uint32_t) {
-  return {parent->spawn(sgd_worker, ctx)};
+  return {parent->spawn(sgd_worker, ctx, false)};
+}
+
+caf::actor spawn_centralized_replacement(caf::event_based_actor* sup, const context_ptr& ctx) {
+  return sup->spawn(sgd_worker, ctx, true);
+}
+
+void join_centralized_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                             const worker_restart& r, restart_started started) {
+  if (!r.checkpoint) {
+    sup->send(r.replacement, start_atom::value, float_blob{ctx->plan->x0}, std::uint64_t{0},
+              std::string{});
+    started("x^0 (no checkpoint taken yet: every step before the crash is lost)");
+    return;
+  }
+  const auto& ck = *r.checkpoint;
+  const auto& s = ck.nodes(0);
+  sup->send(r.replacement, start_atom::value,
+            float_blob{std::vector<float>(s.params().begin(), s.params().end())}, s.wakes(),
+            s.compute().SerializeAsString());
+  started("checkpoint " + std::to_string(ck.number()) + " (taken at " +
+          std::to_string(ck.time_seconds()) + " s: its model after " +
+          std::to_string(s.wakes()) + " steps; the steps after it are lost)");
 }
 
 void wire_centralized(caf::event_based_actor* sup, const context_ptr&,

@@ -83,6 +83,10 @@ void compute_unit::restore(const proto::ComputeState& in) {
   refused_since_ = in.refused_since();
   busy_seconds_ = in.busy_seconds();
   fault_hits_.assign(in.fault_hits().begin(), in.fault_hits().end());
+  restore_sampling(in);
+}
+
+void compute_unit::restore_sampling(const proto::ComputeState& in) {
   sampler_.restore({in.sampler_order().begin(), in.sampler_order().end()},
                    static_cast<std::size_t>(in.sampler_cursor()), load_rng(in.sampler_rng()));
   gen_ = load_rng(in.jitter_rng());
@@ -325,6 +329,7 @@ caf::expected<std::shared_ptr<const proto::Checkpoint>> load_checkpoint(const st
 checkpointer::checkpointer(context_ptr ctx, reason_fn stop, reason_fn fail)
   : ctx_(std::move(ctx)), stop_(std::move(stop)), fail_(std::move(fail)) {
   if (ctx_->resume) {
+    last_ = ctx_->resume;
     number_ = ctx_->resume->number();
     records_.assign(ctx_->resume->taken().begin(), ctx_->resume->taken().end());
     std::error_code ec;  // the file's own size was not known when it was written
@@ -382,8 +387,9 @@ bool checkpointer::defer_stop(const std::string& reason) {
 }
 
 void checkpointer::begin(caf::event_based_actor* self, double at) {
-  if (active_) {
-    queued_.push_back(at);
+  if (active_ || (sup_.quiet && !sup_.quiet())) {
+    // Waits for the barrier in progress or for a crash to close; in time order.
+    queued_.insert(std::upper_bound(queued_.begin(), queued_.end(), at), at);
     return;
   }
   active_ = true;
@@ -521,6 +527,8 @@ void checkpointer::finish(caf::event_based_actor* self, std::shared_ptr<proto::C
   ck->set_trace_events(ctx_->events.events());
   ck->set_dimension(static_cast<std::uint32_t>(plan.dim()));
   ck->set_algorithm(plan.algorithm_name());
+  if (sup_.save)
+    sup_.save(*ck->mutable_supervisor());
   const auto file = file_for(number);
   proto::CheckpointRecord rec;
   rec.set_number(number);
@@ -538,6 +546,7 @@ void checkpointer::finish(caf::event_based_actor* self, std::shared_ptr<proto::C
   }
   rec.set_bytes(*written);
   records_.push_back(rec);
+  last_ = ck;
   if (deferred_stop_) {
     active_ = false;
     return stop_(*deferred_stop_);  // the workers stay held: the run ends at T_c
@@ -549,7 +558,13 @@ void checkpointer::go(caf::event_based_actor* self) {
   active_ = false;
   for (const auto& n : nodes_)
     self->send(n.worker, ckpt_go_atom::value);
-  if (queued_.empty())
+  if (sup_.after_go)
+    sup_.after_go();
+  quiet_again(self);
+}
+
+void checkpointer::quiet_again(caf::event_based_actor* self) {
+  if (active_ || queued_.empty())
     return;
   const double next = queued_.front();
   queued_.erase(queued_.begin());

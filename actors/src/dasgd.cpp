@@ -459,7 +459,7 @@ caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
   st.every = std::max<std::uint32_t>(1, algo.broadcast_every());
   st.record = ctx->probe != nullptr;
   st.highest.assign(st.n, 0);
-  const auto* saved = resumed_node(*ctx, id);
+  const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)
     restore_dasgd(st, id, *saved);
   auto show_model = [self, ctx, id] {

@@ -276,7 +276,7 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
   st.decay = algo.decay();
   st.skip = algo.straggler_policy() == proto::SKIP;
   st.record = ctx->probe != nullptr;
-  const auto* saved = resumed_node(*ctx, id);
+  const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)
     restore_dpsgd(st, *saved);
   caf::behavior running{

@@ -136,12 +136,14 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
     g->errors.push_back(what + ": " + caf::to_string(err));
     finish_one();
   };
-  /// Multi-host: an actor on a host that was just lost answers
-  /// request_receiver_down, which may come before the supervisor's crash_atom
-  /// (it hears of the loss from its own monitors, then decides whether the
-  /// run can go on); not an evaluation failure.
+  /// An actor on a host that was just lost, or killed by an injected crash,
+  /// answers request_receiver_down, which may come before the supervisor's
+  /// crash_atom (real clock: the kill and the crash_atom race with this
+  /// request); not an evaluation failure.
   const auto lost_with_host = [self](const caf::error& e) {
-    return self->state.ctx->spans_processes && e == caf::sec::request_receiver_down;
+    const auto& ctx = *self->state.ctx;
+    return (ctx.spans_processes || ctx.plan->spec.faults().crash_size() > 0) &&
+           e == caf::sec::request_receiver_down;
   };
   for (std::size_t i = 0; i < st.nodes.size(); ++i) {
     if (st.worker_down[i]) {
@@ -227,6 +229,9 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
             },
             [fail](caf::error& e) { fail("link", e); });
   }
+  // Nothing to ask (centralized SGD while its only worker is down).
+  if (g->pending == 0)
+    g->done(*g);
 }
 
 /// True when some node reports a push-sum weight other than 1 (SGP/OSGP).
@@ -561,8 +566,54 @@ void arm_eval(caf::stateful_actor<eval_state>* self, caf::timespan delay) {
   self->delayed_send(self, delay, eval_atom::value);
 }
 
+void save_counters(const model_snapshot& m, proto::NodeCounters& c) {
+  c.set_gradients(m.gradients);
+  c.set_messages_sent(m.messages_sent);
+  c.set_bytes_sent(m.bytes_sent);
+  c.set_staleness_sum(m.staleness_sum);
+  c.set_staleness_max(m.staleness_max);
+  c.set_staleness_count(m.staleness_count);
+  c.set_rejected(m.rejected);
+  *c.mutable_fault_hits() = {m.fault_hits.begin(), m.fault_hits.end()};
+  c.set_refused(m.refused);
+  c.set_refused_since(m.refused_since);
+  c.set_busy_seconds(m.busy_seconds);
+  c.set_late(m.late);
+}
+
+model_snapshot load_counters(const proto::NodeCounters& c, std::uint32_t node) {
+  model_snapshot m;
+  m.node = node;
+  m.gradients = c.gradients();
+  m.messages_sent = c.messages_sent();
+  m.bytes_sent = c.bytes_sent();
+  m.staleness_sum = c.staleness_sum();
+  m.staleness_max = c.staleness_max();
+  m.staleness_count = c.staleness_count();
+  m.rejected = c.rejected();
+  m.fault_hits.assign(c.fault_hits().begin(), c.fault_hits().end());
+  m.refused = c.refused();
+  m.refused_since = c.refused_since();
+  m.busy_seconds = c.busy_seconds();
+  m.late = c.late();
+  return m;
+}
+
 std::string save_evaluator(const eval_state& st) {
   proto::EvaluatorState s;
+  // Supervision: saved only when the run has crashes (a run without keeps
+  // its checkpoints as before).
+  if (!st.fault_effects.empty() || st.ctx->plan->spec.faults().crash_size() > 0) {
+    for (std::size_t i = 0; i < st.retired.size(); ++i) {
+      save_counters(st.retired[i], *s.add_retired());
+      save_counters(st.last[i], *s.add_last());
+    }
+    for (const auto& [fault, effect] : st.fault_effects) {
+      auto* f = s.add_fault_effects();
+      f->set_fault(fault);
+      f->set_effect(effect);
+    }
+  }
   *s.mutable_report() = st.report;
   for (const auto& [node, straggler] : st.stragglers)
     *s.mutable_report()->add_stragglers() = straggler;
@@ -598,6 +649,16 @@ void restore_evaluator(caf::stateful_actor<eval_state>* self) {
   for (std::size_t i = 0; i < beats; ++i)
     st.heartbeat[i] = {saved.heartbeat_gradients(static_cast<int>(i)),
                        saved.heartbeat_busy(static_cast<int>(i))};
+  for (std::size_t i = 0; i < st.retired.size(); ++i) {
+    const auto k = static_cast<int>(i);
+    const auto node = static_cast<std::uint32_t>(i);
+    if (k < saved.retired_size())
+      st.retired[i] = load_counters(saved.retired(k), node);
+    if (k < saved.last_size())
+      st.last[i] = load_counters(saved.last(k), node);
+  }
+  for (const auto& f : saved.fault_effects())
+    st.fault_effects[f.fault()] = f.effect();
   const auto due = saved.next_eval_ns() - st.ctx->ns(self);
   arm_eval(self, caf::timespan{std::max<std::int64_t>(0, due)});
   const auto& stop = st.ctx->plan->spec.stop();

@@ -293,6 +293,20 @@ void accept_unacknowledged(link_actor_ptr self, run_context& ctx, packet& p) {
   s.set_retransmitted(st.stats.retransmitted);
   s.set_coalesced(st.stats.coalesced);
   *s.mutable_fault_hits() = {st.stats.fault_hits.begin(), st.stats.fault_hits.end()};
+  s.set_accepted_any(st.accepted_any);
+  s.set_highest_seq(st.highest_seq);
+  if (st.last_sent) {
+    const auto& p = *st.last_sent;
+    auto* out = s.mutable_last_sent();
+    out->set_from(p.from);
+    out->set_to(p.to);
+    out->set_kind(p.kind);
+    out->set_seq(p.seq);
+    *out->mutable_f() = {p.f.ptr(), p.f.ptr() + p.f.size()};
+    *out->mutable_d() = {p.d.ptr(), p.d.ptr() + p.d.size()};
+    *out->mutable_scalars() = {p.scalars.begin(), p.scalars.end()};
+    out->set_epoch(p.epoch);
+  }
   return s.SerializeAsString();
 }
 
@@ -311,6 +325,23 @@ void restore_link(link_state& st, const proto::Checkpoint& ck) {
     st.stats.retransmitted = s.retransmitted();
     st.stats.coalesced = s.coalesced();
     st.stats.fault_hits.assign(s.fault_hits().begin(), s.fault_hits().end());
+    st.accepted_any = s.accepted_any();
+    st.highest_seq = s.highest_seq();
+    if (s.has_last_sent()) {
+      const auto& in = s.last_sent();
+      packet p;
+      p.from = in.from();
+      p.to = in.to();
+      p.kind = in.kind();
+      p.seq = in.seq();
+      if (in.f_size() > 0)
+        p.f = float_blob{std::vector<float>(in.f().begin(), in.f().end())};
+      if (in.d_size() > 0)
+        p.d = double_blob{std::vector<double>(in.d().begin(), in.d().end())};
+      p.scalars.assign(in.scalars().begin(), in.scalars().end());
+      p.epoch = in.epoch();
+      st.last_sent = std::move(p);
+    }
     return;
   }
 }

@@ -117,7 +117,7 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
     if (skip && join())
       average();
   };
-  auto running = ring_worker(self, id, ctx, false, local_step, average, on_called);
+  auto running = ring_worker(self, id, ctx, false, joining, local_step, average, on_called);
   return joining ? ring_joining(self, id, ctx, std::move(running)) : running;
 }
 

@@ -326,7 +326,7 @@ caf::behavior loscar_worker(worker_ptr self, std::uint32_t id, loscar_steps coun
   st.gamma = algo.step_size();
   st.decay = algo.decay();
   st.record = ctx->probe != nullptr;
-  const auto* saved = resumed_node(*ctx, id);
+  const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)
     restore_worker(st, *saved, plan);
   if (!joining)

@@ -501,7 +501,7 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
   st.cu.emplace(*ctx, id);
   const bool restarted = !x_start.empty();
   st.x = restarted ? std::move(x_start) : plan.x0;
-  const auto* saved = resumed_node(*ctx, id);
+  const auto* saved = restarted ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)
     restore_worker(st, *saved);
   run_probe::show_model(ctx->probe, self, id, &st.x);

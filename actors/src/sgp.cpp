@@ -261,6 +261,8 @@ std::string save_sgp(const sgp_state& st) {
   for (auto q = first + 1; q <= st.highest_seen; ++q)
     if (st.seen.seen(0, pushsum_mass, q))
       s.add_sgp_seen_above(q);
+  *s.mutable_sgp_sent_count() = {st.sent_count.begin(), st.sent_count.end()};
+  *s.mutable_sgp_sent_w() = {st.sent_w.begin(), st.sent_w.end()};
   return s.SerializeAsString();
 }
 
@@ -286,6 +288,11 @@ void restore_sgp(sgp_state& st, std::uint32_t id, const proto::NodeState& s) {
   for (auto q : s.sgp_seen_above()) {
     (void)st.seen.first_time(0, pushsum_mass, q);
     st.highest_seen = std::max(st.highest_seen, q);
+  }
+  if (static_cast<std::size_t>(s.sgp_sent_count_size()) == st.sent_count.size() &&
+      static_cast<std::size_t>(s.sgp_sent_w_size()) == st.sent_w.size()) {
+    st.sent_count.assign(s.sgp_sent_count().begin(), s.sgp_sent_count().end());
+    st.sent_w.assign(s.sgp_sent_w().begin(), s.sgp_sent_w().end());
   }
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
@@ -372,7 +379,7 @@ caf::behavior sgp_worker(sgp_ptr self, std::uint32_t id, context_ptr ctx, bool j
     ctx->probe->pushsum.at(id) = &self->state.ps;
     self->attach_functor([probe = ctx->probe, id] { probe->pushsum.at(id) = nullptr; });
   };
-  const auto* saved = resumed_node(*ctx, id);
+  const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)
     restore_sgp(st, id, *saved);
   if (!joining)

@@ -36,6 +36,13 @@ struct sup_state {
   /// Checkpoints (checkpoint.hpp); null when the spec has none and the run
   /// is not resumed.
   std::shared_ptr<checkpointer> ckpt;
+  /// Injected crashes (index = crash): fired yet; held back by a barrier
+  /// (injected when it lets the workers go, in this order); and how many
+  /// are open (the worker killed, its restart not yet joined) — a barrier
+  /// waits until none is.
+  std::vector<bool> crash_fired;
+  std::deque<int> crashes_deferred;
+  int crashes_open = 0;
   /// Actors killed by an injected crash: their down message is expected.
   std::set<caf::actor_addr> crashed;
   /// Multi-host runs: which node an actor belongs to, and the hosts lost.
@@ -315,10 +322,15 @@ void inject_crash(sup_ptr self, int i) {
   auto& st = self->state;
   if (st.stopping)
     return;
+  if (st.ckpt && st.ckpt->active()) {
+    st.crashes_deferred.push_back(i);  // a worker held at a barrier dies at its end
+    return;
+  }
   const auto& plan = *st.ctx->plan;
   const auto& c = plan.spec.faults().crash(i);
   const auto k = c.node();
   auto& node = st.nodes.at(k);
+  st.crash_fired.at(static_cast<std::size_t>(i)) = true;
   st.ctx->events.record(st.ctx->ns(self), k, event_kind::crash, static_cast<std::uint64_t>(i));
   kill_child(self, node.worker);
   const bool whole = c.whole_node() && node.buffer && node.buffer != node.worker;
@@ -328,6 +340,7 @@ void inject_crash(sup_ptr self, int i) {
   std::string effect = "killed at " + std::to_string(t) + " s";
   std::optional<rfast_loss> loss;
   if (c.has_restart_after_seconds()) {
+    ++st.crashes_open;
     self->delayed_send(self, to_timespan(c.restart_after_seconds()), restart_atom::value,
                        static_cast<std::uint64_t>(i));
   } else if (const auto why = needs_every_node(plan.spec.algorithm()); !why.empty()) {
@@ -351,6 +364,17 @@ void inject_crash(sup_ptr self, int i) {
   self->send(st.evaluator, crash_atom::value, k, buffer_gone, fault, effect);
   if (loss && loss->next)
     start_epoch(self, std::move(*loss), fault, 1, t);
+}
+
+/// Crash i's worker has been restarted and has joined: a checkpoint that
+/// waited for it may begin (and sees the replacement).
+void crash_closed(sup_ptr self) {
+  auto& st = self->state;
+  --st.crashes_open;
+  if (!st.ckpt)
+    return;
+  st.ckpt->watch(st.nodes, st.links, st.evaluator);
+  st.ckpt->quiet_again(self);
 }
 
 /// Restart after crash i of an algorithm whose links end at its workers
@@ -391,6 +415,8 @@ void replace_worker(sup_ptr self, int i) {
     self->send(l, restart_atom::value, r.dead, w);
   r.nodes = st.nodes;
   r.links = st.links;
+  if (st.ckpt)
+    r.checkpoint = st.ckpt->last();
   const auto fault = static_cast<std::uint64_t>(plan.faults.crash_index(i));
   const double at = crash.at_seconds();
   st.joining = true;
@@ -404,6 +430,7 @@ void replace_worker(sup_ptr self, int i) {
     self->send(st.evaluator, restart_atom::value, k, w, fault,
                "killed at " + std::to_string(at) + " s, restarted at " + std::to_string(t) +
                  " s with " + source);
+    crash_closed(self);
     if (!st.restarts_waiting.empty()) {
       const int next = st.restarts_waiting.front();
       st.restarts_waiting.pop_front();
@@ -438,6 +465,7 @@ void restart_worker(sup_ptr self, int i) {
     auto& st = self->state;
     if (st.stopping)
       return;
+    ++st.incarnations[k];
     auto w = respawn_rfast_worker(self, st.ctx, k, st.nodes[k], std::move(x));
     st.nodes[k].worker = w;
     adopt(self, w, "node " + std::to_string(k) + " worker");
@@ -448,6 +476,7 @@ void restart_worker(sup_ptr self, int i) {
     self->send(st.evaluator, restart_atom::value, k, w, fault,
                "killed at " + std::to_string(at) + " s, restarted at " + std::to_string(t) +
                  " s with " + source + "; tracker state kept in the gradient buffer");
+    crash_closed(self);
   };
   if (donor == k) {
     respawn({}, "x^0 (no live node to copy from)");
@@ -471,10 +500,61 @@ void start_checkpoints(sup_ptr self) {
     st.ctx, [self](std::string reason) { begin_stop(self, std::move(reason)); },
     [self](std::string what) { fail(self, what); });
   st.ckpt->watch(st.nodes, st.links, st.evaluator);
+  checkpointer::supervision sup;
+  sup.quiet = [self] { return self->state.crashes_open == 0; };
+  sup.after_go = [self] {
+    auto& st = self->state;
+    for (auto held = std::exchange(st.crashes_deferred, {}); !held.empty(); held.pop_front())
+      inject_crash(self, held.front());
+  };
+  sup.save = [self](proto::SupervisorState& out) {
+    const auto& st = self->state;
+    for (std::size_t i = 0; i < st.crash_fired.size(); ++i)
+      if (st.crash_fired[i])
+        out.add_crashes_fired(static_cast<std::uint32_t>(i));
+    for (int i : st.crashes_deferred)
+      out.add_crashes_deferred(static_cast<std::uint32_t>(i));
+    for (std::uint32_t k = 0; k < st.nodes.size(); ++k) {
+      const auto it = st.incarnations.find(k);
+      out.add_incarnations(it == st.incarnations.end() ? 0 : it->second);
+    }
+  };
+  st.ckpt->supervise(std::move(sup));
   if (!st.ctx->plan->spec.checkpoint().file().empty())
     st.ckpt->arm(self);
   if (st.ctx->resume)
     st.ckpt->start_resumed(self);
+}
+
+/// Arms the spec's crashes. A resumed run restores what the checkpoint says
+/// of them: the ones that happened are not injected again, the ones its
+/// barrier held back wait for the resumed barrier's go, the restarts so far
+/// number the next incarnations.
+void arm_crashes(sup_ptr self) {
+  auto& st = self->state;
+  const auto& ctx = *st.ctx;
+  const auto& crashes = ctx.plan->spec.faults().crash();
+  st.crash_fired.assign(static_cast<std::size_t>(crashes.size()), false);
+  std::vector<bool> held(st.crash_fired.size(), false);
+  if (ctx.resume) {
+    const auto& saved = ctx.resume->supervisor();
+    for (auto i : saved.crashes_fired())
+      st.crash_fired.at(i) = true;
+    for (auto i : saved.crashes_deferred()) {
+      held.at(i) = true;
+      st.crashes_deferred.push_back(static_cast<int>(i));
+    }
+    for (std::uint32_t k = 0; k < static_cast<std::uint32_t>(saved.incarnations_size()); ++k)
+      if (saved.incarnations(static_cast<int>(k)) > 0)
+        st.incarnations[k] = saved.incarnations(static_cast<int>(k));
+  }
+  for (int i = 0; i < crashes.size(); ++i) {
+    const auto at = static_cast<std::size_t>(i);
+    if (st.crash_fired[at] || held[at])
+      continue;
+    self->delayed_send(self, delay_until(ctx, self, crashes.Get(i).at_seconds()),
+                       crash_atom::value, static_cast<std::uint64_t>(i));
+  }
 }
 
 /// With every node spawned and wired: watch them, start the evaluator, arm
@@ -516,9 +596,7 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::ac
     st.rfast = first_rfast_epoch(*ctx->plan);
   st.evaluator = spawn_evaluator(self, ctx, nodes, links, server, st.progress);
   adopt(self, st.evaluator, "evaluator");
-  for (int i = 0; i < spec.faults().crash_size(); ++i)
-    self->delayed_send(self, to_timespan(spec.faults().crash(i).at_seconds()), crash_atom::value,
-                       static_cast<std::uint64_t>(i));
+  arm_crashes(self);
   if (!ctx->resume)  // a resumed evaluator arms its own next evaluation
     self->send(st.evaluator, eval_atom::value);
   if (spec.stop().time_seconds() > 0)

@@ -58,14 +58,14 @@ std::string idx(const std::string& path, int i) { return path + "[" + std::to_st
 std::string why_no_restart(const proto::AlgorithmSpec& a) {
   const std::string can =
     " (restart is implemented for rfast, async_ps, adpsgd, dpsgd, allreduce, local_sgd, sgp, "
-    "osgp, loscar, and dasgd with broadcast_every 1 and without coalesce)";
+    "osgp, loscar, centralized (from the last checkpoint), and dasgd with broadcast_every 1 "
+    "and without coalesce)";
   if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_dpsgd() ||
-      a.has_allreduce() || a.has_local_sgd() || a.has_sgp() || a.has_osgp() || a.has_loscar())
+      a.has_allreduce() || a.has_local_sgd() || a.has_sgp() || a.has_osgp() || a.has_loscar() ||
+      a.has_centralized())
     return {};
   if (a.has_dasgd() && a.dasgd().broadcast_every() <= 1 && !a.dasgd().coalesce())
     return {};
-  if (a.has_centralized())
-    return "centralized runs one node: there is no other node to take a model from";
   if (a.has_dasgd())
     return "the replacement takes a donor's model with its record of the gradients it saw and "
            "must get exactly the ones missing, one gradient per packet: with broadcast_every > "
@@ -598,9 +598,12 @@ void checker::checkpoint() {
   if (!times) bad("checkpoint", "needs at_seconds or every_seconds (when to checkpoint)");
   if (const auto why = checkpoint_unsupported(s_.spec.algorithm()); !why.empty())
     bad("checkpoint", why);
-  if (s_.spec.faults().crash_size() > 0)
-    bad("checkpoint", "cannot be combined with faults.crash yet (a crashed or restarting node "
-                      "has no state at the barrier)");
+  for (int i = 0; i < s_.spec.faults().crash_size(); ++i)
+    if (!s_.spec.faults().crash(i).has_restart_after_seconds())
+      bad(idx("faults.crash", i),
+          "a run with checkpoints restarts its crashed workers: give restart_after_seconds (a "
+          "node lost for good leaves the run's topology changed, which a checkpoint does not "
+          "save yet)");
   if (s_.spec.deploy().hosts_size() > 0)
     bad("checkpoint", "multi-host runs cannot checkpoint yet (the barrier runs in one process)");
 }

@@ -17,4 +17,12 @@ namespace atrain {
 void wire_centralized(caf::event_based_actor* sup, const context_ptr& ctx,
                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
+/// Restart (supervisor.cpp): a replacement worker that waits for its state,
+/// and its join — the run's last checkpoint (r.checkpoint) or, before the
+/// first, x^0.
+[[nodiscard]] caf::actor spawn_centralized_replacement(caf::event_based_actor* sup,
+                                                       const context_ptr& ctx);
+void join_centralized_worker(caf::event_based_actor* sup, const context_ptr& ctx,
+                             const worker_restart& r, restart_started started);
+
 } // namespace atrain

@@ -144,7 +144,24 @@ public:
   /// ends it with an error.
   checkpointer(context_ptr ctx, reason_fn stop, reason_fn fail);
 
-  /// The actors of the run (after start_run spawned them).
+  /// Supervision of injected crashes (runs with faults.crash): `quiet`
+  /// says no crash is open (every crashed worker restarted and joined); a
+  /// barrier due while one is open waits for quiet_again(). `after_go` runs
+  /// when a barrier lets the workers go (the supervisor injects the crashes
+  /// the barrier held back); `save` writes the supervisor's part.
+  struct supervision {
+    std::function<bool()> quiet;
+    std::function<void()> after_go;
+    std::function<void(proto::SupervisorState&)> save;
+  };
+  void supervise(supervision s) { sup_ = std::move(s); }
+  /// A crash closed (its worker joined): a barrier that waited begins.
+  void quiet_again(caf::event_based_actor* self);
+  /// True from a barrier's begin to its go (crashes wait meanwhile).
+  [[nodiscard]] bool active() const { return active_; }
+
+  /// The actors of the run (after start_run spawned them, and again after
+  /// a restart replaced a worker).
   void watch(const std::vector<node_actors>& nodes, const std::vector<caf::actor>& links,
              caf::actor evaluator);
   /// Arms the spec's checkpoint times after the resumed one (fresh run: all).
@@ -158,6 +175,8 @@ public:
   /// True while a barrier holds the run: the stop waits for the checkpoint
   /// (the run then ends at T_c instead of resuming).
   [[nodiscard]] bool defer_stop(const std::string& reason);
+  /// The last checkpoint written (or resumed from); null before the first.
+  [[nodiscard]] std::shared_ptr<const proto::Checkpoint> last() const { return last_; }
   /// The checkpoints written (and, resumed, where from) into the report.
   void add_to(proto::RunReport& r) const;
 
@@ -181,6 +200,8 @@ private:
   std::vector<double> queued_;  // times that fired while a barrier was active
   std::optional<std::string> deferred_stop_;
   std::vector<proto::CheckpointRecord> records_;
+  supervision sup_;
+  std::shared_ptr<const proto::Checkpoint> last_;
 };
 
 } // namespace atrain

@@ -43,6 +43,9 @@ public:
   /// Checkpoints (checkpoint.cpp): counters, sampler and generators.
   void save(proto::ComputeState& out) const;
   void restore(const proto::ComputeState& in);
+  /// Only the sampler and the jitter generator (a restart from a
+  /// checkpoint: the new incarnation counts its own work from zero).
+  void restore_sampling(const proto::ComputeState& in);
 
 private:
   compute_unit(const run_context& ctx, const run_plan& plan, std::uint32_t node);

@@ -131,6 +131,8 @@ struct worker_restart {
   caf::actor replacement;
   std::vector<node_actors> nodes;  // the run's nodes; nodes[node].worker = replacement
   std::vector<caf::actor> links;   // every link actor of the run
+  /// The run's last checkpoint (null: none taken or resumed from yet).
+  std::shared_ptr<const proto::Checkpoint> checkpoint;
 };
 
 /// Called by the algorithm once the replacement runs, naming where its

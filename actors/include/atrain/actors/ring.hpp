@@ -315,20 +315,21 @@ void restore_ring_worker(State& st, const proto::NodeState& s) {
 /// `on_sum()` when a round of the all-reduce is done (the sum is in
 /// state.ring->sum()), `on_called()` when a chunk of a round this rank has
 /// not begun arrives (the ring waits for it: straggler_policy SKIP may join
-/// at once). `counted`: the chunks carry contribution counts. Wiring,
+/// at once). `counted`: the chunks carry contribution counts; `joining`: a
+/// replacement (its state comes with the join, not from a checkpoint). Wiring,
 /// packets and model snapshots are common; the first gradient starts with
 /// the wiring.
 template <class State, class OnWake, class OnSum, class OnCalled>
 caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
-                          const context_ptr& ctx, bool counted, OnWake on_wake, OnSum on_sum,
-                          OnCalled on_called) {
+                          const context_ptr& ctx, bool counted, bool joining, OnWake on_wake,
+                          OnSum on_sum, OnCalled on_called) {
   const auto& plan = *ctx->plan;
   const auto n = static_cast<std::uint32_t>(plan.nodes());
   auto& st = self->state;
   st.cu.emplace(*ctx, id);
   st.ring.emplace(id, n, plan.dim(), counted);
   st.x = plan.x0;
-  const auto* saved = resumed_node(*ctx, id);
+  const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)
     restore_ring_worker(st, *saved);
   return {
