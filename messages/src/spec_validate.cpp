@@ -601,8 +601,6 @@ void checker::checkpoint() {
   if (s_.spec.faults().crash_size() > 0)
     bad("checkpoint", "cannot be combined with faults.crash yet (a crashed or restarting node "
                       "has no state at the barrier)");
-  if (s_.spec.deploy().hosts_size() > 0)
-    bad("checkpoint", "multi-host runs cannot checkpoint yet (the barrier runs in one process)");
 }
 
 }  // namespace
