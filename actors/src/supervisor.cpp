@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "atrain/actors/algorithms.hpp"
 #include "atrain/actors/checkpoint.hpp"
@@ -52,6 +53,9 @@ struct sup_state {
   /// A resumed multi-host run: the bytes of each host's spawn request
   /// (spec and checkpoint part), for the error when a host drops it.
   std::vector<std::size_t> request_bytes;
+  /// A resumed multi-host run waits for its first evaluation before the go
+  /// (start_checkpoints).
+  bool resumed_eval_first = false;
   /// R-FAST: the current tracking epoch, and the nodes out of the run for
   /// good (lost whole, or their worker lost: no later epoch includes them).
   std::optional<rfast_epoch_plan> rfast;
@@ -471,6 +475,14 @@ void restart_worker(sup_ptr self, int i) {
 
 /// Checkpoints: arms the spec's checkpoint times and, for a resumed run,
 /// lets the restored workers go once every actor is up.
+void arm_checkpoints(sup_ptr self) {
+  auto& st = self->state;
+  if (!st.ctx->plan->spec.checkpoint().file().empty())
+    st.ckpt->arm(self);
+  if (st.ctx->resume)
+    st.ckpt->start_resumed(self);
+}
+
 void start_checkpoints(sup_ptr self) {
   auto& st = self->state;
   if (st.ctx->plan->spec.checkpoint().file().empty() && !st.ctx->resume)
@@ -480,10 +492,13 @@ void start_checkpoints(sup_ptr self) {
     [self](std::string what) { fail(self, what); });
   st.ckpt->watch(st.nodes, st.links, st.evaluator);
   st.ckpt->watch_hosts(st.keepers);
-  if (!st.ctx->plan->spec.checkpoint().file().empty())
-    st.ckpt->arm(self);
-  if (st.ctx->resume)
-    st.ckpt->start_resumed(self);
+  // A multi-host run resumed after its next evaluation was due (the hosts
+  // took longer to prepare): that evaluation, of the restored models, comes
+  // first; the first metric row then arms the checkpoints and lets go.
+  st.resumed_eval_first = st.ctx->deploy && st.ctx->resume &&
+                          st.ctx->resume->evaluator().next_eval_ns() <= st.ctx->ns(self);
+  if (!st.resumed_eval_first)
+    arm_checkpoints(self);
 }
 
 /// With every node spawned and wired: watch them, start the evaluator, arm
@@ -718,6 +733,8 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
   return {
     [=](metric_atom, const metric_sample& row) {
       auto& st = self->state;
+      if (std::exchange(st.resumed_eval_first, false) && !st.stopping)
+        arm_checkpoints(self);
       if (st.sink) {
         std::lock_guard<std::mutex> guard{st.sink->mtx};
         st.sink->metrics.push_back(row);
@@ -729,8 +746,16 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
     [=](restart_atom, std::uint64_t i) { restart_worker(self, static_cast<int>(i)); },
     [=](stop_atom) { begin_stop(self, "stopped by request"); },
     [=](ckpt_timer_atom, double at) {
-      if (self->state.ckpt && !self->state.stopping)
-        self->state.ckpt->begin(self, at);
+      auto& st = self->state;
+      if (!st.ckpt || st.stopping)
+        return;
+      if (!st.lost_hosts.empty()) {  // (without this, the drain poll would time out)
+        const auto h = *st.lost_hosts.begin();
+        return fail(self, "checkpoint at " + std::to_string(at) + " s: host " +
+                            st.ctx->deploy->names[h] + " was lost earlier with its nodes and "
+                            "the run went on without them; a checkpoint needs every node's state");
+      }
+      st.ckpt->begin(self, at);
     },
     [=](ckpt_poll_atom, std::uint64_t round) {
       if (self->state.ckpt && !self->state.stopping)
