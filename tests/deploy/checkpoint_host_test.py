@@ -241,15 +241,21 @@ def resumed_checks(label, rep, ck, saved_grads, saved, initial):
     check(int(rep.get("gradients_total", 0)) > saved_grads,
           "%s: gradients counted on from the saved %d (%d at the end)" % (
               label, saved_grads, int(rep.get("gradients_total", 0))))
-    # Resumed after its next evaluation was due (the hosts prepared), the run
-    # evaluates the restored models before they go on: that row is the
-    # file's state, scored independently here from the file (float32 in
-    # atrain, float64 here: a row or two of a9a.t may differ).
-    check(int(first["gradients"]) == saved_grads and abs(first["test_accuracy"] - saved) < 0.002,
-          "%s: the first evaluation after the resume (t=%.2f s, %d gradients) scores %.4f: the "
-          "saved models' average scores %.4f (from the file), x^0 %.4f" % (
-              label, first["time_seconds"], int(first["gradients"]), first["test_accuracy"], saved,
-              initial))
+    # Resumed after its next evaluation was due (the hosts prepared: 0.3 s
+    # and more here), the run evaluates the restored models before they go
+    # on: that row is the file's state, scored independently here from the
+    # file (float32 in atrain, float64 here: a row or two of a9a.t may
+    # differ). Hosts up before it was due (a fast machine): the row comes at
+    # its time, after some training, close to the file's score.
+    due = one(one(ck, "evaluator", {}), "next_eval_ns") * 1e-9
+    before_go = int(first["gradients"]) == saved_grads
+    check(abs(first["test_accuracy"] - saved) < 0.002 if before_go else
+          first["time_seconds"] >= due and abs(first["test_accuracy"] - saved) < 0.02,
+          "%s: the first evaluation after the resume (t=%.2f s, %s, %d gradients) scores %.4f: "
+          "the saved models' average scores %.4f (from the file), x^0 %.4f" % (
+              label, first["time_seconds"], "before the go" if before_go else
+              "after the go, due at %.2f s" % due, int(first["gradients"]),
+              first["test_accuracy"], saved, initial))
     check(rep.get("time_to_target", 0) > at and rep.get("stop_reason") == "target accuracy reached",
           "%s: reaches %.3f at t=%s s (%s)" % (label, rep.get("target_accuracy", 0),
                                                rep.get("time_to_target"), rep.get("stop_reason")))
