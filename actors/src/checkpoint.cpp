@@ -18,6 +18,7 @@
 
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/dasgd.hpp"
+#include "atrain/actors/deploy.hpp"
 #include "atrain/actors/dpsgd.hpp"
 #include "atrain/actors/loscar.hpp"
 
@@ -124,12 +125,15 @@ caf::error file_error(const std::string& file, const std::string& why) {
   return caf::make_error(caf::sec::invalid_argument, file + ": " + why);
 }
 
-/// The spec without the fields a resumed run may change.
+/// The spec without the fields a resumed run may change. The deploy block
+/// (hosts' addresses, credentials) may change too; the host count and the
+/// placement are checked where the run connects (check_resume_deploy).
 proto::ExperimentSpec comparable(proto::ExperimentSpec s) {
   s.clear_stop();
   s.clear_checkpoint();
   s.clear_out_dir();
   s.clear_progress();
+  s.clear_deploy();
   return s;
 }
 
@@ -265,6 +269,38 @@ caf::expected<std::uint64_t> write_checkpoint(const proto::Checkpoint& ck, const
   return static_cast<std::uint64_t>(bytes.size());
 }
 
+std::string check_checkpoint_nodes(const proto::Checkpoint& ck, const run_plan& plan,
+                                   const std::vector<std::uint32_t>& ids) {
+  const auto n = plan.nodes();
+  if (static_cast<std::size_t>(ck.nodes_size()) != n)
+    return "holds " + std::to_string(ck.nodes_size()) + " nodes; the spec runs " +
+           std::to_string(n);
+  if (ck.dimension() != plan.dim())
+    return "was taken with " + std::to_string(ck.dimension()) +
+           " model parameters; the spec's model has " + std::to_string(plan.dim());
+  namespace pb = google::protobuf;
+  pb::util::MessageDifferencer diff;
+  std::string what;
+  diff.ReportDifferencesToString(&what);
+  if (!diff.Compare(comparable(ck.spec()), comparable(plan.spec))) {
+    while (!what.empty() && what.back() == '\n')
+      what.pop_back();
+    return "was taken by a different spec (only stop, checkpoint, out_dir, progress and the "
+           "deploy block may change; checkpoint -> this spec): " + what;
+  }
+  for (auto i : ids) {
+    if (i >= n)
+      return "node " + std::to_string(i) + " is not in the run";
+    if (auto why = check_node(ck.nodes(static_cast<int>(i)), i, plan); !why.empty())
+      return why;
+  }
+  if (plan.spec.stop().time_seconds() > 0 && ck.time_seconds() >= plan.spec.stop().time_seconds())
+    return "was taken at t=" + std::to_string(ck.time_seconds()) +
+           " s, not before the spec's stop.time_seconds (" +
+           std::to_string(plan.spec.stop().time_seconds()) + " s)";
+  return {};
+}
+
 caf::expected<std::shared_ptr<const proto::Checkpoint>> load_checkpoint(const std::string& file,
                                                                        const run_plan& plan) {
   std::ifstream in{file, std::ios::binary};
@@ -288,28 +324,11 @@ caf::expected<std::shared_ptr<const proto::Checkpoint>> load_checkpoint(const st
   auto ck = std::make_shared<proto::Checkpoint>();
   if (!ck->ParseFromString(payload))
     return file_error(file, "corrupted: the state cannot be parsed");
-  const auto n = plan.nodes();
-  if (static_cast<std::size_t>(ck->nodes_size()) != n)
-    return file_error(file, "holds " + std::to_string(ck->nodes_size()) +
-                              " nodes; the spec runs " + std::to_string(n));
-  if (ck->dimension() != plan.dim())
-    return file_error(file, "was taken with " + std::to_string(ck->dimension()) +
-                              " model parameters; the spec's model has " +
-                              std::to_string(plan.dim()));
-  namespace pb = google::protobuf;
-  pb::util::MessageDifferencer diff;
-  std::string what;
-  diff.ReportDifferencesToString(&what);
-  if (!diff.Compare(comparable(ck->spec()), comparable(plan.spec))) {
-    while (!what.empty() && what.back() == '\n')
-      what.pop_back();
-    return file_error(file, "was taken by a different spec (only stop, checkpoint, out_dir and "
-                            "progress may change; checkpoint -> this spec): " +
-                              what);
-  }
-  for (std::uint32_t i = 0; i < n; ++i)
-    if (auto why = check_node(ck->nodes(static_cast<int>(i)), i, plan); !why.empty())
-      return file_error(file, why);
+  std::vector<std::uint32_t> all(plan.nodes());
+  for (std::uint32_t i = 0; i < all.size(); ++i)
+    all[i] = i;
+  if (auto why = check_checkpoint_nodes(*ck, plan, all); !why.empty())
+    return file_error(file, why);
   const auto& algo = plan.spec.algorithm();
   if (auto why = algo.has_dasgd()    ? dasgd_check_checkpoint(*ck, plan)
                  : algo.has_loscar() ? loscar_check_checkpoint(*ck, plan)
@@ -317,10 +336,6 @@ caf::expected<std::shared_ptr<const proto::Checkpoint>> load_checkpoint(const st
                                      : std::string{};
       !why.empty())
     return file_error(file, why);
-  if (plan.spec.stop().time_seconds() > 0 && ck->time_seconds() >= plan.spec.stop().time_seconds())
-    return file_error(file, "was taken at t=" + std::to_string(ck->time_seconds()) +
-                              " s, not before the spec's stop.time_seconds (" +
-                              std::to_string(plan.spec.stop().time_seconds()) + " s)");
   return std::shared_ptr<const proto::Checkpoint>{std::move(ck)};
 }
 
@@ -445,9 +460,19 @@ void checkpointer::poll(caf::event_based_actor* self, std::uint64_t round) {
         });
   };
   for (std::size_t i = 0; i < nodes_.size(); ++i)
-    ask(nodes_[i].worker, "node " + std::to_string(i) + " worker");
+    ask(nodes_[i].worker, node_part(i, "worker"));
   for (const auto& l : links_)
     ask(l, "a link");
+  for (std::size_t h = 0; h < keepers_.size(); ++h)
+    if (keepers_[h])
+      ask(keepers_[h], "host " + ctx_->deploy->names.at(h));
+}
+
+std::string checkpointer::node_part(std::size_t i, const char* part) const {
+  std::string s = "node " + std::to_string(i) + " " + part;
+  if (ctx_->deploy)
+    s += " (on host " + ctx_->deploy->names.at(ctx_->deploy->host_of.at(i)) + ")";
+  return s;
 }
 
 void checkpointer::gather(caf::event_based_actor* self) {
@@ -486,11 +511,11 @@ void checkpointer::gather(caf::event_based_actor* self) {
   for (std::size_t i = 0; i < n; ++i) {
     auto* node = ck->mutable_nodes(static_cast<int>(i));
     auto merge = [node](const std::string& b) { return node->MergeFromString(b); };
-    ask(nodes_[i].worker, "node " + std::to_string(i) + " worker", merge);
+    ask(nodes_[i].worker, node_part(i, "worker"), merge);
     if (nodes_[i].buffer && nodes_[i].buffer != nodes_[i].worker)
-      ask(nodes_[i].buffer, "node " + std::to_string(i) + " gradient buffer", merge);
+      ask(nodes_[i].buffer, node_part(i, "gradient buffer"), merge);
     if (nodes_[i].hub && nodes_[i].hub != nodes_[i].worker && nodes_[i].hub != nodes_[i].buffer)
-      ask(nodes_[i].hub, "node " + std::to_string(i) + " hub", merge);  // the parameter server
+      ask(nodes_[i].hub, node_part(i, "hub"), merge);  // the parameter server
   }
   for (std::size_t k = 0; k < links_.size(); ++k) {
     auto* link = ck->mutable_links(static_cast<int>(k));
@@ -519,6 +544,8 @@ void checkpointer::finish(caf::event_based_actor* self, std::shared_ptr<proto::C
   const double now = ctx_->seconds(self);
   ctx_->events.record(ctx_->ns(self), 0, event_kind::checkpoint, number);
   *ck->mutable_spec() = plan.spec;
+  if (ctx_->deploy)  // the deploy as run (hosts may come from the command line)
+    record_deploy(*ctx_->deploy, *ck->mutable_spec()->mutable_deploy());
   ck->set_time_ns(ctx_->ns(self));
   ck->set_time_seconds(now);
   ck->set_requested_seconds(requested_);

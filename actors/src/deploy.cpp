@@ -7,6 +7,7 @@
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <thread>
 #include <sstream>
@@ -170,10 +171,70 @@ connect_hosts(caf::actor_system& sys, const run_plan& plan, const deploy_options
   // interface, even with TLS) goes.
   if (auto ok = replace_automatic_connection_port(sys, "", 0); !ok)
     return failure("cannot close CAF's automatic-connection port: " + sys.render(ok.error()));
-  for (std::uint32_t i = 0; i < plan.nodes(); ++i)
-    d->host_of.push_back(opts.placement.empty() ? i % static_cast<std::uint32_t>(d->hosts.size())
-                                                : opts.placement[i]);
+  d->host_of = placement_of(opts, plan.nodes());
   return std::shared_ptr<const deployment>{std::move(d)};
+}
+
+std::vector<std::uint32_t> placement_of(const deploy_options& opts, std::size_t nodes) {
+  if (!opts.placement.empty() || opts.hosts.empty())
+    return opts.placement;
+  std::vector<std::uint32_t> out(nodes);
+  for (std::size_t i = 0; i < nodes; ++i)
+    out[i] = static_cast<std::uint32_t>(i % opts.hosts.size());
+  return out;
+}
+
+void record_deploy(const deployment& d, proto::Deployment& out) {
+  *out.mutable_hosts() = {d.names.begin(), d.names.end()};
+  *out.mutable_placement() = {d.host_of.begin(), d.host_of.end()};
+}
+
+caf::expected<void> check_resume_deploy(const proto::Checkpoint& ck, const std::string& file,
+                                        const deploy_options& opts, std::size_t nodes) {
+  const auto& was = ck.spec().deploy();
+  auto where = [](std::size_t hosts) {
+    return hosts == 0 ? std::string{"in one process"}
+                      : "across " + std::to_string(hosts) + " host" + (hosts > 1 ? "s" : "");
+  };
+  const std::string advice = " (resume with the deploy it was taken with: as many hosts, "
+                             "the nodes placed alike; the addresses may change)";
+  const auto hosts = static_cast<std::size_t>(was.hosts_size());
+  if (hosts != opts.hosts.size())
+    return failure(file + ": was taken " + where(hosts) + "; this run would run " +
+                   where(opts.hosts.size()) + advice);
+  if (hosts == 0)
+    return caf::unit;
+  const auto now = placement_of(opts, nodes);
+  for (std::size_t i = 0; i < nodes && i < now.size(); ++i)
+    if (static_cast<int>(i) >= was.placement_size() || was.placement(static_cast<int>(i)) != now[i])
+      return failure(file + ": node " + std::to_string(i) + " ran on host " +
+                     (static_cast<int>(i) < was.placement_size()
+                        ? std::to_string(was.placement(static_cast<int>(i)))
+                        : std::string{"?"}) +
+                     " when it was taken; this run places it on host " + std::to_string(now[i]) +
+                     advice);
+  return caf::unit;
+}
+
+std::vector<proto::Checkpoint> checkpoint_parts(const proto::Checkpoint& ck,
+                                                const std::vector<std::uint32_t>& host_of,
+                                                std::size_t hosts) {
+  proto::Checkpoint shell = ck;  // one copy: every field but the per-node ones
+  shell.clear_links();
+  shell.clear_evaluator();
+  shell.clear_nodes();
+  std::vector<proto::Checkpoint> parts(hosts, shell);
+  for (const auto& s : ck.nodes()) {
+    const auto h = s.node() < host_of.size() ? host_of[s.node()] : hosts;
+    for (std::size_t k = 0; k < hosts; ++k) {
+      auto* entry = parts[k].add_nodes();
+      if (k == h)
+        *entry = s;
+      else
+        entry->set_node(s.node());
+    }
+  }
+  return parts;
 }
 
 } // namespace atrain

@@ -132,9 +132,9 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
   if (!deploy)
     return deploy.error();
   const bool multi_host = !deploy->hosts.empty();
-  if (multi_host && opts.resume)
-    return caf::make_error(caf::sec::invalid_argument,
-                           "a multi-host run cannot resume from a checkpoint yet");
+  if (opts.resume)
+    if (auto ok = check_resume_deploy(*opts.resume, opts.resume_file, *deploy, plan->nodes()); !ok)
+      return ok.error();
   auto sink = std::make_shared<run_sink>();
   {
     system_config cfg{false, opts.threads, multi_host ? &deploy->tls : nullptr};

@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include "atrain/actors/algorithms.hpp"
+#include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/context.hpp"
 #include "atrain/messages/spec.hpp"
 
@@ -24,14 +27,32 @@ namespace {
 
 /// Ends one run's actors on this host when the driver's supervisor goes
 /// down: the run ended normally, or the driver (or its connection) was lost.
+/// It also answers a checkpoint's drain poll for this host (see drain()).
 struct keeper_state {
   std::vector<caf::actor> actors;
+  context_ptr ctx;
+  /// remote_sent at the previous poll when every packet was answered then.
+  std::optional<std::uint64_t> quiet_at;
   static inline const char* name = "atrain_run_keeper";
+
+  /// The answer to ckpt_drain_atom: quiet (-1) when every packet this
+  /// host's outboxes sent to another process was answered, at this poll and
+  /// at the previous one, with none sent in between. Then every such packet
+  /// reached its receiver (a link, a node) before the round that asked
+  /// everyone this time began, so that round saw it. Otherwise 0: ask again.
+  double drain() {
+    const auto answered = ctx->remote_answered.load();
+    const auto sent = ctx->remote_sent.load();  // read second: sent >= answered
+    const bool quiet = sent == answered && quiet_at == sent;
+    quiet_at = sent == answered ? std::optional<std::uint64_t>{sent} : std::nullopt;
+    return quiet ? -1.0 : 0.0;
+  }
 };
 
 caf::behavior run_keeper(caf::stateful_actor<keeper_state>* self, std::vector<caf::actor> actors,
-                         caf::actor supervisor, caf::actor spawner) {
+                         context_ptr ctx, caf::actor supervisor, caf::actor spawner) {
   self->state.actors = std::move(actors);
+  self->state.ctx = std::move(ctx);
   self->attach_functor([actors = self->state.actors] {
     for (const auto& a : actors)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
@@ -43,13 +64,17 @@ caf::behavior run_keeper(caf::stateful_actor<keeper_state>* self, std::vector<ca
     self->send(spawner, done_atom::value);
     self->quit();
   });
-  return {[](stop_atom) {}};
+  return {
+    [](stop_atom) {},
+    [=](ckpt_drain_atom) { return self->state.drain(); },
+  };
 }
 
 struct spawner_state {
   host_options opts;
   host_counters counters;
-  std::set<caf::actor> keepers;
+  /// Shared with the exit functor, which runs after the state is gone.
+  std::shared_ptr<std::set<caf::actor>> keepers = std::make_shared<std::set<caf::actor>>();
   static inline const char* name = "atrain_host_spawner";
 };
 using spawner_ptr = caf::stateful_actor<spawner_state>*;
@@ -76,8 +101,8 @@ caf::expected<context_ptr> admit(spawner_ptr self, const spawn_request& r) {
   };
   if (!st.opts.secret.empty() && !same_secret(st.opts.secret, r.secret))
     return refuse("wrong shared secret");
-  if (st.keepers.size() >= st.opts.max_runs)
-    return refuse("this host already serves " + std::to_string(st.keepers.size()) +
+  if (st.keepers->size() >= st.opts.max_runs)
+    return refuse("this host already serves " + std::to_string(st.keepers->size()) +
                   " runs (its limit)");
   loaded_spec ls;
   if (r.spec.empty() || !ls.spec.ParseFromString(r.spec))
@@ -103,7 +128,18 @@ caf::expected<context_ptr> admit(spawner_ptr self, const spawn_request& r) {
   auto ctx = std::make_shared<run_context>();
   ctx->plan = std::move(plan);
   ctx->spans_processes = true;
-  // The driver's run clock, less the one-way delay of this request.
+  if (!r.checkpoint.empty()) {
+    auto ck = std::make_shared<proto::Checkpoint>();
+    const auto label = r.checkpoint_label.empty() ? std::string{"the checkpoint"} : r.checkpoint_label;
+    if (!ck->ParseFromString(r.checkpoint))
+      return refuse("cannot resume: " + label + ": this host's part cannot be parsed");
+    if (auto why = check_checkpoint_nodes(*ck, *ctx->plan, r.nodes); !why.empty())
+      return refuse("cannot resume: " + label + ": " + why);
+    ctx->resume = std::move(ck);
+    ctx->resume_file = label;
+  }
+  // The driver's run clock, less the one-way delay of this request (a
+  // resumed run's clock reads the checkpoint's time plus the time since).
   ctx->t0 = self->clock().now() - to_timespan(r.run_seconds);
   return ctx;
 }
@@ -111,8 +147,8 @@ caf::expected<context_ptr> admit(spawner_ptr self, const spawn_request& r) {
 caf::behavior spawner(spawner_ptr self, host_options opts) {
   self->state.opts = std::move(opts);
   // A host shutting down ends the runs it serves (their keepers end the nodes).
-  self->attach_functor([self] {
-    for (const auto& k : self->state.keepers)
+  self->attach_functor([keepers = self->state.keepers] {
+    for (const auto& k : *keepers)
       caf::anon_send_exit(k, caf::exit_reason::user_shutdown);
   });
   self->set_default_handler([=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
@@ -126,7 +162,7 @@ caf::behavior spawner(spawner_ptr self, host_options opts) {
     return caf::sec::unexpected_message;
   });
   return {
-    [=](spawn_atom, spawn_request& r) -> caf::result<std::vector<node_handles>> {
+    [=](spawn_atom, spawn_request& r) -> caf::result<spawn_reply> {
       auto& st = self->state;
       auto ctx = admit(self, r);
       if (!ctx) {
@@ -135,12 +171,12 @@ caf::behavior spawner(spawner_ptr self, host_options opts) {
         log(self, "refused a spawn request from " + peer_of(self) + ": " + why);
         return ctx.error();
       }
-      std::vector<node_handles> out;
+      spawn_reply out;
       std::vector<caf::actor> actors;
       try {
         for (auto k : r.nodes) {
           auto node = spawn_node(self, *ctx, k);
-          out.push_back({k, node.worker, node.buffer, node.hub});
+          out.nodes.push_back({k, node.worker, node.buffer, node.hub});
           for (const auto& a : {node.worker, node.buffer, node.hub})
             if (a && std::find(actors.begin(), actors.end(), a) == actors.end())
               actors.push_back(a);
@@ -152,20 +188,24 @@ caf::behavior spawner(spawner_ptr self, host_options opts) {
         log(self, std::string{"refused a spawn request: "} + e.what());
         return caf::make_error(caf::sec::invalid_argument, e.what());
       }
-      st.keepers.insert(self->spawn(run_keeper, std::move(actors), r.supervisor,
-                                    caf::actor_cast<caf::actor>(self)));
+      out.keeper = self->spawn(run_keeper, std::move(actors), *ctx, r.supervisor,
+                               caf::actor_cast<caf::actor>(self));
+      st.keepers->insert(out.keeper);
       ++st.counters.runs;
       std::string ids;
       for (auto k : r.nodes)
         ids += (ids.empty() ? "" : ",") + std::to_string(k);
       log(self, "run '" + (*ctx)->plan->spec.name() + "' (" + (*ctx)->plan->algorithm_name() +
-                  "): spawned nodes " + ids + " for " + peer_of(self));
+                  "): spawned nodes " + ids + " for " + peer_of(self) +
+                  ((*ctx)->resume ? ", resumed from " + (*ctx)->resume_file + " (t=" +
+                                      std::to_string((*ctx)->resume->time_seconds()) + " s)"
+                                  : std::string{}));
       return out;
     },
     [=](done_atom) {
       auto& st = self->state;
-      st.keepers.erase(caf::actor_cast<caf::actor>(self->current_sender()));
-      log(self, "a run ended; " + std::to_string(st.keepers.size()) + " still running");
+      st.keepers->erase(caf::actor_cast<caf::actor>(self->current_sender()));
+      log(self, "a run ended; " + std::to_string(st.keepers->size()) + " still running");
     },
     [=](stats_atom) {
       const auto& c = self->state.counters;

@@ -519,7 +519,9 @@ void dispatch(outbox& out, caf::event_based_actor* self, run_context& ctx, std::
               packet p) {
   auto& w = out.waiting[k];
   ++w.in_flight;
+  ++ctx.remote_sent;
   auto next = [&out, self, &ctx, k] {
+    ++ctx.remote_answered;
     auto& w = out.waiting[k];
     --w.in_flight;
     if (w.queue.empty())

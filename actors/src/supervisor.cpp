@@ -1,13 +1,16 @@
 #include "atrain/actors/supervisor.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "atrain/actors/algorithms.hpp"
 #include "atrain/actors/checkpoint.hpp"
+#include "atrain/actors/deploy.hpp"
 #include "atrain/actors/evaluator.hpp"
 #include "atrain/actors/host.hpp"
 #include "atrain/actors/rfast.hpp"
@@ -51,6 +54,15 @@ struct sup_state {
   /// Multi-host runs: the hosts' spawners, watched so that a host lost while
   /// it prepares its nodes ends the run at once (not after the spawn timeout).
   std::map<caf::actor_addr, std::uint32_t> spawner_of;
+  /// Multi-host runs: each host's run keeper (index = host; joins the
+  /// checkpoint drain).
+  std::vector<caf::actor> keepers;
+  /// A resumed multi-host run: the bytes of each host's spawn request
+  /// (spec and checkpoint part), for the error when a host drops it.
+  std::vector<std::size_t> request_bytes;
+  /// A resumed multi-host run waits for its first evaluation before the go
+  /// (start_checkpoints).
+  bool resumed_eval_first = false;
   /// R-FAST: the current tracking epoch, and the nodes out of the run for
   /// good (lost whole, or their worker lost: no later epoch includes them).
   std::optional<rfast_epoch_plan> rfast;
@@ -492,6 +504,14 @@ void restart_worker(sup_ptr self, int i) {
 
 /// Checkpoints: arms the spec's checkpoint times and, for a resumed run,
 /// lets the restored workers go once every actor is up.
+void arm_checkpoints(sup_ptr self) {
+  auto& st = self->state;
+  if (!st.ctx->plan->spec.checkpoint().file().empty())
+    st.ckpt->arm(self);
+  if (st.ctx->resume)
+    st.ckpt->start_resumed(self);
+}
+
 void start_checkpoints(sup_ptr self) {
   auto& st = self->state;
   if (st.ctx->plan->spec.checkpoint().file().empty() && !st.ctx->resume)
@@ -520,10 +540,14 @@ void start_checkpoints(sup_ptr self) {
     }
   };
   st.ckpt->supervise(std::move(sup));
-  if (!st.ctx->plan->spec.checkpoint().file().empty())
-    st.ckpt->arm(self);
-  if (st.ctx->resume)
-    st.ckpt->start_resumed(self);
+  st.ckpt->watch_hosts(st.keepers);
+  // A multi-host run resumed after its next evaluation was due (the hosts
+  // took longer to prepare): that evaluation, of the restored models, comes
+  // first; the first metric row then arms the checkpoints and lets go.
+  st.resumed_eval_first = st.ctx->deploy && st.ctx->resume &&
+                          st.ctx->resume->evaluator().next_eval_ns() <= st.ctx->ns(self);
+  if (!st.resumed_eval_first)
+    arm_checkpoints(self);
 }
 
 /// Arms the spec's crashes. A resumed run restores what the checkpoint says
@@ -607,6 +631,18 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::ac
   start_checkpoints(self);
 }
 
+/// A resumed run's host lost before it answered: it may have refused the
+/// size of its part (the BASP guard closes a connection announcing more
+/// than the host's --max-message-mb).
+[[nodiscard]] std::string resume_hint(const sup_state& st, std::uint32_t h) {
+  if (h >= st.request_bytes.size())
+    return {};
+  char mib[32];
+  std::snprintf(mib, sizeof mib, "%.1f", static_cast<double>(st.request_bytes[h]) / (1 << 20));
+  return std::string{" (resuming, it was sent "} + mib + " MiB in one message, the spec and its "
+         "nodes' part of the checkpoint: above its --max-message-mb?)";
+}
+
 /// Multi-host run: asks every host to spawn its nodes; once all answered,
 /// wires them from here and starts the run.
 void spawn_on_hosts(sup_ptr self) {
@@ -615,6 +651,11 @@ void spawn_on_hosts(sup_ptr self) {
   const auto n = static_cast<std::uint32_t>(st.ctx->plan->nodes());
   std::string spec_bytes;
   st.ctx->plan->spec.SerializeToString(&spec_bytes);
+  // A resumed run: each host gets its nodes' states (checkpoint_parts).
+  std::vector<proto::Checkpoint> parts;
+  if (st.ctx->resume)
+    parts = checkpoint_parts(*st.ctx->resume, d.host_of, d.hosts.size());
+  st.keepers.assign(d.hosts.size(), caf::actor{});
   auto nodes = std::make_shared<std::vector<node_actors>>(n);
   auto pending = std::make_shared<std::size_t>(0);
   for (std::uint32_t h = 0; h < d.hosts.size(); ++h) {
@@ -631,6 +672,12 @@ void spawn_on_hosts(sup_ptr self) {
     r.base_dir = std::filesystem::absolute(st.ctx->plan->base_dir.empty() ? "." : st.ctx->plan->base_dir).string();
     r.run_seconds = st.ctx->seconds(self);
     r.supervisor = caf::actor_cast<caf::actor>(self);
+    if (!parts.empty()) {
+      parts[h].SerializeToString(&r.checkpoint);
+      r.checkpoint_label = st.ctx->resume_file;
+      st.request_bytes.resize(d.hosts.size());
+      st.request_bytes[h] = r.spec.size() + r.checkpoint.size();
+    }
     ++*pending;
     const auto name = d.names[h];
     self->monitor(d.hosts[h]);
@@ -638,8 +685,9 @@ void spawn_on_hosts(sup_ptr self) {
     // Loading the data on the host takes a while (MNIST: seconds).
     self->request(d.hosts[h], std::chrono::seconds{120}, spawn_atom::value, std::move(r))
       .then(
-        [self, nodes, pending](std::vector<node_handles>& hs) {
-          for (auto& x : hs)
+        [self, nodes, pending, h](spawn_reply& reply) {
+          self->state.keepers.at(h) = std::move(reply.keeper);
+          for (auto& x : reply.nodes)
             if (x.node < nodes->size())
               (*nodes)[x.node] = node_actors{std::move(x.worker), std::move(x.buffer),
                                              std::move(x.hub), {}};
@@ -682,6 +730,9 @@ void host_lost(sup_ptr self, std::uint32_t h) {
   const std::string what = "host " + d.names[h] + " lost at " + std::to_string(t) +
                            " s (its connection closed or its heartbeats stopped); node" +
                            (gone.size() > 1 ? "s " : " ") + ids + " gone with it";
+  if (st.ckpt && st.ckpt->active())  // its nodes' states are gone with it
+    return fail(self, what + ", during a checkpoint barrier: the checkpoint cannot be "
+                             "taken (or the resumed run started) without them");
   if (gone.size() == st.nodes.size())
     return fail(self, what + ": no node is left");
   if (plan.spec.algorithm().has_async_ps() &&
@@ -745,7 +796,8 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
       // Once the nodes run, a lost host shows through its nodes (host_lost).
       if (!st.evaluator)
         fail(self, "host " + st.ctx->deploy->names[it->second] +
-                     " was lost while it prepared its nodes: " + caf::to_string(dm.reason));
+                     " was lost while it prepared its nodes: " + caf::to_string(dm.reason) +
+                     resume_hint(st, it->second));
       return;
     }
     if (dm.reason == caf::exit_reason::remote_link_unreachable && st.ctx->deploy) {
@@ -759,6 +811,8 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
   return {
     [=](metric_atom, const metric_sample& row) {
       auto& st = self->state;
+      if (std::exchange(st.resumed_eval_first, false) && !st.stopping)
+        arm_checkpoints(self);
       if (st.sink) {
         std::lock_guard<std::mutex> guard{st.sink->mtx};
         st.sink->metrics.push_back(row);
@@ -770,8 +824,16 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
     [=](restart_atom, std::uint64_t i) { restart_worker(self, static_cast<int>(i)); },
     [=](stop_atom) { begin_stop(self, "stopped by request"); },
     [=](ckpt_timer_atom, double at) {
-      if (self->state.ckpt && !self->state.stopping)
-        self->state.ckpt->begin(self, at);
+      auto& st = self->state;
+      if (!st.ckpt || st.stopping)
+        return;
+      if (!st.lost_hosts.empty()) {  // (without this, the drain poll would time out)
+        const auto h = *st.lost_hosts.begin();
+        return fail(self, "checkpoint at " + std::to_string(at) + " s: host " +
+                            st.ctx->deploy->names[h] + " was lost earlier with its nodes and "
+                            "the run went on without them; a checkpoint needs every node's state");
+      }
+      st.ckpt->begin(self, at);
     },
     [=](ckpt_poll_atom, std::uint64_t round) {
       if (self->state.ckpt && !self->state.stopping)

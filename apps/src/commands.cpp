@@ -168,6 +168,13 @@ int run(const parsed& p) {
       std::cerr << "atrain: cannot resume: " << error_text(ck.error()) << "\n";
       return 2;
     }
+    // Taken with another deploy (host count, placement): refused here, before
+    // any host is contacted (run_experiment checks it again for embedders).
+    if (auto d = deploy_options_of(*plan, opts.deploy); d)
+      if (auto ok = check_resume_deploy(**ck, p.resume, *d, plan->nodes()); !ok) {
+        std::cerr << "atrain: cannot resume: " << error_text(ok.error()) << "\n";
+        return 2;
+      }
     opts.resume = std::move(*ck);
     opts.resume_file = p.resume;
   }

@@ -604,8 +604,6 @@ void checker::checkpoint() {
           "a run with checkpoints restarts its crashed workers: give restart_after_seconds (a "
           "node lost for good leaves the run's topology changed, which a checkpoint does not "
           "save yet)");
-  if (s_.spec.deploy().hosts_size() > 0)
-    bad("checkpoint", "multi-host runs cannot checkpoint yet (the barrier runs in one process)");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<spawn_request>("atrain_spawn_request");
   cfg.add_message_type<node_handles>("atrain_node_handles");
   cfg.add_message_type<std::vector<node_handles>>("atrain_node_handles_vector");
+  cfg.add_message_type<spawn_reply>("atrain_spawn_reply");
   cfg.add_message_type<std::vector<std::uint32_t>>("atrain_u32_vector");
   cfg.add_message_type<rfast_epoch>("atrain_rfast_epoch");
 }

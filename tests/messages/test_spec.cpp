@@ -486,6 +486,10 @@ BOOST_AUTO_TEST_CASE(other_valid_variants) {
       {{"nodes: 4", "nodes: 1"}, {c_edges_lines, ""}, {"  r_edges { from: 0 to: 1 }\n  r_edges { from: 1 to: 2 }\n  r_edges { from: 2 to: 3 }\n", ""},
        {"slowdown { node: 2 factor: 3 }", ""}},
       {{"link {", "link {\n  loss: 1\n"}, {"  loss: 0.01\n", ""}},
+      // A multi-host run may checkpoint (it used to be refused).
+      {{"clock: VIRTUAL", "clock: REAL"},
+       {"out_dir: \"out\"", "out_dir: \"out\"\ndeploy { hosts: [\"127.0.0.1:7420\", "
+                            "\"127.0.0.1:7421\"] }\ncheckpoint { at_seconds: [1] file: \"run.ckpt\" }"}},
   };
   for (std::size_t i = 0; i < variants.size(); ++i) {
     BOOST_TEST_CONTEXT("variant " << i) {

@@ -126,6 +126,13 @@ std::uint64_t restore_worker_basics(State& st, const proto::NodeState& s) {
 [[nodiscard]] caf::expected<std::shared_ptr<const proto::Checkpoint>>
 load_checkpoint(const std::string& file, const run_plan& plan);
 
+/// The checks of load_checkpoint that need no other node than `ids`: the
+/// spec, node count, dimension, the time against stop.time_seconds and the
+/// sizes of nodes `ids`' states (a host of a multi-host run checks its
+/// nodes' part with its own plan). Empty when it fits, else the reason.
+[[nodiscard]] std::string check_checkpoint_nodes(const proto::Checkpoint& ck, const run_plan& plan,
+                                                 const std::vector<std::uint32_t>& ids);
+
 /// The reason text of an error made here (its string context), else the
 /// rendered error.
 [[nodiscard]] std::string error_text(const caf::error& e);
@@ -164,6 +171,10 @@ public:
   /// a restart replaced a worker).
   void watch(const std::vector<node_actors>& nodes, const std::vector<caf::actor>& links,
              caf::actor evaluator);
+  /// Multi-host runs: each host's run keeper (index = host; null: no node
+  /// there). They join the drain: quiet once every packet their nodes sent
+  /// to another process was answered, twice running.
+  void watch_hosts(std::vector<caf::actor> keepers) { keepers_ = std::move(keepers); }
   /// Arms the spec's checkpoint times after the resumed one (fresh run: all).
   void arm(caf::event_based_actor* self);
   /// Resumed run: waits for every restored actor, then lets the workers go.
@@ -185,6 +196,8 @@ private:
   void finish(caf::event_based_actor* self, std::shared_ptr<proto::Checkpoint> ck);
   void go(caf::event_based_actor* self);
   [[nodiscard]] std::string file_for(std::uint32_t number) const;
+  /// "node 3 worker", and where it runs in a multi-host run.
+  [[nodiscard]] std::string node_part(std::size_t i, const char* part) const;
 
   context_ptr ctx_;
   reason_fn stop_;
@@ -192,6 +205,7 @@ private:
   std::vector<node_actors> nodes_;
   std::vector<caf::actor> links_;
   caf::actor evaluator_;
+  std::vector<caf::actor> keepers_;
   bool active_ = false;
   bool restoring_ = false;
   double requested_ = 0;

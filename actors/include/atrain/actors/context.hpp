@@ -79,6 +79,11 @@ struct run_context {
   /// its state from it when spawned; null for a fresh run.
   std::shared_ptr<const proto::Checkpoint> resume;
   std::string resume_file;
+  /// Multi-host runs: packets this process's outboxes sent to another
+  /// process, and those the receiver answered (processed). Equal: none is on
+  /// the wire or waiting for it (the host keeper's part of a checkpoint drain).
+  std::atomic<std::uint64_t> remote_sent{0};
+  std::atomic<std::uint64_t> remote_answered{0};
 
   [[nodiscard]] std::int64_t ns(caf::local_actor* self) const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(self->clock().now() - t0).count();

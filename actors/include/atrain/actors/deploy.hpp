@@ -52,6 +52,30 @@ struct deploy_options {
 [[nodiscard]] caf::expected<std::shared_ptr<const deployment>>
 connect_hosts(caf::actor_system& sys, const run_plan& plan, const deploy_options& opts);
 
+/// Host per node: `opts.placement`, or round-robin over `opts.hosts`.
+[[nodiscard]] std::vector<std::uint32_t> placement_of(const deploy_options& opts,
+                                                      std::size_t nodes);
+
+/// Writes the deploy as run (hosts' addresses, host per node) into a
+/// checkpoint's spec: a resumed run must have as many hosts, alike placed.
+void record_deploy(const deployment& d, proto::Deployment& out);
+
+/// Checks that checkpoint `ck` (read from `file`) was taken with the deploy
+/// `opts` describes (none: in one process): the same host count and node
+/// placement; the addresses may differ. An error names the file and both.
+[[nodiscard]] caf::expected<void> check_resume_deploy(const proto::Checkpoint& ck,
+                                                      const std::string& file,
+                                                      const deploy_options& opts,
+                                                      std::size_t nodes);
+
+/// What each host of a resumed run gets of checkpoint `ck` (index = host;
+/// `host_of`: host per node): the states of its nodes (every other node's
+/// entry keeps only its id), with the spec, time and records; no links, no
+/// evaluator (they live with the driver).
+[[nodiscard]] std::vector<proto::Checkpoint> checkpoint_parts(const proto::Checkpoint& ck,
+                                                              const std::vector<std::uint32_t>& host_of,
+                                                              std::size_t hosts);
+
 /// The shared secret in `path`, trailing whitespace removed (>= 16 characters).
 [[nodiscard]] caf::expected<std::string> read_secret_file(const std::string& path);
 

@@ -258,12 +258,18 @@ struct spawn_request {
   std::vector<std::uint32_t> nodes;
   double run_seconds = 0;  // the driver's run clock when it sent the request
   caf::actor supervisor;   // the host ends the run's actors when it goes down
+  /// A resumed run: binary atrain.proto.Checkpoint holding the states of
+  /// `nodes` (the other nodes' entries empty but for their id); empty for a
+  /// fresh run. Bounded by the host's --max-message-mb (README "Checkpoint
+  /// and resume").
+  std::string checkpoint;
+  std::string checkpoint_label;  // the driver's checkpoint file, for messages
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, spawn_request& x) {
   return f(caf::meta::type_name("atrain_spawn_request"), x.secret, x.spec, x.spec_label,
-           x.base_dir, x.nodes, x.run_seconds, x.supervisor);
+           x.base_dir, x.nodes, x.run_seconds, x.supervisor, x.checkpoint, x.checkpoint_label);
 }
 
 /// One node's actors as its host spawned them (invalid handles: none).
@@ -277,6 +283,19 @@ struct node_handles {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_handles& x) {
   return f(caf::meta::type_name("atrain_node_handles"), x.node, x.worker, x.buffer, x.hub);
+}
+
+/// A host's answer to a spawn_request: its nodes' actors, and the run's
+/// keeper there (it ends them with the run, and joins a checkpoint's drain:
+/// it knows whether every packet its nodes sent to another process arrived).
+struct spawn_reply {
+  std::vector<node_handles> nodes;
+  caf::actor keeper;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, spawn_reply& x) {
+  return f(caf::meta::type_name("atrain_spawn_reply"), x.nodes, x.keeper);
 }
 
 /// Adds every type above to the config. Call before constructing the system.
