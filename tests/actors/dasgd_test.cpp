@@ -2,8 +2,9 @@
 /// every gradient over lossy acknowledged links, each replica equal to x0
 /// minus the gradients its ledger says it applied, staleness against an
 /// independent count, batching (broadcast_every), coalescing on
-/// bandwidth-bound links, malformed packets, the quickstart target, replay
-/// and the real clock.
+/// bandwidth-bound links, restarts (with batching and coalescing: only the
+/// dead worker's unsent batch is lost), malformed packets, the quickstart
+/// target, replay and the real clock.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
