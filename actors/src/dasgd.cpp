@@ -22,11 +22,12 @@
 /// link, and all replicas hold the same sum of steps up to float rounding.
 ///
 /// Packets (stream dasgd_gradients): seq = the sender's local number of the
-/// newest gradient inside, scalars = {count c}; the packet covers gradients
-/// seq-c+1 .. seq. Without batching c = 1; broadcast_every k gives c = k;
-/// a coalescing link (dasgd.coalesce, link.cpp) sums packets waiting for a
-/// busy wire, adds their counts and keeps the newest seq — the ranges it
-/// merges are consecutive, so the result covers a range again.
+/// newest gradient inside, scalars = {count c} (or {c, 1}: the first packet
+/// after a restart fence); the packet covers gradients seq-c+1 .. seq.
+/// Without batching c = 1; broadcast_every k gives c = k; a coalescing link
+/// (dasgd.coalesce, link.cpp) sums packets waiting for a busy wire, adds
+/// their counts and keeps the newest seq — it merges only a range that
+/// continues the waiting one, so the result covers a range again.
 /// Delivery: links are acknowledged (retransmission until acked), so every
 /// packet arrives at least once; duplicates are dropped by (sender, gradient
 /// number) with `exactly_once`, marking every gradient of the range. A packet
@@ -56,27 +57,56 @@
 /// the staleness bookkeeping (the shared creation record's totals and the
 /// creation times of the unsent gradients, which remote nodes apply later).
 ///
-/// Restart (docs/RELIABILITY.md "Restart"; broadcast_every 1 without
-/// coalescing: every gradient is one packet, sent to every node at its
-/// creation). The supervisor re-points the links that ended at the dead
-/// worker k at the replacement, then reads from every link the highest
-/// gradient number its sender handed it: H_j for origin j (for the dead
-/// worker itself M, its gradients made, read from the creation record when
-/// the run has one). Every later packet of origin j reaches the
-/// replacement over its re-pointed link. A donor (the first live node by id)
-/// hands over its model x_d, its record of the gradients it has seen (per
-/// origin, every number) and its inbox (seen, not yet applied); from then on
-/// it RELAYS to the replacement every gradient of origin j numbered <= H_j
-/// it sees for the first time (it may have reached only the dead worker),
-/// until it has seen all of them. The replacement starts from x_d with the
-/// donor's record as its de-duplication state and the inbox as its own, its
-/// own gradients numbered from M + 1: each gradient is then applied by it
-/// exactly once — from x_d, from the inbox, over the re-pointed link or
-/// relayed, a second copy being a duplicate by (origin, number).
+/// Restart (docs/RELIABILITY.md "Restart"; any broadcast_every, with or
+/// without coalescing). What R, the replacement of dead worker k, must get
+/// is, per origin j, every number exactly once, each inside one packet it
+/// applies whole. Packets are sums, so R may only combine packets whose
+/// ranges tile j's numbers without overlap; and links cut j's stream into
+/// ranges differently (a coalescing link merges whatever waits for its
+/// wire). The hand-over therefore cuts every stream at one point all links
+/// agree on, a FENCE F_j, and takes the numbers <= F_j from one path (the
+/// donor) and the ones above from the other (R's own link from j):
+///  1. The supervisor re-points the links that ended at k (replace_worker)
+///     and reads from every link the highest number its sender handed it:
+///     for k, `sent`. The creation record says how many k made (`made`);
+///     sent+1 .. made, the dead worker's unsent batch, were applied only
+///     in its model and are LOST with it (trace dasgd_lost; every node
+///     marks them seen, never applied, and they leave the staleness count).
+///  2. The donor d (the first live node by id) hands over its model minus
+///     its own unsent batch (that goes out later, whole, as a packet), its
+///     record (per origin every number seen), the lost numbers it knows
+///     and its inbox, and fences its own stream: F_d = its highest number
+///     sent.
+///  3. Then every other live node j fences its stream: F_j = its highest
+///     number sent, and its next packet carries the mark {c, 1}, whose
+///     shape no link or outbox merges with an earlier packet (links also
+///     merge only a range that continues the waiting one, same origin).
+///     Everything d had seen of j was sent before, so d's record holds no
+///     number of j above F_j; every packet of j above F_j was handed to the
+///     re-pointed link and reaches R, and no range on any link crosses F_j.
+///     A node that does not answer is dead: F_j = its links' highest
+///     number (it sends no more). F_k = sent.
+///  4. R starts from d's model, record, lost numbers and inbox with the
+///     fences; d relays to R (stream dasgd_relayed, origin kept) every
+///     packet it sees for the first time whose range ends <= F_j (those
+///     seen between 2 and 4 waited), until it has seen every number up to
+///     the fences. R applies of origin j: relayed packets only up to F_j,
+///     direct ones only above F_j (a direct one <= F_j, handed to the link
+///     before the fence, is dropped: `covered`); anything crossing a fence
+///     is rejected. Below F_j R holds d's partition of j's stream (record,
+///     inbox, relays: disjoint ranges d saw once each), above it its own
+///     link's: every number of j exactly once, duplicates dropped by
+///     (origin, number). R numbers its gradients from made + 1 in a new
+///     segment (its first packet marked, so no link merges it into the dead
+///     worker's packets still queued).
+/// The donor must live until it has relayed up to the fences. Across
+/// processes nobody counts the dead worker's gradients made: R numbers
+/// from sent + 1 and its unsent batch is lost uncounted.
 #include "atrain/actors/dasgd.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <set>
@@ -92,7 +122,7 @@ namespace {
 /// When every gradient of the run was created: shared by the run's workers.
 class creation_record {
 public:
-  explicit creation_record(std::size_t n) : times_(n), first_(n, 1) {}
+  explicit creation_record(std::size_t n) : times_(n), first_(n, 1), lost_through_(n, 0) {}
 
   /// Node `node` created its next gradient at `ns`.
   void add(std::uint32_t node, std::int64_t ns) {
@@ -124,6 +154,20 @@ public:
     return first_.at(node) - 1 + times_.at(node).size();
   }
 
+  /// Gradients `first` .. `last` of `node` will never be applied anywhere
+  /// (made by a worker that died before sending them): from now on they no
+  /// longer count as created, so they leave every node's staleness.
+  void lose(std::uint32_t node, std::uint64_t first, std::uint64_t last) {
+    std::lock_guard<std::mutex> lock{mtx_};
+    auto& through = lost_through_.at(node);
+    for (auto s = std::max(first, through + 1); s <= last; ++s) {
+      --total_;
+      if (times_.at(node).at(s - first_.at(node)) < last_ns_)
+        --before_last_;
+    }
+    through = std::max(through, last);
+  }
+
   /// The totals, for a checkpoint.
   [[nodiscard]] std::tuple<std::int64_t, std::uint64_t, std::uint64_t> totals() const {
     std::lock_guard<std::mutex> lock{mtx_};
@@ -153,6 +197,7 @@ private:
   mutable std::mutex mtx_;
   std::vector<std::vector<std::int64_t>> times_;
   std::vector<std::uint64_t> first_;  // per node: the index of times_[node][0]
+  std::vector<std::uint64_t> lost_through_;  // per node: the highest number `lose` took
   std::int64_t last_ns_ = std::numeric_limits<std::int64_t>::min();
   std::uint64_t before_last_ = 0;
   std::uint64_t total_ = 0;
@@ -161,6 +206,9 @@ private:
 /// Largest gradient count one packet may claim (a hostile count must not
 /// make the receiver loop for ever).
 constexpr double max_packet_gradients = 1 << 24;
+
+/// Restart: a live node other than the donor fences its gradient stream.
+using dasgd_fence_atom = caf::atom_constant<caf::atom("dfence")>;
 
 /// Shortest wait between two gradients of one node (run-clock seconds): a
 /// zero wait would be a plain send to itself, and CAF keeps running an actor
@@ -190,12 +238,21 @@ struct dasgd_state : gossip::node_base {
   std::size_t used_at_read = 0;
   barrier_hold hold;                    // checkpoints
   std::vector<std::uint64_t> highest;   // per origin: the highest gradient number seen
-  std::uint64_t inherited = 0;          // a replacement: the dead incarnation's gradients made
-  /// Restart: replacements this node relays to (route index, per origin the
-  /// highest number to relay); dropped once every one of them was seen here.
+  /// Per origin: numbers lost with a dead worker (made, never sent), marked
+  /// seen in `dedup` so its record stays contiguous, never applied.
+  std::vector<std::set<std::uint64_t>> lost;
+  /// A replacement: per origin the fence F_j — numbers <= F_j come from the
+  /// donor (its record, its inbox, relayed), numbers above over the link.
+  std::vector<std::uint64_t> fence;
+  bool fence_next = false;  // the next packet opens a segment (scalars {c, 1})
+  /// Restart donor: replacements this node relays to (route index, per
+  /// origin the fence up to which to relay — empty until the supervisor
+  /// sends it, the packets first seen meanwhile wait in `pending`);
+  /// dropped once every number up to the fences was seen here.
   struct relay {
     std::size_t route = 0;
     std::vector<std::uint64_t> until;
+    std::vector<packet> pending;
   };
   std::vector<relay> relays;
   static inline const char* name = "atrain_dasgd_worker";
@@ -271,6 +328,9 @@ void wake(dasgd_ptr self, run_context& ctx, std::uint32_t id) {
       p.seq = st.steps;
       p.f = float_blob{std::move(st.batch)};
       p.scalars = {static_cast<double>(st.batch_count)};
+      if (st.fence_next)  // the first packet after a restart fence: merged into nothing earlier
+        p.scalars.push_back(1);
+      st.fence_next = false;
       st.batch = {};
       st.batch_count = 0;
       st.out.broadcast(self, ctx, std::move(p));
@@ -280,30 +340,66 @@ void wake(dasgd_ptr self, run_context& ctx, std::uint32_t id) {
     begin_cycle(self, ctx);
 }
 
-/// A well-formed gradient packet from another node (count checked too).
+/// A well-formed gradient packet (count and fence mark checked too): from
+/// another node, or relayed by a restart donor (then also one of this
+/// node's own dead incarnation's).
 [[nodiscard]] bool well_formed(const dasgd_state& st, std::uint32_t id, const packet& p) {
   const std::size_t dim = st.x.size();
-  // From oneself only a gradient of the dead incarnation, relayed by the donor.
-  if (p.kind != dasgd_gradients || p.from >= st.n || (p.from == id && p.seq > st.inherited) ||
-      p.f.size() != dim ||
-      !p.d.empty() || p.scalars.size() != 1 || !vec::all_finite(p.f.ptr(), dim))
+  if ((p.kind != dasgd_gradients && p.kind != dasgd_relayed) || p.from >= st.n ||
+      (p.from == id && p.kind != dasgd_relayed) || p.f.size() != dim || !p.d.empty() ||
+      p.scalars.empty() || p.scalars.size() > 2 ||
+      (p.scalars.size() == 2 && p.scalars[1] != 1) || !vec::all_finite(p.f.ptr(), dim))
     return false;
   const double c = p.scalars[0];
   return c >= 1 && c <= max_packet_gradients && c == std::floor(c) &&
          static_cast<std::uint64_t>(c) <= p.seq;
 }
 
-/// A gradient seen here for the first time that a replacement may have
-/// missed (it may have reached only the dead worker) goes on to it.
-void relay_to_replacements(dasgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p) {
+/// The first gradient number packet `p` covers.
+[[nodiscard]] std::uint64_t first_of(const packet& p) {
+  return p.seq - static_cast<std::uint64_t>(p.scalars[0]) + 1;
+}
+
+/// Marks gradients `first` .. `last` of `origin` lost with a dead worker:
+/// seen (a copy can never come: they were not sent), never applied.
+void mark_lost(dasgd_state& st, std::uint32_t origin, std::uint64_t first, std::uint64_t last) {
+  for (auto s = first; s <= last; ++s) {
+    static_cast<void>(st.dedup.first_time(origin, dasgd_gradients, s));
+    st.lost[origin].insert(s);
+  }
+  if (first <= last)
+    st.highest[origin] = std::max(st.highest[origin], last);
+}
+
+/// This node's highest gradient number handed to its links; its next
+/// packet opens a segment no link merges into earlier ones (a restart
+/// fence for node k: every packet of this node numbered above it reaches
+/// k's replacement over its re-pointed link, whole).
+std::uint64_t fence_stream(dasgd_ptr self, run_context& ctx, std::uint32_t id, std::uint32_t k) {
   auto& st = self->state;
-  for (const auto& r : st.relays)
-    if (p.seq <= r.until[p.from]) {
-      st.out.send(self, ctx, r.route, p);
-      if (st.record)
-        ++st.ledger.relayed;
-    }
+  st.fence_next = true;
+  const auto sent = st.steps - st.batch_count;
+  ctx.events.record(ctx.ns(self), id, event_kind::dasgd_fence, k, sent);
+  return sent;
+}
+
+/// Passes `p` (first seen here) on to replacement route `route`.
+void relay_packet(dasgd_ptr self, run_context& ctx, std::size_t route, const packet& p) {
+  auto& st = self->state;
+  packet copy = p;
+  copy.kind = dasgd_relayed;
+  copy.scalars = {p.scalars[0]};
+  st.out.send(self, ctx, route, std::move(copy));
+  if (st.record)
+    ++st.ledger.relayed;
+}
+
+/// Drops the relays that are done: fences known and every number up to
+/// them seen here (then relayed, or in the record the replacement took).
+void prune_relays(dasgd_state& st, std::uint32_t id) {
   auto done = [&st, id](const dasgd_state::relay& r) {
+    if (r.until.empty())
+      return false;
     for (std::uint32_t j = 0; j < st.n; ++j)
       if (j != id && r.until[j] > 0 && st.dedup.first_unseen(j, dasgd_gradients) <= r.until[j])
         return false;
@@ -312,18 +408,66 @@ void relay_to_replacements(dasgd_ptr self, run_context& ctx, std::uint32_t id, c
   st.relays.erase(std::remove_if(st.relays.begin(), st.relays.end(), done), st.relays.end());
 }
 
-/// The donor's side of a restart of node k: its model, its record (per
-/// origin every number seen, own: every one made), its inbox; relays from
-/// now on what k's replacement may have missed (until: per origin).
-std::tuple<float_blob, std::vector<std::vector<std::uint64_t>>, std::vector<packet>>
-donate(dasgd_ptr self, run_context& ctx, std::uint32_t id, std::uint32_t k,
-       std::vector<std::uint64_t> until) {
+/// A packet seen here for the first time that a replacement needs from
+/// this donor (numbers <= its origin's fence) goes on to it; before the
+/// fences are known it waits.
+void relay_to_replacements(dasgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p) {
   auto& st = self->state;
+  for (auto& r : st.relays) {
+    if (r.until.empty())
+      r.pending.push_back(p);
+    else if (p.seq <= r.until[p.from])
+      relay_packet(self, ctx, r.route, p);
+  }
+  prune_relays(st, id);
+}
+
+/// The donor learns the fences of replacement `k`: relays what waited and
+/// from now on every packet up to them it sees first.
+void relay_until(dasgd_ptr self, run_context& ctx, std::uint32_t id, std::uint32_t k,
+                 std::vector<std::uint64_t> until) {
+  auto& st = self->state;
+  if (until.size() != st.n)
+    return;
+  for (auto& r : st.relays)
+    if (st.out.routes[r.route].first == k && r.until.empty()) {
+      r.until = std::move(until);
+      for (const auto& p : r.pending)
+        if (p.seq <= r.until[p.from])
+          relay_packet(self, ctx, r.route, p);
+      r.pending.clear();
+      break;
+    }
+  prune_relays(st, id);
+}
+
+/// Per origin the numbers lost with dead workers, for a replacement.
+[[nodiscard]] std::vector<std::vector<std::uint64_t>> lost_lists(const dasgd_state& st) {
+  std::vector<std::vector<std::uint64_t>> out(st.n);
+  for (std::uint32_t j = 0; j < st.n; ++j)
+    out[j].assign(st.lost[j].begin(), st.lost[j].end());
+  return out;
+}
+
+/// The donor's side of a restart of node k, whose dead worker handed its
+/// links gradients up to `sent` and made up to `made` (the rest lost): its
+/// model without its own unsent batch (that batch goes to the replacement
+/// as a packet, whole), its record (per origin every number seen; its own:
+/// every one sent), the numbers lost with dead workers, its inbox, and its
+/// own fence (the highest number it sent). Relays from now on what the
+/// replacement needs from it (relay_until).
+std::tuple<float_blob, std::vector<std::vector<std::uint64_t>>,
+           std::vector<std::vector<std::uint64_t>>, std::vector<packet>, std::uint64_t>
+donate(dasgd_ptr self, run_context& ctx, std::uint32_t id, std::uint32_t k, std::uint64_t sent,
+       std::uint64_t made) {
+  auto& st = self->state;
+  mark_lost(st, k, sent + 1, made);
+  const auto own = fence_stream(self, ctx, id, k);
   std::vector<std::vector<std::uint64_t>> record(st.n);
   for (std::uint32_t j = 0; j < st.n; ++j) {
     auto& seen = record[j];
     if (j == id) {
-      seen.push_back(st.steps);  // 1..steps, all sent (broadcast_every 1)
+      seen.push_back(own);  // 1..own: in x, and every other node's from the links
       continue;
     }
     const auto first = st.dedup.first_unseen(j, dasgd_gradients);
@@ -335,30 +479,40 @@ donate(dasgd_ptr self, run_context& ctx, std::uint32_t id, std::uint32_t k,
   ctx.events.record(ctx.ns(self), id, event_kind::restart, k, st.steps);
   for (std::size_t r = 0; r < st.out.routes.size(); ++r)
     if (st.out.routes[r].first == k) {
-      st.relays.push_back({r, std::move(until)});
+      st.relays.push_back({r, {}, {}});
       break;
     }
-  return {float_blob{st.x}, std::move(record), st.inbox};
+  std::vector<float> x = st.x;
+  if (st.batch_count > 0)  // applied here, not yet sent: the replacement gets it as a packet
+    vec::axpy(1.0f, st.batch.data(), x.data(), x.size());
+  return {float_blob{std::move(x)}, std::move(record), lost_lists(st), st.inbox, own};
 }
 
-/// The replacement takes the donor's model, record and inbox; its own
-/// gradients continue after the dead worker's `made`.
+/// The replacement takes the donor's model, record, lost numbers and inbox
+/// and the fences; its own gradients continue after the dead worker's
+/// `made`, in a new segment.
 void adopt(dasgd_ptr self, const float_blob& x,
            const std::vector<std::vector<std::uint64_t>>& record,
-           const std::vector<packet>& inbox, std::uint64_t made) {
+           const std::vector<std::vector<std::uint64_t>>& lost, const std::vector<packet>& inbox,
+           std::uint64_t made, const std::vector<std::uint64_t>& fence) {
   auto& st = self->state;
   st.x = x.vec();
   st.steps = made;
-  st.inherited = made;
   st.inbox = inbox;
+  st.fence = fence;
+  st.fence.resize(st.n, 0);
+  st.fence_next = true;
+  for (std::uint32_t j = 0; j < st.n && j < lost.size(); ++j)
+    for (auto s : lost[j])
+      mark_lost(st, j, s, s);
   std::set<std::pair<std::uint32_t, std::uint64_t>> waiting;  // in the inbox: applied later
   for (const auto& p : inbox)
-    for (auto s = p.seq - static_cast<std::uint64_t>(p.scalars[0]) + 1; s <= p.seq; ++s)
+    for (auto s = first_of(p); s <= p.seq; ++s)
       waiting.emplace(p.from, s);
   auto mark = [&](std::uint32_t j, std::uint64_t s) {
     static_cast<void>(st.dedup.first_time(j, dasgd_gradients, s));
     st.highest[j] = std::max(st.highest[j], s);
-    if (waiting.count({j, s}) != 0)
+    if (waiting.count({j, s}) != 0 || st.lost[j].count(s) != 0)
       return;
     ++st.applied;
     if (st.record)
@@ -380,14 +534,27 @@ void deliver(dasgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p
   ctx.events.record(ctx.ns(self), id, event_kind::receive, p.from, p.seq);
   if (!well_formed(st, id, p) || from_the_future(p.seq, st.seq_rate, ctx.seconds(self)))
     return gossip::reject(self, ctx, st, id, p);
-  if (st.dedup.seen(p.from, p.kind, p.seq))
+  const auto first = first_of(p);
+  // A replacement: up to the origin's fence only relayed packets, above it
+  // only direct ones; no range crosses a fence (the origin fenced its stream).
+  const auto fence = st.fence.empty() ? 0 : st.fence[p.from];
+  if (p.kind == dasgd_relayed) {
+    if (p.seq > fence)
+      return gossip::reject(self, ctx, st, id, p);  // nobody relays beyond a fence
+  } else if (p.seq <= fence) {
+    if (st.record)
+      ++st.ledger.covered;
+    return;  // handed to the link before the fence: the donor's side covers it
+  } else if (first <= fence) {
+    return gossip::reject(self, ctx, st, id, p);  // crosses the fence
+  }
+  if (st.dedup.seen(p.from, dasgd_gradients, p.seq))
     return;  // a duplicate (retransmitted, or duplicated by the link)
-  const auto first = p.seq - static_cast<std::uint64_t>(p.scalars[0]) + 1;
   for (auto s = first; s < p.seq; ++s)
-    if (st.dedup.seen(p.from, p.kind, s))
+    if (st.dedup.seen(p.from, dasgd_gradients, s))
       return gossip::reject(self, ctx, st, id, p);  // overlaps gradients already here
   for (auto s = first; s <= p.seq; ++s)
-    static_cast<void>(st.dedup.first_time(p.from, p.kind, s));
+    static_cast<void>(st.dedup.first_time(p.from, dasgd_gradients, s));
   st.highest[p.from] = std::max(st.highest[p.from], p.seq);
   relay_to_replacements(self, ctx, id, p);
   if (st.hold.held)
@@ -408,6 +575,11 @@ std::string save_dasgd(const dasgd_state& st, std::uint32_t id) {
     d.add_applied_from(j == id ? st.steps : st.dedup.first_unseen(j, dasgd_gradients) - 1);
   *d.mutable_batch() = {st.batch.begin(), st.batch.end()};
   d.set_batch_count(st.batch_count);
+  for (std::uint32_t j = 0; j < st.n; ++j)
+    for (auto lost : st.lost[j]) {
+      s.add_dasgd_lost(j);
+      s.add_dasgd_lost(lost);
+    }
   if (st.created) {
     const auto [last, before_last, total] = st.created->totals();
     d.set_created_last_ns(last);
@@ -433,6 +605,9 @@ void restore_dasgd(dasgd_state& st, std::uint32_t id, const proto::NodeState& s)
       for (std::uint64_t k = 1; k <= d.applied_from(static_cast<int>(j)); ++k)
         static_cast<void>(st.dedup.first_time(j, dasgd_gradients, k));
   }
+  for (int e = 0; e + 1 < s.dasgd_lost_size(); e += 2)
+    if (s.dasgd_lost(e) < st.n)
+      st.lost[s.dasgd_lost(e)].insert(s.dasgd_lost(e + 1));
   st.batch.assign(d.batch().begin(), d.batch().end());
   st.batch_count = d.batch_count();
   if (st.created)
@@ -459,6 +634,7 @@ caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
   st.every = std::max<std::uint32_t>(1, algo.broadcast_every());
   st.record = ctx->probe != nullptr;
   st.highest.assign(st.n, 0);
+  st.lost.resize(st.n);
   const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)
     restore_dasgd(st, id, *saved);
@@ -493,9 +669,19 @@ caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
         begin_cycle(self, *ctx);
     },
     [=](ckpt_state_atom) { return save_dasgd(self->state, id); },
-    // Node k is being restarted: this node is its donor.
+    // Node k is being restarted (its dead worker sent gradients up to
+    // `sent`, made up to `made`): this node is its donor ...
+    [=](restart_atom, std::uint32_t k, std::uint64_t sent, std::uint64_t made) {
+      return donate(self, *ctx, id, k, sent, made);
+    },
+    // ... and relays up to these fences (per origin) ...
     [=](restart_atom, std::uint32_t k, std::vector<std::uint64_t> until) {
-      return donate(self, *ctx, id, k, std::move(until));
+      relay_until(self, *ctx, id, k, std::move(until));
+    },
+    // ... or, not the donor, fences its own stream.
+    [=](dasgd_fence_atom, std::uint32_t k, std::uint64_t sent, std::uint64_t made) {
+      mark_lost(self->state, k, sent + 1, made);
+      return fence_stream(self, *ctx, id, k);
     },
   };
   if (!joining)
@@ -503,9 +689,10 @@ caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
   self->set_default_handler(caf::skip);
   return {
     [=](start_atom, const float_blob& x, const std::vector<std::vector<std::uint64_t>>& record,
-        const std::vector<packet>& inbox, std::uint64_t made,
-        const std::vector<caf::actor>& routes) mutable {
-      adopt(self, x, record, inbox, made);
+        const std::vector<std::vector<std::uint64_t>>& lost, const std::vector<packet>& inbox,
+        std::uint64_t made, const std::vector<caf::actor>& routes,
+        const std::vector<std::uint64_t>& fence) mutable {
+      adopt(self, x, record, lost, inbox, made, fence);
       auto& st = self->state;
       for (std::uint32_t j = 0, r = 0; j < st.n; ++j)
         if (j != id)
@@ -538,6 +725,14 @@ std::string dasgd_check_checkpoint(const proto::Checkpoint& ck, const run_plan& 
         return at + "applied_from[" + std::to_string(j) + "] = " +
                std::to_string(d.applied_from(j)) + " gradients, but node " + std::to_string(j) +
                " made " + std::to_string(ck.nodes(j).wakes());
+    if (s.dasgd_lost_size() % 2 != 0)
+      return "node " + std::to_string(i) + ": dasgd_lost holds an odd number of values";
+    for (int e = 0; e + 1 < s.dasgd_lost_size(); e += 2)
+      if (s.dasgd_lost(e) >= static_cast<std::uint64_t>(n) ||
+          s.dasgd_lost(e + 1) > ck.nodes(static_cast<int>(s.dasgd_lost(e))).wakes())
+        return "node " + std::to_string(i) + ": dasgd_lost claims gradient " +
+               std::to_string(s.dasgd_lost(e + 1)) + " of node " + std::to_string(s.dasgd_lost(e)) +
+               ", which it never made";
     if (d.batch_count() > s.wakes() ||
         (d.batch_count() > 0 && static_cast<std::size_t>(d.batch_size()) != plan.dim()) ||
         static_cast<std::uint64_t>(d.batch_created_ns_size()) != d.batch_count())
@@ -557,35 +752,150 @@ namespace {
   });
 }
 
+/// A restart hand-over in progress at the supervisor (join_dasgd_worker).
+struct dasgd_join {
+  worker_restart r;
+  restart_started started;
+  std::uint64_t sent = 0;  // the dead worker's highest gradient number handed to its links
+  std::uint64_t made = 0;  // its gradients made: sent + its unsent batch (lost)
+  std::uint32_t donor = 0;
+  float_blob x;
+  std::vector<std::vector<std::uint64_t>> record;
+  std::vector<std::vector<std::uint64_t>> lost;
+  std::vector<packet> inbox;
+  std::vector<std::uint64_t> fence;   // per origin
+  std::vector<std::uint32_t> silent;  // nodes that did not answer the fence request (dead)
+  std::size_t pending = 0;
+};
+using join_ptr = std::shared_ptr<dasgd_join>;
+
+/// Asks every link (after it re-pointed: the supervisor's messages to it
+/// stay in order) for the highest gradient number its sender handed it;
+/// `then` gets, per sender, the largest.
+void read_links(caf::event_based_actor* sup, const context_ptr& ctx,
+                const std::vector<caf::actor>& links, std::size_t n,
+                std::function<void(std::vector<std::uint64_t>)> then) {
+  struct highest {
+    std::size_t pending = 0;
+    std::vector<std::uint64_t> seq;  // per sender
+  };
+  auto h = std::make_shared<highest>();
+  h->pending = links.size();
+  h->seq.assign(n, 0);
+  if (links.empty())
+    return then(h->seq);
+  for (const auto& link : links)
+    sup->request(link, ctx->reply_timeout(), resume_atom::value)
+      .then(
+        [=](std::uint32_t from, bool any, std::uint64_t seq) {
+          if (any && from < h->seq.size())
+            h->seq[from] = std::max(h->seq[from], seq);
+          if (--h->pending == 0)
+            then(h->seq);
+        },
+        [=](const caf::error&) {
+          if (--h->pending == 0)
+            then(h->seq);
+        });
+}
+
+/// Starts the replacement with the donor's state and the fences, tells the
+/// donor up to where to relay, and reports the hand-over.
+void finish_join(caf::event_based_actor* sup, const join_ptr& j) {
+  const auto& r = j->r;
+  sup->send(r.replacement, start_atom::value, j->x, j->record, j->lost, j->inbox, j->made,
+            r.nodes.at(r.node).worker_routes, j->fence);
+  sup->send(r.nodes.at(j->donor).worker, restart_atom::value, r.node, j->fence);
+  std::uint64_t seen = 0;
+  for (std::size_t o = 0; o < j->record.size(); ++o) {
+    const auto& per = j->record[o];
+    seen += per.empty() ? 0 : per.front() + per.size() - 1;
+    seen -= o < j->lost.size() ? j->lost[o].size() : 0;
+  }
+  std::string lost;
+  if (j->made == j->sent + 1)
+    lost = "; the dead worker's 1 gradient made but not yet sent (number " +
+           std::to_string(j->made) + ") is lost with it";
+  else if (j->made > j->sent)
+    lost = "; the dead worker's " + std::to_string(j->made - j->sent) +
+           " gradients made but not yet sent (numbers " + std::to_string(j->sent + 1) + ".." +
+           std::to_string(j->made) + ") are lost with it";
+  j->started("node " + std::to_string(j->donor) + "'s model and its record of " +
+             std::to_string(seen) + " gradients seen (inbox: " + std::to_string(j->inbox.size()) +
+             " packets), numbering from " + std::to_string(j->made + 1) + lost);
+}
+
+/// Every live node but the donor fences its gradient stream (fence_stream);
+/// a node that does not answer is dead, its fence the highest number its
+/// links got from it (it sends no more).
+void fence_others(caf::event_based_actor* sup, const context_ptr& ctx, const join_ptr& j) {
+  const auto n = static_cast<std::uint32_t>(j->r.nodes.size());
+  auto done = [=] {
+    if (j->silent.empty())
+      return finish_join(sup, j);
+    read_links(sup, ctx, j->r.links, n, [=](std::vector<std::uint64_t> highest) {
+      for (auto s : j->silent)
+        j->fence[s] = highest[s];
+      finish_join(sup, j);
+    });
+  };
+  j->pending = n - 2;
+  if (j->pending == 0)
+    return done();
+  for (std::uint32_t o = 0; o < n; ++o) {
+    if (o == j->r.node || o == j->donor)
+      continue;
+    sup->request(j->r.nodes.at(o).worker, ctx->reply_timeout(), dasgd_fence_atom::value,
+                 j->r.node, j->sent, j->made)
+      .then(
+        [=](std::uint64_t sent) {
+          j->fence[o] = sent;
+          if (--j->pending == 0)
+            done();
+        },
+        [=](const caf::error&) {
+          j->silent.push_back(o);
+          if (--j->pending == 0)
+            done();
+        });
+  }
+}
+
 /// Asks the live nodes from `candidate` on, in id order, to donate; the
-/// first that answers does (and relays). Without one: x^0 and no record.
-void ask_donor(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
-               restart_started started, std::vector<std::uint64_t> until,
+/// first that answers does (and relays). Without one: x^0, no record and
+/// no fences (every packet reaches the replacement over its links).
+void ask_donor(caf::event_based_actor* sup, const context_ptr& ctx, const join_ptr& j,
                std::uint32_t candidate) {
+  const auto& r = j->r;
   const auto n = static_cast<std::uint32_t>(r.nodes.size());
   while (candidate < n && candidate == r.node)
     ++candidate;
-  const auto made = until.at(r.node);
-  const auto& routes = r.nodes.at(r.node).worker_routes;
   if (candidate >= n) {
+    std::vector<std::vector<std::uint64_t>> lost(n);
+    for (auto s = j->sent + 1; s <= j->made; ++s)
+      lost[r.node].push_back(s);
     sup->send(r.replacement, start_atom::value, float_blob{ctx->plan->x0},
-              std::vector<std::vector<std::uint64_t>>{}, std::vector<packet>{}, made, routes);
-    return started("x^0 (no live node to copy from)");
+              std::vector<std::vector<std::uint64_t>>{}, lost, std::vector<packet>{}, j->made,
+              r.nodes.at(r.node).worker_routes, std::vector<std::uint64_t>(n, 0));
+    return j->started("x^0 (no live node to copy from)");
   }
   sup->request(r.nodes.at(candidate).worker, ctx->reply_timeout(), restart_atom::value, r.node,
-               until)
+               j->sent, j->made)
     .then(
       [=](const float_blob& x, const std::vector<std::vector<std::uint64_t>>& record,
-          const std::vector<packet>& inbox) {
-        std::uint64_t seen = 0;
-        for (const auto& per : record)
-          seen += per.empty() ? 0 : per.front() + per.size() - 1;
-        sup->send(r.replacement, start_atom::value, x, record, inbox, made, routes);
-        started("node " + std::to_string(candidate) + "'s model and its record of " +
-                std::to_string(seen) + " gradients seen (" + std::to_string(inbox.size()) +
-                " not yet applied), numbering from " + std::to_string(made + 1));
+          const std::vector<std::vector<std::uint64_t>>& lost, const std::vector<packet>& inbox,
+          std::uint64_t own) {
+        j->donor = candidate;
+        j->x = x;
+        j->record = record;
+        j->lost = lost;
+        j->inbox = inbox;
+        j->fence.assign(n, 0);
+        j->fence[candidate] = own;
+        j->fence[r.node] = j->sent;
+        fence_others(sup, ctx, j);
       },
-      [=](const caf::error&) { ask_donor(sup, ctx, r, started, until, candidate + 1); });
+      [=](const caf::error&) { ask_donor(sup, ctx, j, candidate + 1); });
 }
 
 } // namespace
@@ -605,37 +915,22 @@ caf::actor spawn_dasgd_replacement(caf::event_based_actor* sup, const context_pt
 
 void join_dasgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
                        const worker_restart& r, restart_started started) {
-  // Every link answers after it re-pointed (the supervisor's messages to it
-  // stay in order): a packet handed to it later goes to the replacement.
-  struct highest {
-    std::size_t pending = 0;
-    std::vector<std::uint64_t> seq;  // per sender
-  };
-  auto h = std::make_shared<highest>();
-  h->pending = r.links.size();
-  h->seq.assign(r.nodes.size(), 0);
+  auto j = std::make_shared<dasgd_join>();
+  j->r = r;
+  j->started = std::move(started);
   auto created = shared_record(ctx);
-  auto with_until = [=] {
-    auto until = h->seq;
-    if (created)  // the dead worker's own; a link may also carry what it relayed
-      until.at(r.node) = created->made(r.node);
-    ask_donor(sup, ctx, r, started, std::move(until), 0);
-  };
-  if (r.links.empty())
-    return with_until();
-  for (const auto& link : r.links)
-    sup->request(link, ctx->reply_timeout(), resume_atom::value)
-      .then(
-        [=](std::uint32_t from, bool any, std::uint64_t seq) {
-          if (any && from < h->seq.size())
-            h->seq[from] = std::max(h->seq[from], seq);
-          if (--h->pending == 0)
-            with_until();
-        },
-        [=](const caf::error&) {
-          if (--h->pending == 0)
-            with_until();
-        });
+  read_links(sup, ctx, r.links, r.nodes.size(), [=](std::vector<std::uint64_t> highest) {
+    // The dead worker's links hold every packet it sent (they deliver them
+    // whatever happens to it); its unsent batch is lost (the creation
+    // record knows how many it made; across processes nobody does).
+    j->sent = highest.at(r.node);
+    j->made = created ? std::max(j->sent, created->made(r.node)) : j->sent;
+    if (j->made > j->sent) {
+      created->lose(r.node, j->sent + 1, j->made);
+      ctx->events.record(ctx->ns(sup), r.node, event_kind::dasgd_lost, j->sent + 1, j->made);
+    }
+    ask_donor(sup, ctx, j, 0);
+  });
 }
 
 void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,

@@ -212,6 +212,14 @@ void enqueue(link_actor_ptr self, run_context& ctx, std::uint64_t id) {
   attempt(self, ctx, id);
 }
 
+/// DASGD ranges (seq = newest number, scalars[0] = count): `p` continues
+/// `into`'s range, same origin — only then is their sum a range again (a
+/// relayed packet, or one after a restart's gap, is not).
+[[nodiscard]] bool continues(const packet& into, const packet& p) {
+  return into.from == p.from && !p.scalars.empty() &&
+         p.seq == into.seq + static_cast<std::uint64_t>(p.scalars[0]);
+}
+
 /// Coalescing (DASGD): a packet of the same stream still waiting for the
 /// wire absorbs `p` — payloads are summed, the newest sequence number kept.
 [[nodiscard]] bool coalesce_into_queue(link_actor_ptr self, run_context& ctx, packet& p) {
@@ -220,6 +228,8 @@ void enqueue(link_actor_ptr self, run_context& ctx, std::uint64_t id) {
     auto& u = st.outstanding.at(*it);
     if (u.attempt > 0 || u.p.kind != p.kind)
       continue;
+    if (!continues(u.p, p))
+      return false;
     const auto seq = u.p.seq;
     if (!sum_into(u.p, p))
       return false;
@@ -363,8 +373,10 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
   return {
     [=](deliver_atom, packet& p) {
       auto& st = self->state;
-      st.highest_seq = st.accepted_any ? std::max(st.highest_seq, p.seq) : p.seq;
-      st.accepted_any = true;
+      if (p.from == st.stats.from) {  // not a packet it relays for another node
+        st.highest_seq = st.accepted_any ? std::max(st.highest_seq, p.seq) : p.seq;
+        st.accepted_any = true;
+      }
       if (st.acknowledged)
         accept_acknowledged(self, *ctx, p);
       else
@@ -560,7 +572,7 @@ void outbox::send(caf::event_based_actor* self, run_context& ctx, std::size_t k,
           ++merged;
           return;
         }
-        if (sum_into(*it, p)) {
+        if (continues(*it, p) && sum_into(*it, p)) {
           ++merged;
           return;
         }

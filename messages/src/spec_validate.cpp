@@ -58,20 +58,11 @@ std::string idx(const std::string& path, int i) { return path + "[" + std::to_st
 std::string why_no_restart(const proto::AlgorithmSpec& a) {
   const std::string can =
     " (restart is implemented for rfast, async_ps, adpsgd, dpsgd, allreduce, local_sgd, sgp, "
-    "osgp, loscar, centralized (from the last checkpoint), and dasgd with broadcast_every 1 "
-    "and without coalesce)";
+    "osgp, loscar, dasgd and centralized (from the last checkpoint))";
   if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_dpsgd() ||
       a.has_allreduce() || a.has_local_sgd() || a.has_sgp() || a.has_osgp() || a.has_loscar() ||
-      a.has_centralized())
+      a.has_dasgd() || a.has_centralized())
     return {};
-  if (a.has_dasgd() && a.dasgd().broadcast_every() <= 1 && !a.dasgd().coalesce())
-    return {};
-  if (a.has_dasgd())
-    return "the replacement takes a donor's model with its record of the gradients it saw and "
-           "must get exactly the ones missing, one gradient per packet: with broadcast_every > "
-           "1 the dead worker's unsent batch and the donor's are not in any packet yet, and "
-           "coalescing links merge gradients into ranges that differ from link to link, which "
-           "the hand-over does not track" + can;
   return "not implemented for this algorithm" + can;
 }
 

@@ -552,13 +552,22 @@ BOOST_AUTO_TEST_CASE(loscar_worker_rejoins_with_the_aggregators_average_and_ever
 
 BOOST_AUTO_TEST_CASE(dasgd_run_with_a_restarted_worker_reaches_its_target) {
   // The exactness of the handover is checked in dasgd_test.cpp (ledgers).
-  const auto r = drive("dasgd.textproto",
-                       {"faults.crash=[{node: 5 at_seconds: 0.3 restart_after_seconds: 0.2}]"},
-                       [](const auto&, const auto&) {});
-  expect_target(r);
-  expect_restarted(r, 0, "node 0's model and its record of ");
-  BOOST_TEST(r.per_node(5).gradients() > 0u);
-  BOOST_TEST_MESSAGE("dasgd: target at " << r.time_to_target() << " s; " << r.faults(0).effect());
+  // Also with batching, and with coalescing on bandwidth-bound links.
+  for (const auto& extra :
+       {std::vector<std::string>{}, {"algorithm.dasgd.broadcast_every=3"},
+        {"algorithm.dasgd.broadcast_every=3", "algorithm.dasgd.coalesce=true",
+         "link.bandwidth_bytes_per_second=20000"}})
+    BOOST_TEST_CONTEXT(extra.size() << " overrides") {
+      auto overrides = extra;
+      overrides.push_back("faults.crash=[{node: 5 at_seconds: 0.3 restart_after_seconds: 0.2}]");
+      const auto r = drive("dasgd.textproto", overrides, [](const auto&, const auto&) {});
+      expect_target(r);
+      expect_restarted(r, 0, "node 0's model and its record of ");
+      BOOST_TEST(r.per_node(5).gradients() > 0u);
+      BOOST_TEST(r.packets_rejected() == 0u);
+      BOOST_TEST_MESSAGE("dasgd (" << extra.size() << " overrides): target at "
+                                   << r.time_to_target() << " s; " << r.faults(0).effect());
+    }
 }
 
 BOOST_AUTO_TEST_CASE(same_spec_and_seed_replay_exactly_with_a_restart) {

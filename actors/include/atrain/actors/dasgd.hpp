@@ -9,11 +9,14 @@
 
 namespace atrain {
 
-/// The one packet stream of DASGD: seq = the sender's local number (1, 2,
-/// ...) of the newest gradient inside, scalars = {gradient count c}; the
-/// packet holds the sender's gradients seq-c+1 .. seq, already weighted by
-/// the sender's step sizes (f = sum gamma_k g_k).
-enum dasgd_stream : std::uint32_t { dasgd_gradients = 31 };
+/// DASGD's packet streams. seq = the origin's local number (1, 2, ...) of
+/// the newest gradient inside, scalars = {gradient count c} or {c, 1}; the
+/// packet holds the origin's gradients seq-c+1 .. seq, already weighted by
+/// the origin's step sizes (f = sum gamma_k g_k). {c, 1} marks the first
+/// packet after a restart fence: no link or outbox merges it into an
+/// earlier packet (the shapes differ). `dasgd_relayed`: a packet a restart
+/// donor passes on to a replacement, `from` still its origin.
+enum dasgd_stream : std::uint32_t { dasgd_gradients = 31, dasgd_relayed = 32 };
 
 /// What a DASGD node did, recorded only when the run has a run_probe.
 struct dasgd_ledger {
@@ -35,6 +38,9 @@ struct dasgd_ledger {
   std::vector<applied> used;
   std::uint64_t packets_applied = 0;  // remote packets applied (a packet may hold several)
   std::uint64_t relayed = 0;          // packets relayed to a replacement (restart donor)
+  /// A replacement: packets that came straight over a link though the
+  /// donor's side covers them (numbers <= the origin's fence), dropped.
+  std::uint64_t covered = 0;
 };
 
 /// Test hook (virtual clock with a run_probe only, between two scheduler
@@ -60,9 +66,11 @@ struct dasgd_ledger {
 [[nodiscard]] caf::actor spawn_dasgd_replacement(caf::event_based_actor* sup,
                                                  const context_ptr& ctx, std::uint32_t k);
 
-/// Reads from every link the highest gradient number its sender handed it,
-/// takes a donor's model, record and inbox for the replacement (the donor
-/// relays what the replacement may have missed) and starts it.
+/// The restart hand-over (dasgd.cpp's header comment): reads from every
+/// link the highest gradient number its sender handed it, takes a donor's
+/// model, record and inbox for the replacement, has every other live node
+/// fence its gradient stream, then starts the replacement with the fences
+/// and tells the donor up to where to relay.
 void join_dasgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
                        const worker_restart& r, restart_started started);
 

@@ -15,6 +15,8 @@ enum class event_kind : std::uint32_t {
   donate = 18,  // SGP/OSGP restart: a node gave half its (x, w) to a replacement
   fenced = 19,  // SGP/OSGP restart: a message sent before the join, dropped
   loscar_drop = 20,  // the LOSCAR aggregator drops a restarted worker from a round (a = node, b = round)
+  dasgd_fence = 21,  // DASGD restart: a node fences its gradient stream (a = restarted node, b = highest number sent)
+  dasgd_lost = 22,   // DASGD restart: a dead worker's gradients made, never sent (a = first number, b = last)
 };
 
 class trace {
