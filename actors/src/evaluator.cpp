@@ -450,6 +450,18 @@ void fill_faults(proto::RunReport& r, const fault_schedule& faults, const gather
   }
 }
 
+/// A new R-FAST tracking epoch: its root, the links spawned for its new
+/// edges, the relaying buffers retired with the old one.
+void adopt_epoch(eval_state& st, std::uint32_t epoch, std::uint32_t root,
+                 const std::vector<caf::actor>& links,
+                 const std::vector<std::uint32_t>& buffers_gone) {
+  st.epoch = epoch;
+  st.root = root;
+  st.links.insert(st.links.end(), links.begin(), links.end());
+  for (auto k : buffers_gone)
+    st.buffer_down.at(k) = true;
+}
+
 /// Appends a re-rooting's recovery to its fault record.
 void add_recovery(proto::RunReport& r, const eval_state::recovery& rec, int planned) {
   const bool host = rec.fault == unplanned_fault;
@@ -748,6 +760,21 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
       st.worker_down[k] = false;
       st.fault_effects[fault] = std::move(effect);
     },
+    // R-FAST, a whole node restarted (supervisor): the epoch that takes it
+    // back (no loss to recover from), then its new worker and buffer.
+    [=](epoch_atom, std::uint32_t epoch, std::uint32_t root, std::vector<caf::actor>& links,
+        const std::vector<std::uint32_t>& buffers_gone) {
+      adopt_epoch(self->state, epoch, root, links, buffers_gone);
+    },
+    [=](restart_atom, std::uint32_t k, caf::actor& worker, caf::actor& buffer,
+        std::uint64_t fault, std::string& effect) {
+      auto& st = self->state;
+      st.nodes.at(k).worker = std::move(worker);
+      st.nodes[k].buffer = std::move(buffer);
+      st.worker_down[k] = false;
+      st.buffer_down[k] = false;
+      st.fault_effects[fault] = std::move(effect);
+    },
     // R-FAST re-rooting (supervisor): a new tracking epoch with its root, the
     // links spawned for new edges, the relaying buffers retired with it, and
     // when the loss that caused it happened.
@@ -755,11 +782,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
         const std::vector<std::uint32_t>& buffers_gone, std::uint64_t fault,
         std::uint32_t records, double lost_at) {
       auto& st = self->state;
-      st.epoch = epoch;
-      st.root = root;
-      st.links.insert(st.links.end(), links.begin(), links.end());
-      for (auto k : buffers_gone)
-        st.buffer_down.at(k) = true;
+      adopt_epoch(st, epoch, root, links, buffers_gone);
       eval_state::recovery rec;
       rec.fault = fault;
       rec.records =

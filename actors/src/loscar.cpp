@@ -64,8 +64,9 @@
 /// the supervisor with both answers (the aggregator is busy once when it
 /// sent means since it last answered: they must be seen on the links, or,
 /// for worker a, merged).
-/// Restart (docs/RELIABILITY.md "Restart"; only the worker: a whole node
-/// is refused by the spec). The aggregator keeps its last average A, dense:
+/// Restart (docs/RELIABILITY.md "Restart"; only the worker: the spec refuses
+/// the aggregator's node whole, elsewhere the worker is the whole node). The
+/// aggregator keeps its last average A, dense:
 /// x^0 at first, then A[S_r] = m_r as each round r completes (every
 /// coordinate at the newest mean computed for it). The replacement of worker
 /// k keeps every message until it starts. At the restart the supervisor

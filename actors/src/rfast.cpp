@@ -347,8 +347,10 @@ void restore_worker(worker_state& st, const proto::NodeState& s) {
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
+/// `fresh`: a whole node restarted (respawn_rfast_node): never from a
+/// checkpoint, whatever the run resumed from.
 caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_t id,
-                           context_ptr ctx) {
+                           context_ptr ctx, bool fresh) {
   const auto& plan = *ctx->plan;
   const auto& topo = *plan.topo;
   const auto& algo = plan.spec.algorithm().rfast();
@@ -367,7 +369,7 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
   st.v_seq.assign(st.in_r.size(), 0);
   st.v_age.assign(st.in_r.size(), 0);
   st.seq_rate = future_seq_rate(plan);
-  if (const auto* saved = resumed_node(*ctx, id))
+  if (const auto* saved = fresh ? nullptr : resumed_node(*ctx, id))
     restore_buffer(st, *saved);
   if (ctx->probe) {
     ctx->probe->trackers.at(id) = &*st.tracker;
@@ -608,7 +610,7 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
 node_actors spawn_rfast_node(caf::event_based_actor* parent, const context_ptr& ctx,
                              std::uint32_t i) {
   node_actors node;
-  node.buffer = parent->spawn(rfast_buffer, i, ctx);
+  node.buffer = parent->spawn(rfast_buffer, i, ctx, false);
   node.worker = parent->spawn(rfast_worker, i, node.buffer, ctx, std::vector<float>{});
   return node;
 }
@@ -655,6 +657,21 @@ caf::actor respawn_rfast_worker(caf::event_based_actor* sup, const context_ptr& 
     sup->send(w, start_atom::value, node.worker_routes);
   }
   return w;
+}
+
+node_actors respawn_rfast_node(caf::event_based_actor* sup, const context_ptr& ctx,
+                               std::uint32_t id, std::vector<float> x) {
+  if (x.empty())
+    x = ctx->plan->x0;
+  node_actors node;
+  node.buffer = sup->spawn(rfast_buffer, id, ctx, true);
+  node.worker = sup->spawn(rfast_worker, id, node.buffer, ctx, std::move(x));
+  return node;
+}
+
+void start_respawned_rfast_node(caf::event_based_actor* sup, const node_actors& node) {
+  // No routes here: the epoch view sent before carries them.
+  sup->send(node.worker, start_atom::value, std::vector<caf::actor>{});
 }
 
 } // namespace atrain

@@ -50,6 +50,22 @@ namespace {
   return make_topology(std::move(g), std::move(copy), false);
 }
 
+/// The kinds rebuild() can build over other nodes than the spec's.
+constexpr const char* rebuildable_kinds =
+  "re-rooting supports tree pairs, stars, rings, directed rings, exponential and complete graphs";
+
+[[nodiscard]] bool rebuildable(const proto::TopologySpec& t) {
+  switch (t.builder()) {
+    case proto::TopologySpec::TREE_PAIR:
+    case proto::TopologySpec::STAR:
+    case proto::TopologySpec::RING:
+    case proto::TopologySpec::DIRECTED_RING:
+    case proto::TopologySpec::EXPONENTIAL:
+    case proto::TopologySpec::COMPLETE: return true;
+    default: return false;
+  }
+}
+
 [[nodiscard]] std::uint32_t index_of(const std::vector<std::uint32_t>& ids, std::uint32_t id) {
   return static_cast<std::uint32_t>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin());
 }
@@ -125,9 +141,7 @@ caf::expected<rfast_epoch_plan> next_rfast_epoch(const run_plan& plan, const rfa
     return caf::make_error(caf::sec::invalid_argument,
                            "the survivors " + id_list(survivors) + " of the " + e.kind +
                              " share no common root, and a " + e.kind +
-                             " cannot be rebuilt over other nodes (re-rooting supports tree "
-                             "pairs, stars, rings, directed rings, exponential and complete "
-                             "graphs)");
+                             " cannot be rebuilt over other nodes (" + rebuildable_kinds + ")");
   rfast_epoch_plan next;
   next.epoch = e.epoch + 1;
   next.members = survivors;
@@ -136,6 +150,34 @@ caf::expected<rfast_epoch_plan> next_rfast_epoch(const run_plan& plan, const rfa
   next.root = std::binary_search(roots.begin(), roots.end(), root) ? root : roots.front();
   next.topo = std::make_shared<const topology>(std::move(*topo));
   return next;
+}
+
+caf::expected<rfast_epoch_plan> rejoin_rfast_epoch(const run_plan& plan, const rfast_epoch_plan& e,
+                                                   const std::vector<std::uint32_t>& members,
+                                                   const std::vector<bool>& worker_up) {
+  if (members.size() < plan.nodes()) {
+    if (!rebuildable(plan.spec.topology()))
+      return caf::make_error(caf::sec::invalid_argument,
+                             "not every node is back (" + id_list(members) + " are in the run) "
+                               "and a " + e.kind + " cannot be rebuilt over other nodes than "
+                               "the spec's (" + rebuildable_kinds + ")");
+    return next_rfast_epoch(plan, e, members, worker_up);
+  }
+  auto next = first_rfast_epoch(plan);
+  next.epoch = e.epoch + 1;
+  return next;
+}
+
+void repoint_rfast_routes(caf::event_based_actor* sup, run_context& ctx, std::uint32_t id,
+                          const caf::actor_addr& old_buffer, const caf::actor& buffer) {
+  for (auto& [edge, handle] : rfast_route_table(ctx)->route) {
+    if (edge.second != id)
+      continue;
+    if (handle.address() == old_buffer)
+      handle = buffer;  // a perfect link: the sender's route is the buffer itself
+    else
+      sup->send(handle, restart_atom::value, old_buffer, buffer);
+  }
 }
 
 std::shared_ptr<rfast_routes> rfast_route_table(run_context& ctx) {

@@ -64,9 +64,13 @@ struct sup_state {
   /// (start_checkpoints).
   bool resumed_eval_first = false;
   /// R-FAST: the current tracking epoch, and the nodes out of the run for
-  /// good (lost whole, or their worker lost: no later epoch includes them).
+  /// good (lost whole, or their worker lost: no later epoch includes them)
+  /// or down whole until their restart (rfast_down).
   std::optional<rfast_epoch_plan> rfast;
   std::set<std::uint32_t> rfast_out;
+  /// R-FAST nodes down whole until their restart: crash index -> what the
+  /// crash did (the restart's fault record goes on from it).
+  std::map<int, std::string> rfast_down;
   bool stopping = false;
   bool progress = false;
   std::string stop_reason;
@@ -216,8 +220,10 @@ void retire_relaying_buffers(sup_ptr self, const rfast_epoch_plan& e,
 }
 
 /// R-FAST: nodes `gone` are lost for good (`whole`: with their gradient
-/// buffers; otherwise only their workers). A whole node took tracker mass
-/// along: the next epoch is planned over the survivors (the pair rebuilt,
+/// buffers; otherwise only their workers), or, with `restart_armed`, down
+/// whole until their restart (rejoin_rfast_node): the survivors go on
+/// without them just the same. A whole node took tracker mass along: the
+/// next epoch is planned over the survivors (the pair rebuilt,
 /// keeping the root when it survives). Only workers lost and the survivors'
 /// pair still has a common root: nothing changes (a buffer without worker
 /// withdraws the node's gradient and relays tracker mass). No common root
@@ -225,8 +231,10 @@ void retire_relaying_buffers(sup_ptr self, const rfast_epoch_plan& e,
 /// the next epoch is planned. Empty: the run ended (fail) saying why.
 [[nodiscard]] std::optional<rfast_loss> lose_rfast_nodes(sup_ptr self,
                                                          const std::vector<std::uint32_t>& gone,
-                                                         bool whole, double t) {
+                                                         bool whole, double t,
+                                                         bool restart_armed = false) {
   auto& st = self->state;
+  const std::string how = restart_armed ? "down until its restart" : "lost for good";
   const auto& plan = *st.ctx->plan;
   auto& e = *st.rfast;
   const bool was_root = std::find(gone.begin(), gone.end(), e.root) != gone.end();
@@ -240,7 +248,7 @@ void retire_relaying_buffers(sup_ptr self, const rfast_epoch_plan& e,
                                             : std::string{"these nodes"} +
                                                 (was_root ? " (the root among them)" : "");
   if (survivors.empty()) {
-    fail(self, lost + " lost for good at " + std::to_string(t) + " s: no node is left");
+    fail(self, lost + " " + how + " at " + std::to_string(t) + " s: no node is left");
     return std::nullopt;
   }
   rfast_loss loss;
@@ -263,7 +271,7 @@ void retire_relaying_buffers(sup_ptr self, const rfast_epoch_plan& e,
   }
   if (renewed) {
     retire_relaying_buffers(self, e, gone, loss);
-    loss.effect = "; " + lost + " lost for good (its gradient buffer's tracker mass with it); "
+    loss.effect = "; " + lost + " " + how + " (its gradient buffer's tracker mass with it); "
                   "new tracking epoch " + std::to_string(renewed->epoch) + " over the " +
                   std::to_string(survivors.size()) + " survivors to restore the tracked sum: " +
                   renewed->kind + " with root " + std::to_string(renewed->root);
@@ -278,7 +286,7 @@ void retire_relaying_buffers(sup_ptr self, const rfast_epoch_plan& e,
                      : "the survivors share no common root and re-rooting is off "
                        "(algorithm.rfast.reroot: false): the run goes on without one";
     if (whole) {
-      loss.effect = "; " + lost + " lost for good (its gradient buffer's state with it), the "
+      loss.effect = "; " + lost + " " + how + " (its gradient buffer's state with it), the "
                     "others go on (" + why + no_renewal + ")";
       return loss;
     }
@@ -296,11 +304,11 @@ void retire_relaying_buffers(sup_ptr self, const rfast_epoch_plan& e,
       kill_child(self, st.nodes[k].buffer);
   auto next = next_rfast_epoch(plan, e, survivors, workers_up(st));
   if (!next) {
-    fail(self, lost + " lost for good at " + std::to_string(t) + " s: " +
+    fail(self, lost + " " + how + " at " + std::to_string(t) + " s: " +
                  caf::to_string(next.error()));
     return std::nullopt;
   }
-  loss.effect = "; " + lost + " lost for good" +
+  loss.effect = "; " + lost + " " + how +
                 (whole ? "" : " (its worker; the node is retired whole, buffer too)") +
                 "; re-rooted at node " + std::to_string(next->root) + " (tracking epoch " +
                 std::to_string(next->epoch) + "): " + next->kind + " over the " +
@@ -309,22 +317,32 @@ void retire_relaying_buffers(sup_ptr self, const rfast_epoch_plan& e,
   return loss;
 }
 
-/// Starts the planned epoch (every survivor adopts its new neighbours and
-/// restarts its tracker) and tells the evaluator: the new root, the new links,
-/// the retired buffers, and when the loss of `fault` happened (recovery time;
-/// `records`: how many fault records it made, one per node of a lost host).
-void start_epoch(sup_ptr self, rfast_loss loss, std::uint64_t fault, std::uint32_t records,
-                 double lost_at) {
+/// Starts epoch `e` (every member adopts its new neighbours and restarts its
+/// tracker), which becomes the current one; returns the links spawned for
+/// its new edges (adopted).
+std::vector<caf::actor> launch_epoch(sup_ptr self, rfast_epoch_plan e) {
   auto& st = self->state;
-  auto& e = *loss.next;
   std::vector<caf::actor> links;
   start_rfast_epoch(self, st.ctx, st.nodes, e, workers_up(st), links);
   for (const auto& l : links)
     adopt(self, l, "link");
   st.ctx->events.record(st.ctx->ns(self), e.root, event_kind::reroot, e.epoch, e.members.size());
-  self->send(st.evaluator, epoch_atom::value, e.epoch, e.root, std::move(links),
-             std::move(loss.buffers_gone), fault, records, lost_at);
   st.rfast = std::move(e);
+  return links;
+}
+
+/// Starts the planned epoch (launch_epoch) and tells the evaluator: the new
+/// root, the new links, the retired buffers, and when the loss of `fault`
+/// happened (recovery time; `records`: how many fault records it made, one
+/// per node of a lost host).
+void start_epoch(sup_ptr self, rfast_loss loss, std::uint64_t fault, std::uint32_t records,
+                 double lost_at) {
+  auto& st = self->state;
+  const auto epoch = loss.next->epoch;
+  const auto root = loss.next->root;
+  auto links = launch_epoch(self, std::move(*loss.next));
+  self->send(st.evaluator, epoch_atom::value, epoch, root, std::move(links),
+             std::move(loss.buffers_gone), fault, records, lost_at);
 }
 
 /// Injected crash i: kill the worker (and the buffer for a whole node), tell
@@ -355,6 +373,13 @@ void inject_crash(sup_ptr self, int i) {
     ++st.crashes_open;
     self->delayed_send(self, to_timespan(c.restart_after_seconds()), restart_atom::value,
                        static_cast<std::uint64_t>(i));
+    if (whole && st.rfast) {  // R-FAST: the survivors go on without it until then
+      loss = lose_rfast_nodes(self, {k}, true, t, true);
+      if (!loss)
+        return;  // the run ended saying why
+      effect += loss->effect;
+      st.rfast_down[i] = effect;
+    }
   } else if (const auto why = needs_every_node(plan.spec.algorithm()); !why.empty()) {
     fail(self, "node " + std::to_string(k) + " crashed at " + std::to_string(t) +
                  " s and is not restarted: " + plan.algorithm_name() +
@@ -451,9 +476,80 @@ void replace_worker(sup_ptr self, int i) {
   });
 }
 
+/// Restart after crash i of a whole R-FAST node, down since (rfast_down): a
+/// fresh gradient buffer and worker (model `x`, from `source`), every edge
+/// into the node re-pointed at the new buffer, and a new tracking epoch over
+/// the nodes in the run, node k among them (rejoin_rfast_epoch: the spec's
+/// pair once every node is back). Every member restarts its tracker from
+/// z = g_prev, the new buffer's g_prev being 0 until its first gradient: the
+/// mass invariant holds over the members from the epoch's start. A pair that
+/// cannot be built leaves the node out, saying why.
+void rejoin_rfast_node(sup_ptr self, int i, std::vector<float> x, const std::string& source) {
+  auto& st = self->state;
+  const auto& plan = *st.ctx->plan;
+  const auto k = plan.spec.faults().crash(i).node();
+  const auto fault = static_cast<std::uint64_t>(plan.faults.crash_index(i));
+  const double t = st.ctx->seconds(self);
+  const std::string at = " at " + std::to_string(t) + " s";
+  std::string effect = std::move(st.rfast_down.at(i));
+  st.rfast_down.erase(i);
+  st.rfast_out.erase(k);
+  std::vector<std::uint32_t> members;
+  for (std::uint32_t m = 0; m < st.nodes.size(); ++m)
+    if (st.rfast_out.count(m) == 0)
+      members.push_back(m);
+  auto up = workers_up(st);
+  up.at(k) = true;  // its worker is about to be
+  auto next = rejoin_rfast_epoch(plan, *st.rfast, members, up);
+  if (!next) {
+    st.rfast_out.insert(k);
+    self->send(st.evaluator, crash_atom::value, k, true, fault,
+               effect + "; not restarted" + at + ": " + caf::to_string(next.error()) +
+                 " (the node stays out of the run)");
+    return crash_closed(self);
+  }
+  rfast_loss retired;  // the buffers left relaying have no place in the new epoch
+  retire_relaying_buffers(self, *st.rfast, {}, retired);
+  auto& node = st.nodes[k];
+  const auto old_buffer = node.buffer.address();
+  const auto fresh = respawn_rfast_node(self, st.ctx, k, std::move(x));
+  node.worker = fresh.worker;
+  node.buffer = fresh.buffer;
+  adopt(self, node.buffer, "node " + std::to_string(k) + " gradient buffer");
+  adopt(self, node.worker, "node " + std::to_string(k) + " worker");
+  st.node_of[node.buffer.address()] = k;
+  st.node_of[node.worker.address()] = k;
+  if (auto& probe = st.ctx->probe) {
+    if (k < probe->workers.size())
+      probe->workers[k] = node.worker.address();
+    if (k < probe->buffers.size())
+      probe->buffers[k] = node.buffer.address();
+  }
+  repoint_rfast_routes(self, *st.ctx, k, old_buffer, node.buffer);
+  const auto epoch = next->epoch;
+  const auto root = next->root;
+  const bool all_back = members.size() == st.nodes.size();
+  effect += "; restarted" + at + " with " + source + " and a fresh gradient buffer: new tracking "
+            "epoch " + std::to_string(epoch) + " with node " + std::to_string(k) + " back: " +
+            next->kind + " over " + (all_back ? "all " : "the ") +
+            std::to_string(members.size()) + " nodes" +
+            (all_back ? " (the spec's pair)" : " in the run") + ", root " + std::to_string(root);
+  // A worker's restart event, with the epoch that takes the whole node back.
+  st.ctx->events.record(st.ctx->ns(self), k, event_kind::restart, static_cast<std::uint64_t>(i),
+                        epoch);
+  auto links = launch_epoch(self, std::move(*next));
+  start_respawned_rfast_node(self, node);
+  self->send(st.evaluator, epoch_atom::value, epoch, root, std::move(links),
+             std::move(retired.buffers_gone));
+  self->send(st.evaluator, restart_atom::value, k, node.worker, node.buffer, fault,
+             std::move(effect));
+  crash_closed(self);
+}
+
 /// Restart after crash i (checked by the spec): R-FAST's worker gets a
 /// neighbour's model (its G_R in-neighbour's, else any live node's) and the
-/// buffer's durable state; the other algorithms see replace_worker.
+/// buffer's durable state, or, the whole node down, a fresh buffer with it
+/// (rejoin_rfast_node); the other algorithms see replace_worker.
 void restart_worker(sup_ptr self, int i) {
   auto& st = self->state;
   if (st.stopping)
@@ -478,6 +574,8 @@ void restart_worker(sup_ptr self, int i) {
     if (st.stopping)
       return;
     ++st.incarnations[k];
+    if (st.rfast_down.count(i) > 0)
+      return rejoin_rfast_node(self, i, std::move(x), source);
     auto w = respawn_rfast_worker(self, st.ctx, k, st.nodes[k], std::move(x));
     st.nodes[k].worker = w;
     adopt(self, w, "node " + std::to_string(k) + " worker");

@@ -66,6 +66,25 @@ std::string why_no_restart(const proto::AlgorithmSpec& a) {
   return "not implemented for this algorithm" + can;
 }
 
+/// Why crashed node `k` of `spec` cannot be restarted whole, worker and
+/// gradient buffer (empty: it can; docs/RELIABILITY.md "Restart"). R-FAST
+/// respawns both and takes the node back in a new tracking epoch; every other
+/// algorithm that restarts a worker keeps nothing else on the node (the worker
+/// is its own buffer) but a hub: the parameter server or LOSCAR's aggregator,
+/// whose state dies with the node and lives nowhere else.
+std::string why_no_whole_restart(const proto::ExperimentSpec& spec, std::uint32_t k) {
+  const auto& a = spec.algorithm();
+  const std::string only_worker = " (crash only the worker to restart it)";
+  if (a.has_async_ps() && a.async_ps().server() == k)
+    return "node " + std::to_string(k) + " holds the parameter server "
+           "(algorithm.async_ps.server): the model it serves lives nowhere else" + only_worker;
+  if (a.has_loscar() && a.loscar().aggregator() == k)
+    return "node " + std::to_string(k) + " holds the LOSCAR aggregator "
+           "(algorithm.loscar.aggregator): the round it collects and its running average live "
+           "nowhere else" + only_worker;
+  return why_no_restart(a);
+}
+
 class checker {
  public:
   explicit checker(const loaded_spec& s) : s_(s) {}
@@ -523,12 +542,12 @@ void checker::faults(bool nodes_ok) {
     non_negative(p + ".at_seconds", x.at_seconds());
     if (x.has_restart_after_seconds()) {
       positive(p + ".restart_after_seconds", x.restart_after_seconds());
-      if (x.whole_node())
-        bad(p + ".restart_after_seconds",
-            "a whole node cannot be restarted: its gradient buffer's durable state is gone "
-            "(crash only the worker to restart it)");
-      else if (const auto why = why_no_restart(s_.spec.algorithm()); !why.empty())
+      if (x.whole_node()) {
+        if (const auto why = why_no_whole_restart(s_.spec, x.node()); !why.empty())
+          bad(p + ".restart_after_seconds", "a whole node cannot be restarted: " + why);
+      } else if (const auto why = why_no_restart(s_.spec.algorithm()); !why.empty()) {
         bad(p + ".restart_after_seconds", "a crashed worker cannot be restarted: " + why);
+      }
     }
   }
   for (int i = 0; i < f.bad_gradients_size(); ++i) {
@@ -595,6 +614,10 @@ void checker::checkpoint() {
           "a run with checkpoints restarts its crashed workers: give restart_after_seconds (a "
           "node lost for good leaves the run's topology changed, which a checkpoint does not "
           "save yet)");
+    else if (s_.spec.algorithm().has_rfast() && s_.spec.faults().crash(i).whole_node())
+      bad(idx("faults.crash", i) + ".whole_node",
+          "R-FAST's whole-node restart starts new tracking epochs, which a checkpoint does not "
+          "save yet: crash only the worker, or take no checkpoints");
 }
 
 }  // namespace

@@ -340,6 +340,45 @@ BOOST_AUTO_TEST_CASE(dpsgd_neighbours_down_together_both_rejoin) {
                        {3, 4});
 }
 
+BOOST_AUTO_TEST_CASE(dpsgd_whole_node_restart_rejoins_like_its_worker) {
+  // D-PSGD keeps nothing on a node but its worker: the whole node down from
+  // 0.3 to 0.5 s is the worker down, and the same round invariant holds.
+  check_dpsgd_restarts("faults.crash=[{node: 3 at_seconds: 0.3 whole_node: true "
+                       "restart_after_seconds: 0.2}]",
+                       {3});
+}
+
+BOOST_AUTO_TEST_CASE(a_whole_node_restart_is_the_worker_restart_where_the_worker_is_the_node) {
+  // Every algorithm but R-FAST keeps nothing on node 3 but its worker (the
+  // parameter server and the LOSCAR aggregator are on node 0): crashing the
+  // whole node and restarting it must be, event for event, the worker's
+  // crash and restart (same trace hash), and end the same.
+  auto run = [](const char* file, bool whole) {
+    const std::string crash = std::string{"faults.crash=[{node: 3 at_seconds: 0.2 "} +
+                              (whole ? "whole_node: true " : "") + "restart_after_seconds: 0.1}]";
+    auto r = atrain::run_experiment(
+      t::config(std::string{"algorithms/"} + file + ".textproto",
+                {"progress=false", "stop.time_seconds=0.8", "stop.stop_at_target=false", crash}));
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->error().empty(), r->error());
+    return *r;
+  };
+  for (const char* file : {"async_ps", "adpsgd", "dpsgd", "allreduce", "local_sgd", "sgp", "osgp",
+                           "loscar", "dasgd"})
+    BOOST_TEST_CONTEXT(file) {
+      const auto whole = run(file, true);
+      const auto worker = run(file, false);
+      expect_restarted(whole, 0, "restarted at");
+      BOOST_TEST(whole.faults(0).effect() == worker.faults(0).effect());
+      BOOST_TEST(whole.faults(0).what().find("worker and gradient buffer") != std::string::npos,
+                 whole.faults(0).what());
+      BOOST_TEST(whole.trace_hash() == worker.trace_hash());
+      BOOST_TEST(whole.trace_events() == worker.trace_events());
+      BOOST_TEST(whole.final().train_loss() == worker.final().train_loss());
+      BOOST_TEST(whole.per_node(3).gradients() > 0u);
+    }
+}
+
 /// Ring restarts: per completed ring step (all-reduce step or Local SGD
 /// average), what each node used: its contribution and the result.
 struct ring_use {

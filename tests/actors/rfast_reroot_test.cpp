@@ -313,3 +313,199 @@ BOOST_AUTO_TEST_CASE(a_re_rooted_run_replays_exactly) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+/// A whole R-FAST node crashed and restarted (docs/RELIABILITY.md "Restart"):
+/// down, the survivors run a tracking epoch without it (re-rooted when the
+/// pair needs it); back, a fresh buffer and worker join a new epoch of every
+/// node in the run (the spec's pair once all are back).
+BOOST_AUTO_TEST_SUITE(rfast_whole_restart)
+
+namespace {
+
+/// What the restarted node's new tracker did in the restart epoch.
+struct rejoined {
+  std::uint32_t epoch = 0;
+  std::uint64_t pushes = 0;  // the new buffer's pushes in that epoch
+};
+
+/// root_lost.textproto to 3 s with `crashes`, evaluated every 0.05 s (the
+/// accuracy on the tree wavers around the target: at 0.25 s it may be
+/// sampled below it); mass checked per epoch
+/// (`members`), the restarted node `k`'s new tracker watched in `epoch`.
+std::pair<atrain::proto::RunReport, mass_watch>
+run_restart(const std::string& crashes, const std::map<std::uint32_t, std::size_t>& members,
+            std::uint32_t k, rejoined& back, overrides extra = {}) {
+  extra.insert(extra.end(), {crashes, "stop.stop_at_target=false", "stop.time_seconds=3",
+                             "eval.period_seconds=0.05"});
+  mass_watch w;
+  auto report = run_watching_mass(root_lost(extra), members, w,
+                                  [&](atrain::run_probe& p, double) {
+                                    const auto* tr = p.trackers.at(k);
+                                    if (tr != nullptr && tr->epoch() == back.epoch)
+                                      back.pushes = std::max(back.pushes, tr->pushes());
+                                  });
+  return {report, w};
+}
+
+void expect_conserved(const atrain::proto::RunReport& r, mass_watch& w, std::uint32_t epoch,
+                      std::size_t members) {
+  BOOST_TEST(w.checks[epoch] > 1000u);  // after the restart, over every member
+  BOOST_TEST(w.members_last == members);
+  BOOST_TEST(w.worst < 1e-12);
+  BOOST_TEST(w.worst_phi < 1e-12);
+  BOOST_TEST(r.mass_residual() < 1e-12);  // the report's own figure, over the members
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(an_interior_node_restarted_whole_rejoins_the_specs_tree_pair) {
+  rejoined back{2};
+  auto [r, w] = run_restart(
+    "faults.crash=[{node: 1 at_seconds: 0.5 whole_node: true restart_after_seconds: 0.3}]",
+    {{0, 8}, {1, 7}, {2, 8}}, 1, back);
+  BOOST_REQUIRE(r.faults_size() == 1);
+  const auto& e = r.faults(0).effect();
+  BOOST_TEST(contains(e, "killed at 0.500000 s; node 1 down until its restart; re-rooted at node "
+                         "0 (tracking epoch 1): tree pair of arity 2 over the 7 survivors"), e);
+  BOOST_TEST(contains(e, "; restarted at 0.800000 s with node 0's model and a fresh gradient "
+                         "buffer: new tracking epoch 2 with node 1 back: tree pair of arity 2 "
+                         "over all 8 nodes (the spec's pair), root 0"), e);
+  BOOST_TEST(r.evaluated_model() == "common root (node 0), since the re-rooting of tracking epoch 2");
+  expect_conserved(r, w, 2, 8);
+  BOOST_TEST(w.checks[1] > 300u);  // the 0.3 s without it, over the 7 survivors
+  // Node 1 takes part again: its new buffer pushes its tracker mass on (one
+  // push per gradient of its new worker; ~220 in the 2.2 s left at 10 ms).
+  BOOST_TEST(back.pushes > 100u);
+  BOOST_TEST(r.has_time_to_target());
+  BOOST_TEST_MESSAGE("interior node 1 whole, 0.5 s -> 0.8 s: mass checks epoch 1 "
+                     << w.checks[1] << ", epoch 2 " << w.checks[2] << ", worst " << w.worst
+                     << " (phi " << w.worst_phi << "); node 1 pushed " << back.pushes
+                     << " times in epoch 2; target at " << r.time_to_target() << " s, final "
+                     << r.final().test_accuracy() << "; " << e);
+}
+
+BOOST_AUTO_TEST_CASE(the_root_restarted_whole_is_the_root_again) {
+  rejoined back{2};
+  auto [r, w] = run_restart(
+    "faults.crash=[{node: 0 at_seconds: 0.5 whole_node: true restart_after_seconds: 0.3}]",
+    {{0, 8}, {1, 7}, {2, 8}}, 0, back);
+  BOOST_REQUIRE(r.faults_size() == 1);
+  const auto& e = r.faults(0).effect();
+  BOOST_TEST(contains(e, "root node 0 down until its restart; re-rooted at node 1 (tracking "
+                         "epoch 1): tree pair of arity 2 over the 7 survivors"), e);
+  // The root has no G_R in-neighbour: the model comes from the lowest live
+  // node, node 1, the root of epoch 1.
+  BOOST_TEST(contains(e, "restarted at 0.800000 s with node 1's model and a fresh gradient "
+                         "buffer: new tracking epoch 2 with node 0 back: tree pair of arity 2 "
+                         "over all 8 nodes (the spec's pair), root 0"), e);
+  BOOST_TEST(r.faults(0).has_recovery_seconds());  // from the loss, under epoch 1
+  BOOST_TEST(r.evaluated_model() == "common root (node 0), since the re-rooting of tracking epoch 2");
+  expect_conserved(r, w, 2, 8);
+  BOOST_TEST(back.pushes > 100u);
+  BOOST_TEST(r.has_time_to_target());
+  BOOST_TEST_MESSAGE("root 0 whole, 0.5 s -> 0.8 s: mass checks epoch 1 "
+                     << w.checks[1] << ", epoch 2 " << w.checks[2] << ", worst " << w.worst
+                     << "; node 0 pushed " << back.pushes << " times in epoch 2; target at "
+                     << r.time_to_target() << " s, final " << r.final().test_accuracy() << "; "
+                     << r.packets_old_epoch() << " old-epoch packets dropped; " << e);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_restarted_while_another_is_lost_rejoins_a_rebuilt_pair) {
+  // Node 2 is lost for good at 0.4 s (re-tree over 7, root 0 kept); the root
+  // goes down at 0.5 s (re-rooted over 6) and is back at 0.8 s: not every
+  // node is back, so the pair is rebuilt over the 7 in the run, keeping
+  // epoch 2's root.
+  rejoined back{3};
+  auto [r, w] = run_restart("faults.crash=[{node: 2 at_seconds: 0.4 whole_node: true}, "
+                            "{node: 0 at_seconds: 0.5 whole_node: true "
+                            "restart_after_seconds: 0.3}]",
+                            {{0, 8}, {1, 7}, {2, 6}, {3, 7}}, 0, back);
+  BOOST_REQUIRE(r.faults_size() == 2);
+  const auto& e = r.faults(1).effect();
+  BOOST_TEST(contains(e, "re-rooted at node 1 (tracking epoch 2): tree pair of arity 2 over the 6 "
+                         "survivors"), e);
+  BOOST_TEST(contains(e, "new tracking epoch 3 with node 0 back: tree pair of arity 2 over the 7 "
+                         "nodes in the run, root 1"), e);
+  BOOST_TEST(r.evaluated_model() == "common root (node 1), since the re-rooting of tracking epoch 3");
+  expect_conserved(r, w, 3, 7);
+  BOOST_TEST(back.pushes > 100u);
+  BOOST_TEST(r.final().test_accuracy() > 0.8);
+  BOOST_TEST_MESSAGE("node 2 lost, root 0 down 0.5 s -> 0.8 s: epoch 3 mass checks "
+                     << w.checks[3] << ", worst " << w.worst << "; final "
+                     << r.final().test_accuracy() << "; " << e);
+}
+
+BOOST_AUTO_TEST_CASE(an_exponential_graph_node_restarted_whole_keeps_the_mass) {
+  mass_watch w;
+  const auto r = run_watching_mass(
+    t::quickstart({"faults.crash=[{node: 3 at_seconds: 0.3 whole_node: true "
+                   "restart_after_seconds: 0.2}]",
+                   "stop.stop_at_target=false", "stop.time_seconds=2", "progress=false"}),
+    {{0, 8}, {1, 7}, {2, 8}}, w);
+  BOOST_REQUIRE(r.faults_size() == 1);
+  BOOST_TEST(contains(r.faults(0).effect(), "new tracking epoch 2 with node 3 back: exponential "
+                                            "graph over all 8 nodes (the spec's pair)"),
+             r.faults(0).effect());
+  BOOST_TEST(r.evaluated_model() == "node average");
+  expect_conserved(r, w, 2, 8);
+  BOOST_TEST(r.has_time_to_target());
+  BOOST_TEST_MESSAGE("exponential, node 3 whole 0.3 s -> 0.5 s: target at "
+                     << r.time_to_target() << " s; epoch 2 mass checks " << w.checks[2]
+                     << ", worst " << w.worst);
+}
+
+BOOST_AUTO_TEST_CASE(the_mass_holds_over_lossy_links_and_over_perfect_ones) {
+  // Lossy, duplicating, reordering links: the edges into the node end at
+  // link actors, re-pointed at the new buffer. Perfect links (no latency): the
+  // senders' routes are the buffer itself, replaced in the route table.
+  const std::string crash =
+    "faults.crash=[{node: 1 at_seconds: 0.5 whole_node: true restart_after_seconds: 0.3}]";
+  for (const overrides& links :
+       {overrides{"link={latency_seconds: 0.002 loss: 0.3 duplicate: 0.1 reorder: 0.1 "
+                  "reorder_delay_seconds: 0.004}"},
+        overrides{"link={}"}})
+    BOOST_TEST_CONTEXT(links.front()) {
+      rejoined back{2};
+      auto [r, w] = run_restart(crash, {{0, 8}, {1, 7}, {2, 8}}, 1, back, links);
+      BOOST_TEST(contains(r.faults(0).effect(), "new tracking epoch 2 with node 1 back"),
+                 r.faults(0).effect());
+      expect_conserved(r, w, 2, 8);
+      BOOST_TEST(back.pushes > 100u);
+      // At 30 % loss the tree's accuracy swings by 0.05 between evaluations:
+      // reaching the target at some evaluation is what is checked.
+      BOOST_TEST(r.has_time_to_target());
+      BOOST_TEST_MESSAGE(links.front() << ": epoch 2 mass checks " << w.checks[2] << ", worst "
+                                       << w.worst << ", node 1 pushed " << back.pushes
+                                       << "; target at " << r.time_to_target() << " s");
+    }
+}
+
+BOOST_AUTO_TEST_CASE(a_pair_that_cannot_be_rebuilt_leaves_the_node_out_saying_why) {
+  // A torus cannot be rebuilt over 7 nodes: with node 5 lost for good, node
+  // 0 has no pair to come back into. The run goes on without it.
+  const auto r = run(t::quickstart({"topology={builder: TORUS rows: 2 cols: 4}",
+                                    "faults.crash=[{node: 0 at_seconds: 0.5 whole_node: true "
+                                    "restart_after_seconds: 0.3}, {node: 5 at_seconds: 0.4 "
+                                    "whole_node: true}]",
+                                    "stop.stop_at_target=false", "stop.time_seconds=1.2",
+                                    "progress=false"}));
+  BOOST_REQUIRE(r.faults_size() == 2);
+  const auto& e = r.faults(0).effect();
+  BOOST_TEST(contains(e, "root node 0 down until its restart"), e);
+  BOOST_TEST(contains(e, "not restarted at 0.800000 s"), e);
+  BOOST_TEST(contains(e, "not every node is back ({0,1,2,3,4,6,7} are in the run) and a torus "
+                         "cannot be rebuilt over other nodes than the spec's"), e);
+  BOOST_TEST(contains(e, "(the node stays out of the run)"), e);
+  BOOST_TEST(r.per_node(1).gradients() > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_whole_node_restart_replays_exactly) {
+  t::expect_replay([](std::uint64_t seed) {
+    return root_lost({"seed=" + std::to_string(seed), "stop.stop_at_target=false",
+                      "stop.time_seconds=1.5",
+                      "faults.crash=[{node: 0 at_seconds: 0.5 whole_node: true "
+                      "restart_after_seconds: 0.3}]"});
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -343,8 +343,16 @@ std::vector<bad_case> bad_cases() {
        at::set, "", "faults.partition[0].side_b[0]", "on both sides"},
       {"bad gradients kind unset", E{}, O{"faults.bad_gradients=[{node: 1}]"}, at::set, "",
        "faults.bad_gradients[0].kind", "must be NOT_FINITE or SCALED"},
-      {"whole node restart", E{}, O{"faults.crash=[{node: 1 whole_node: true restart_after_seconds: 1}]"},
-       at::set, "", "faults.crash[0].restart_after_seconds", "cannot be restarted"},
+      {"whole node restart of the parameter server", E{},
+       O{"algorithm.async_ps={step_size: 1 server: 2}",
+         "faults.crash=[{node: 2 whole_node: true restart_after_seconds: 1}]"},
+       at::set, "", "faults.crash[0].restart_after_seconds",
+       "a whole node cannot be restarted: node 2 holds the parameter server"},
+      {"whole node restart of the loscar aggregator", E{},
+       O{"algorithm.loscar={step_size: 0.3 round_seconds: 0.01 sparsity: 0.1 aggregator: 1}",
+         "faults.crash=[{node: 1 whole_node: true restart_after_seconds: 1}]"},
+       at::set, "", "faults.crash[0].restart_after_seconds",
+       "a whole node cannot be restarted: node 1 holds the LOSCAR aggregator"},
       {"straggle factor below one", E{}, O{"faults.straggle=[{node: 1 factor: 0.5}]"}, at::set, "",
        "faults.straggle[0].factor", "must be >= 1"},
       {"acknowledged link losing everything", E{}, O{"algorithm.dasgd={step_size: 0.1}", "link.loss=1"},
@@ -497,10 +505,32 @@ BOOST_AUTO_TEST_CASE(other_valid_variants) {
 
 BOOST_AUTO_TEST_CASE(dasgd_restarts_with_batching_and_coalescing) {
   // Refused before the hand-over knew ranges; a restart is now allowed for
-  // every DASGD variant (centralized and whole nodes are still refused above).
+  // every DASGD variant, as for centralized SGD (from the last checkpoint).
   const std::string msg = failure(base_spec, {"algorithm.dasgd={step_size: 0.1 broadcast_every: 2 coalesce: true}",
                                               "faults.crash=[{node: 1 restart_after_seconds: 1}]"});
   BOOST_TEST(msg.empty(), msg);
+  const std::string central = failure(base_spec, {"algorithm.centralized={step_size: 0.1}",
+                                                  "faults.crash=[{node: 0 restart_after_seconds: 1}]"});
+  BOOST_TEST(central.empty(), central);
+}
+
+BOOST_AUTO_TEST_CASE(whole_node_restart_is_accepted_where_the_node_restarts) {
+  // R-FAST respawns worker and buffer; elsewhere the worker is all a node
+  // holds, but for the server's or the aggregator's node (refused above).
+  const std::string whole = "faults.crash=[{node: 1 whole_node: true restart_after_seconds: 1}]";
+  const std::vector<std::vector<std::string>> accepted = {
+      {whole},
+      {whole, "algorithm.dpsgd={step_size: 0.1}"},
+      {whole, "algorithm.sgp={step_size: 0.1}"},
+      {whole, "algorithm.async_ps={step_size: 1 server: 2}"},
+      {whole, "algorithm.loscar={step_size: 0.3 round_seconds: 0.01 sparsity: 0.1 aggregator: 2}"},
+  };
+  for (const auto& o : accepted) {
+    BOOST_TEST_CONTEXT(o.back()) {
+      const std::string msg = failure(base_spec, o);
+      BOOST_TEST(msg.empty(), msg);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(lines_map_has_expected_entries) {

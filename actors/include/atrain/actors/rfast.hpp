@@ -117,4 +117,17 @@ void wire_rfast(caf::event_based_actor* sup, const context_ptr& ctx,
                                               std::uint32_t id, const node_actors& node,
                                               std::vector<float> x);
 
+/// Respawns node `id` whole (supervision: a whole-node crash with a restart)
+/// as children of `sup`: a fresh gradient buffer (tracker at zero: z = g_prev
+/// = 0, never restored from a checkpoint) and a worker on it starting from
+/// `x` (a neighbour's model; empty: x^0) that continues the buffer's counts
+/// (zero). Nothing is sent to them: the caller starts a tracking epoch that
+/// includes `id` (its view reaches the buffer, and the worker, before the
+/// worker asks the buffer where to resume), then start_respawned_rfast_node.
+[[nodiscard]] node_actors respawn_rfast_node(caf::event_based_actor* sup, const context_ptr& ctx,
+                                             std::uint32_t id, std::vector<float> x);
+
+/// Lets a node from respawn_rfast_node go, once its epoch view was sent.
+void start_respawned_rfast_node(caf::event_based_actor* sup, const node_actors& node);
+
 } // namespace atrain

@@ -44,6 +44,15 @@ surviving_roots(const rfast_epoch_plan& e, const std::vector<std::uint32_t>& sur
 next_rfast_epoch(const run_plan& plan, const rfast_epoch_plan& e,
                  const std::vector<std::uint32_t>& survivors, const std::vector<bool>& worker_up);
 
+/// The epoch that takes a restarted whole node back: `members` (ascending)
+/// are the nodes in the run again, the restarted one among them. Every node
+/// back: the spec's graph pair with its common root (epoch 0's pair, numbered
+/// e.epoch + 1); otherwise the re-rooting's pair over them (next_rfast_epoch:
+/// e's root kept), or its error.
+[[nodiscard]] caf::expected<rfast_epoch_plan>
+rejoin_rfast_epoch(const run_plan& plan, const rfast_epoch_plan& e,
+                   const std::vector<std::uint32_t>& members, const std::vector<bool>& worker_up);
+
 /// Every directed edge's handle (a link actor, or the receiving buffer when
 /// links are perfect): filled by wire_rfast, extended by start_rfast_epoch.
 struct rfast_routes {
@@ -55,6 +64,13 @@ struct rfast_routes {
 
 /// This process's route table of the run (in ctx.shared).
 [[nodiscard]] std::shared_ptr<rfast_routes> rfast_route_table(run_context& ctx);
+
+/// Node `id` restarted whole: every edge into it ends at its new `buffer`
+/// from now on. A direct route (a perfect link) is replaced in the route
+/// table; a link actor is re-pointed ((restart_atom, old_buffer, buffer)).
+/// Call before start_rfast_epoch, which hands the senders their routes.
+void repoint_rfast_routes(caf::event_based_actor* sup, run_context& ctx, std::uint32_t id,
+                          const caf::actor_addr& old_buffer, const caf::actor& buffer);
 
 /// Starts epoch `e`: reuses the handle of every edge that existed before,
 /// spawns a link (as wire_rfast does: same link model, same faults) for every
