@@ -367,6 +367,14 @@ void inject_crash(sup_ptr self, int i) {
   if (whole)
     kill_child(self, node.buffer);
   const double t = st.ctx->seconds(self);
+  if (c.whole_node() && node.hub && node.hub != node.worker && node.hub != node.buffer) {
+    // The parameter server's node (the spec refuses its whole-node restart).
+    kill_child(self, node.hub);
+    fail(self, "node " + std::to_string(k) + " crashed whole at " + std::to_string(t) +
+                 " s with the parameter server it holds: the model it serves lives nowhere "
+                 "else, " + plan.algorithm_name() + " cannot go on without it");
+    return;
+  }
   std::string effect = "killed at " + std::to_string(t) + " s";
   std::optional<rfast_loss> loss;
   if (c.has_restart_after_seconds()) {

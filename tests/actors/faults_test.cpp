@@ -305,6 +305,14 @@ BOOST_AUTO_TEST_CASE(asynchronous_algorithms_go_on_without_a_crashed_node) {
                                              "progress=false"}));
   BOOST_REQUIRE(r);
   BOOST_TEST(r->error().find("osgp cannot go on without it") != std::string::npos, r->error());
+  // The parameter server's node lost whole takes the served model with it:
+  // the run ends saying so (its worker alone would be lost for good).
+  auto ps = atrain::run_experiment(t::config(
+    "algorithms/async_ps.textproto",
+    {"faults.crash=[{node: 0 at_seconds: 0.3 whole_node: true}]", "progress=false"}));
+  BOOST_REQUIRE(ps);
+  BOOST_TEST(ps->error().find("node 0 crashed whole at 0.300000 s with the parameter server") !=
+               std::string::npos, ps->error());
 }
 
 BOOST_AUTO_TEST_CASE(a_node_computing_nan_is_quarantined_at_the_source) {

@@ -88,10 +88,12 @@ const taken& take_quickstart_checkpoint() {
 
 /// A host spawner in this process, its log kept.
 struct host_fixture {
-  host_config cfg;
-  caf::actor_system sys{cfg};
+  /// The log outlives the actor system: its actors log until they are done
+  /// (members are destroyed in reverse order, the system first).
   std::mutex mtx;
   std::vector<std::string> log;
+  host_config cfg;
+  caf::actor_system sys{cfg};
   caf::actor host;
 
   host_fixture() {
