@@ -4,12 +4,15 @@
 /// budget), without an engine error, with the tracker mass conserved after
 /// every event (faults never touch the gradient buffers' accounts, except a
 /// whole node lost for good, which is not drawn here), and a finite model.
+/// And 40 schedules whose crashes all restart, checkpointed and resumed: the
+/// resumed run ends exactly like the uninterrupted one.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
 #include <sstream>
 
 #include "atrain/kernels/rng.hpp"
+#include "checkpoint_fixtures.hpp"
 #include "fixtures.hpp"
 
 namespace t = atrain::test;
@@ -34,7 +37,9 @@ std::uint32_t node(atrain::rng& gen) {
 
 /// A random schedule: 1-4 faults of any kind but lost whole nodes (which
 /// legitimately take their share of the mass with them: tested apart).
-std::vector<std::string> random_faults(atrain::rng& gen) {
+/// `restart_all`: every crash restarts, within `restart_max` seconds.
+std::vector<std::string> random_faults(atrain::rng& gen, bool restart_all = false,
+                                       double restart_max = 0.3) {
   std::vector<std::string> straggle, partition, burst, spike, scaled, crash;
   const int count = 1 + static_cast<int>(gen.uniform(0, 4));
   for (int k = 0; k < count; ++k) {
@@ -69,8 +74,8 @@ std::vector<std::string> random_faults(atrain::rng& gen) {
         break;
       default:
         f << "{node: " << node(gen) << " at_seconds: " << gen.uniform(0, horizon);
-        if (gen.chance(0.7))
-          f << " restart_after_seconds: " << gen.uniform(0.01, 0.3);
+        if (gen.chance(0.7) || restart_all)
+          f << " restart_after_seconds: " << gen.uniform(0.01, restart_max);
         f << "}";
         crash.push_back(f.str());
         break;
@@ -127,6 +132,44 @@ BOOST_AUTO_TEST_CASE(fifty_random_schedules_end_cleanly_and_keep_the_mass) {
   BOOST_TEST(crashes > 0);
   BOOST_TEST_MESSAGE("50 schedules, " << crashes << " crash faults, " << total_checks
                                       << " mass checks");
+}
+
+// Checkpoints through random fault sessions: 40 schedules (every crash
+// restarted within 50 ms), each run with checkpoints at 0.2 and 0.4 s
+// uninterrupted, stopped after its first and resumed: the resumed run ends
+// exactly like the uninterrupted one (models, report, trace hash), however
+// the crashes fall around the barriers.
+BOOST_FIXTURE_TEST_CASE(random_schedules_with_checkpoints_resume_exactly,
+                        atrain::test::ckpt::remove_scratch) {
+  namespace ck = atrain::test::ckpt;
+  atrain::rng gen{20261130};
+  int crashes = 0, waited = 0, fired_before = 0;
+  for (int run = 0; run < 40; ++run) {
+    auto o = random_faults(gen, true, 0.05);
+    std::string what;
+    for (const auto& s : o) {
+      what += s + " ";
+      for (auto at = s.find("at_seconds"); at != std::string::npos; at = s.find("at_seconds", at + 1))
+        ++crashes;
+    }
+    o.insert(o.end(), {"dataset.max_train_samples=2000", "dataset.max_test_samples=500",
+                       "nodes=" + std::to_string(nodes), "eval.period_seconds=0.2",
+                       "link.latency_seconds=0.002", "seed=" + std::to_string(run + 1)});
+    const auto tag = "prop" + std::to_string(run);
+    BOOST_TEST_CONTEXT("run " << run << " (" << what << ")") {
+      ck::expect_resume_equals_uninterrupted("quickstart.textproto", o, 0.2, 0.4, horizon, tag,
+                                             0.15);
+      const auto file = ck::load(ck::scratch(tag + "_B_1.ckpt"), *t::quickstart(o));
+      waited += file->time_seconds() > file->requested_seconds() + 0.02 ? 1 : 0;
+      fired_before += file->supervisor().crashes_fired_size();
+    }
+  }
+  BOOST_TEST(crashes > 10);
+  BOOST_TEST(fired_before > 0);  // crashes the resumed runs must not inject again
+  BOOST_TEST(waited > 0);        // barriers that waited for a restart
+  BOOST_TEST_MESSAGE("40 schedules with checkpoints: " << crashes << " crashes, "
+                     << fired_before << " before the first barrier, " << waited
+                     << " barriers waited for a restart; every resumed run = uninterrupted");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
