@@ -140,7 +140,7 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
   /// answers request_receiver_down, which may come before the supervisor's
   /// crash_atom (real clock: the kill and the crash_atom race with this
   /// request); not an evaluation failure.
-  const auto lost_with_host = [self](const caf::error& e) {
+  const auto lost_meanwhile = [self](const caf::error& e) {
     const auto& ctx = *self->state.ctx;
     return (ctx.spans_processes || ctx.plan->spec.faults().crash_size() > 0) &&
            e == caf::sec::request_receiver_down;
@@ -158,11 +158,11 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
             g->models[i] = add_counters(std::move(s), st.retired[i]);
             finish_one();
           },
-          [self, g, i, fail, finish_one, lost_with_host](caf::error& e) {
+          [self, g, i, fail, finish_one, lost_meanwhile](caf::error& e) {
             auto& st = self->state;
             if (st.worker_down[i]) {
               g->models[i] = retired_only(st, i);  // crashed meanwhile
-            } else if (lost_with_host(e)) {
+            } else if (lost_meanwhile(e)) {
               // left out of this evaluation; its counters as of the last one
               g->models[i] = add_counters(retired_only(st, i), st.last[i]);
             } else {
@@ -182,8 +182,8 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
       g->old_epoch += old_epoch;
       finish_one();
     };
-    auto stats_failed = [self, i, fail, finish_one, lost_with_host](caf::error& e) {
-      if (!self->state.buffer_down[i] && !lost_with_host(e))
+    auto stats_failed = [self, i, fail, finish_one, lost_meanwhile](caf::error& e) {
+      if (!self->state.buffer_down[i] && !lost_meanwhile(e))
         return fail("node " + std::to_string(i) + " buffer", e);
       finish_one();
     };
@@ -205,8 +205,8 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
               g->masses.push_back(std::move(a));
               finish_one();
             },
-            [self, i, fail, finish_one, lost_with_host](caf::error& e) {
-              if (!self->state.buffer_down[i] && !lost_with_host(e))
+            [self, i, fail, finish_one, lost_meanwhile](caf::error& e) {
+              if (!self->state.buffer_down[i] && !lost_meanwhile(e))
                 return fail("node " + std::to_string(i) + " buffer", e);
               finish_one();
             });
@@ -615,7 +615,7 @@ std::string save_evaluator(const eval_state& st) {
   proto::EvaluatorState s;
   // Supervision: saved only when the run has crashes (a run without keeps
   // its checkpoints as before).
-  if (!st.fault_effects.empty() || st.ctx->plan->spec.faults().crash_size() > 0) {
+  if (st.ctx->plan->spec.faults().crash_size() > 0) {
     for (std::size_t i = 0; i < st.retired.size(); ++i) {
       save_counters(st.retired[i], *s.add_retired());
       save_counters(st.last[i], *s.add_last());

@@ -411,6 +411,19 @@ void inject_crash(sup_ptr self, int i) {
     start_epoch(self, std::move(*loss), fault, 1, t);
 }
 
+/// `a` replaces node k's actor `old` (`part`: "worker", "gradient buffer"):
+/// supervised, mapped to its node, and shown to a test's probe in old's place.
+void adopt_replacement(sup_ptr self, std::uint32_t k, const caf::actor& a, const char* part,
+                       const caf::actor_addr& old) {
+  auto& st = self->state;
+  adopt(self, a, "node " + std::to_string(k) + " " + part);
+  st.node_of[a.address()] = k;
+  if (auto& probe = st.ctx->probe)
+    for (auto* shown : {&probe->workers, &probe->buffers})
+      if (k < shown->size() && (*shown)[k] == old)
+        (*shown)[k] = a.address();
+}
+
 /// Crash i's worker has been restarted and has joined: a checkpoint that
 /// waited for it may begin (and sees the replacement).
 void crash_closed(sup_ptr self) {
@@ -448,14 +461,7 @@ void replace_worker(sup_ptr self, int i) {
   if (node.buffer == node.worker)  // gossip-style: the worker is its own buffer
     node.buffer = w;
   node.worker = w;
-  adopt(self, w, "node " + std::to_string(k) + " worker");
-  st.node_of[w.address()] = k;
-  if (auto& probe = st.ctx->probe) {
-    if (k < probe->workers.size())
-      probe->workers[k] = w.address();
-    if (k < probe->buffers.size() && probe->buffers[k] == r.dead)
-      probe->buffers[k] = w.address();
-  }
+  adopt_replacement(self, k, w, "worker", r.dead);  // gossip-style: the buffer too
   for (const auto& l : st.links)
     self->send(l, restart_atom::value, r.dead, w);
   r.nodes = st.nodes;
@@ -520,19 +526,12 @@ void rejoin_rfast_node(sup_ptr self, int i, std::vector<float> x, const std::str
   retire_relaying_buffers(self, *st.rfast, {}, retired);
   auto& node = st.nodes[k];
   const auto old_buffer = node.buffer.address();
+  const auto old_worker = node.worker.address();
   const auto fresh = respawn_rfast_node(self, st.ctx, k, std::move(x));
   node.worker = fresh.worker;
   node.buffer = fresh.buffer;
-  adopt(self, node.buffer, "node " + std::to_string(k) + " gradient buffer");
-  adopt(self, node.worker, "node " + std::to_string(k) + " worker");
-  st.node_of[node.buffer.address()] = k;
-  st.node_of[node.worker.address()] = k;
-  if (auto& probe = st.ctx->probe) {
-    if (k < probe->workers.size())
-      probe->workers[k] = node.worker.address();
-    if (k < probe->buffers.size())
-      probe->buffers[k] = node.buffer.address();
-  }
+  adopt_replacement(self, k, node.buffer, "gradient buffer", old_buffer);
+  adopt_replacement(self, k, node.worker, "worker", old_worker);
   repoint_rfast_routes(self, *st.ctx, k, old_buffer, node.buffer);
   const auto epoch = next->epoch;
   const auto root = next->root;
@@ -584,11 +583,10 @@ void restart_worker(sup_ptr self, int i) {
     ++st.incarnations[k];
     if (st.rfast_down.count(i) > 0)
       return rejoin_rfast_node(self, i, std::move(x), source);
+    const auto dead = st.nodes[k].worker.address();
     auto w = respawn_rfast_worker(self, st.ctx, k, st.nodes[k], std::move(x));
     st.nodes[k].worker = w;
-    adopt(self, w, "node " + std::to_string(k) + " worker");
-    if (st.ctx->probe && k < st.ctx->probe->workers.size())
-      st.ctx->probe->workers[k] = w.address();
+    adopt_replacement(self, k, w, "worker", dead);
     st.ctx->events.record(st.ctx->ns(self), k, event_kind::restart, static_cast<std::uint64_t>(i));
     const double t = st.ctx->seconds(self);
     self->send(st.evaluator, restart_atom::value, k, w, fault,
