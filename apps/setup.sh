@@ -15,8 +15,9 @@ build="${BUILD_DIR:-$here/build}"
 jobs="$(nproc 2>/dev/null || echo 2)"
 # gnuplot-nox draws `atrain compare`'s figures (and lets the tests check them);
 # iproute2 (`ip`) builds the network namespaces of tests/deploy/partition_test.py.
-packages=(libcaf-dev libdnnl-dev libeigen3-dev libprotobuf-dev protobuf-compiler
-          libboost-test-dev zlib1g-dev libssl-dev openssl cmake g++ make gnuplot-nox iproute2)
+packages=(libcaf-dev libdnnl-dev ocl-icd-opencl-dev libeigen3-dev libprotobuf-dev protobuf-compiler
+          libboost-test-dev libboost-program-options-dev zlib1g-dev libssl-dev openssl cmake g++ make
+          gnuplot-nox iproute2 python3)
 
 # Peers of the benchmarks only (bench/): not needed to build, run or test.
 bench_packages=(libgloo-dev)
@@ -37,10 +38,24 @@ install_missing() {
     "${missing[@]}" >/dev/null
 }
 
-build_all() {
-  if [ ! -f "$build/CMakeCache.txt" ]; then
-    cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+# Configure unless a configure already finished there: a failed or interrupted
+# one leaves CMakeCache.txt but no generator files (Makefile, build.ninja), and
+# must be redone rather than leave a build directory that fails for ever.
+configure() {
+  if [ -f "$build/CMakeCache.txt" ] && { [ -f "$build/Makefile" ] || [ -f "$build/build.ninja" ]; }; then
+    return 0
   fi
+  if ! cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$build.configure.log" 2>&1; then
+    cat "$build.configure.log" >&2
+    rm -f "$build/CMakeCache.txt"
+    echo "setup: configuring $build failed (log above); fix the cause and run setup again" >&2
+    exit 1
+  fi
+  rm -f "$build.configure.log"
+}
+
+build_all() {
+  configure
   cmake --build "$build" -j"$jobs" "$@"
 }
 
