@@ -4,6 +4,7 @@
 #   apps/setup.sh run  [SPEC] [atrain run flags...]   default experiment (config/quickstart.textproto)
 #   apps/setup.sh test [ctest flags...]               the whole test suite through CTest
 #   apps/setup.sh build                               install + build only
+#   apps/setup.sh configure                           install + configure only
 #   apps/setup.sh bench                               + the benchmarks' peers (gloo), run bench/
 #
 # Idempotent: packages already installed are not reinstalled, an existing
@@ -45,13 +46,13 @@ configure() {
   if [ -f "$build/CMakeCache.txt" ] && { [ -f "$build/Makefile" ] || [ -f "$build/build.ninja" ]; }; then
     return 0
   fi
-  if ! cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$build.configure.log" 2>&1; then
-    cat "$build.configure.log" >&2
+  mkdir -p "$build"
+  if ! cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$build/configure.log" 2>&1; then
+    cat "$build/configure.log" >&2
     rm -f "$build/CMakeCache.txt"
     echo "setup: configuring $build failed (log above); fix the cause and run setup again" >&2
     exit 1
   fi
-  rm -f "$build.configure.log"
 }
 
 build_all() {
@@ -72,6 +73,9 @@ cmd="${1:-run}"
 install_missing
 verify_data
 case "$cmd" in
+  configure)
+    configure
+    ;;
   build)
     build_all
     ;;
@@ -93,7 +97,7 @@ case "$cmd" in
     exec ctest --output-on-failure -j"$jobs" "$@"
     ;;
   *)
-    echo "usage: apps/setup.sh {run [SPEC] [flags]|test [ctest flags]|build|bench}" >&2
+    echo "usage: apps/setup.sh {run [SPEC] [flags]|test [ctest flags]|build|configure|bench}" >&2
     exit 2
     ;;
 esac
