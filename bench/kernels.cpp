@@ -4,8 +4,8 @@
 //
 //   MLP 784-256-10, batch 64, random data: loss_and_gradient + SGD update.
 //   Logistic regression on a9a (123 features): batch 32 and the full 32561
-//   rows, loss_and_gradient + SGD update. Real a9a if found (data/a9a.gz, then
-//   ../shared/data/libsvm/a9a.gz), else synthetic data of the same shape.
+//   rows, loss_and_gradient + SGD update. Real a9a (data/a9a.gz, or --a9a FILE),
+//   else (--a9a none, or a file that cannot be read) synthetic data of the same shape.
 //
 // Single thread: oneDNN runs on OpenMP, and libgomp reads OMP_NUM_THREADS when
 // it is loaded, before main() runs. So main() sets OMP_NUM_THREADS=1 with
@@ -188,8 +188,7 @@ int main(int argc, char** argv) {
   atrain::dataset a9a;
   std::string a9a_source = "synthetic";
   std::string a9a_path;
-  std::vector<std::string> a9a_candidates{std::string(ATRAIN_SOURCE_DIR) + "/data/a9a.gz",
-                                          std::string(ATRAIN_SOURCE_DIR) + "/../shared/data/libsvm/a9a.gz"};
+  std::vector<std::string> a9a_candidates{std::string(ATRAIN_SOURCE_DIR) + "/data/a9a.gz"};
   if (!a9a_arg.empty()) a9a_candidates = {a9a_arg};  // "none": synthetic
   for (const std::string& p : a9a_candidates) {
     if (!file_exists(p)) continue;

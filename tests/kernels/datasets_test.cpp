@@ -408,13 +408,10 @@ BOOST_AUTO_TEST_CASE(malformed_idx_is_refused) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(mnist_from_shared_catalogue) {
-  // Optional: the real MNIST test set, when the shared catalogue is mounted.
-  const std::string dir = "/work/shared/data/mnist/";
-  if (!fs::exists(dir + "t10k-images-idx3-ubyte.gz")) {
-    BOOST_TEST_MESSAGE("shared MNIST not found: skipped");
-    return;
-  }
+BOOST_AUTO_TEST_CASE(mnist_in_repository) {
+  // The real MNIST test set shipped in data/mnist: required, config/mnist_mlp.textproto trains on it.
+  const std::string dir = source_dir + "/data/mnist/";
+  BOOST_REQUIRE_MESSAGE(fs::exists(dir + "t10k-images-idx3-ubyte.gz"), dir << "t10k-images-idx3-ubyte.gz: not found");
   BOOST_TEST(sha256_hex(read_maybe_gzip(dir + "t10k-labels-idx1-ubyte.gz")) ==
              "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2");
   const dataset d = load_idx(dir + "t10k-images-idx3-ubyte.gz", dir + "t10k-labels-idx1-ubyte.gz");
@@ -425,6 +422,19 @@ BOOST_AUTO_TEST_CASE(mnist_from_shared_catalogue) {
   for (std::int32_t c = 0; c < 10; ++c) BOOST_TEST(count_label(d, c) == counts[static_cast<std::size_t>(c)]);
   const double mean = std::accumulate(d.features.begin(), d.features.end(), 0.0) / static_cast<double>(d.features.size());
   BOOST_TEST(mean * 255 == 33.791, boost::test_tools::tolerance(1e-4));
+}
+
+BOOST_AUTO_TEST_CASE(fashion_mnist_in_repository) {
+  // Fashion-MNIST's test set in data/fashion-mnist (config/fashion_mlp.textproto): 1,000 per class.
+  const std::string dir = source_dir + "/data/fashion-mnist/";
+  BOOST_REQUIRE_MESSAGE(fs::exists(dir + "t10k-images-idx3-ubyte.gz"), dir << "t10k-images-idx3-ubyte.gz: not found");
+  BOOST_TEST(sha256_hex(read_maybe_gzip(dir + "t10k-images-idx3-ubyte.gz")) ==
+             "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b");
+  const dataset d = load_idx(dir + "t10k-images-idx3-ubyte.gz", dir + "t10k-labels-idx1-ubyte.gz");
+  BOOST_TEST(d.size() == 10000u);
+  BOOST_TEST(d.dim == 784u);
+  BOOST_TEST(d.classes == 10u);
+  for (std::int32_t c = 0; c < 10; ++c) BOOST_TEST(count_label(d, c) == 1000u);
 }
 
 BOOST_AUTO_TEST_CASE(cifar10_synthetic) {
