@@ -321,7 +321,8 @@ int node_main(const invocation& in) {
   n.listen = text_of(vm, "listen");
   std::string why;
   if (!parse_host_port(n.listen, why))
-    throw usage_error("--listen: '" + n.listen + "' is not HOST:PORT (" + why + ")");
+    throw usage_error("--listen: '" + n.listen + "' is not HOST:PORT" +
+                      (why == "expected HOST:PORT" ? "" : " (" + why + ")"));
   n.secret_file = text_of(vm, "secret-file");
   check_secret("--secret-file", n.secret_file);
   n.data_root = text_of(vm, "data-root");
@@ -440,8 +441,9 @@ invocation parse_invocation(const subcommand& cmd, const std::vector<std::string
     po::store(po::command_line_parser(args).options(all).positional(pos).style(style).run(), in.vm);
     po::notify(in.vm);
   } catch (const po::unknown_option& e) {
-    throw usage_error("unknown option '" + e.get_option_name() + "' (atrain " + cmd.name +
-                      " --help lists the options)");
+    const auto name = e.get_option_name();
+    throw usage_error("unknown option '" + name.substr(0, name.find('=')) + "' (atrain " +
+                      cmd.name + " --help lists the options)");
   } catch (const po::invalid_command_line_syntax& e) {
     if (e.kind() == po::invalid_syntax::missing_parameter)
       throw usage_error(e.get_option_name() + " needs a value");
