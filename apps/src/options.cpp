@@ -4,8 +4,10 @@
 /// becomes one sentence naming the argument.
 #include "options.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
