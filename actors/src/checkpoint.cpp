@@ -230,7 +230,22 @@ std::string error_text(const caf::error& e) {
   const auto& m = e.context();
   if (m.size() == 1 && m.match_element<std::string>(0))
     return m.get_as<std::string>(0);
-  return "error code " + std::to_string(e.code());  // (rendering needs an actor system)
+  // CAF's own errors: the code's name ("cannot_open_file" -> "cannot open
+  // file"), then the context's parts, without CAF's system_error(...) wrapping.
+  std::string name;
+  if (e.category() == caf::atom("system"))
+    name = caf::to_string(static_cast<caf::sec>(e.code()));
+  else if (e.category() == caf::atom("parser"))
+    name = caf::to_string(static_cast<caf::pec>(e.code()));
+  else if (e.category() == caf::atom("exit"))
+    name = caf::to_string(static_cast<caf::exit_reason>(e.code()));
+  else
+    name = "error code " + std::to_string(e.code());
+  std::replace(name.begin(), name.end(), '_', ' ');
+  for (std::size_t i = 0; i < m.size(); ++i)
+    name += (i == 0 ? ": " : ", ") + (m.match_element<std::string>(i) ? m.get_as<std::string>(i)
+                                                                     : m.stringify(i));
+  return name;
 }
 
 caf::expected<std::uint64_t> write_checkpoint(const proto::Checkpoint& ck, const std::string& file) {

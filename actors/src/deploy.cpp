@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "atrain/actors/basp_guard.hpp"
+#include "atrain/actors/checkpoint.hpp"  // error_text
 #include "atrain/messages/spec.hpp"
 
 namespace atrain {
@@ -159,7 +160,7 @@ connect_hosts(caf::actor_system& sys, const run_plan& plan, const deploy_options
     auto h = opts.tls.enabled() ? caf::openssl::remote_actor(sys, hp->first, hp->second)
                                 : sys.middleman().remote_actor(hp->first, hp->second);
     if (!h)
-      return failure("cannot reach host " + name + ": " + sys.render(h.error()) +
+      return failure("cannot reach host " + name + ": " + error_text(h.error()) +
                      (opts.tls.enabled() ? " (with TLS: is it an `atrain node` with a certificate "
                                            "of the same CA?)"
                                          : " (is `atrain node --listen " + name + "` running?)"));
@@ -170,7 +171,7 @@ connect_hosts(caf::actor_system& sys, const run_plan& plan, const deploy_options
   // to it directly (with its first connection; plain BASP on every
   // interface, even with TLS) goes.
   if (auto ok = replace_automatic_connection_port(sys, "", 0); !ok)
-    return failure("cannot close CAF's automatic-connection port: " + sys.render(ok.error()));
+    return failure("cannot close CAF's automatic-connection port: " + error_text(ok.error()));
   d->host_of = placement_of(opts, plan.nodes());
   return std::shared_ptr<const deployment>{std::move(d)};
 }

@@ -138,6 +138,9 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
   auto sink = std::make_shared<run_sink>();
   {
     system_config cfg{false, opts.threads, multi_host ? &deploy->tls : nullptr};
+    if (opts.configure_system)
+      if (auto err = opts.configure_system(cfg))
+        return err;
     caf::actor_system sys{cfg};
     auto ctx = std::make_shared<run_context>();
     ctx->plan = plan;

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   auto watcher = sys.spawn(listener, max_evaluations);
   auto run = atrain::spawn_run(sys, plan, watcher);
   if (!run) {
-    std::cerr << sys.render(run.error()) << "\n";
+    std::cerr << atrain::error_text(run.error()) << "\n";
     caf::anon_send_exit(watcher, caf::exit_reason::user_shutdown);
     return 1;
   }

@@ -5,77 +5,9 @@
 #include <iostream>
 
 #include "atrain/engine.hpp"
+#include "options.hpp"
 
 namespace atrain::cli {
-
-bool parse(const std::vector<std::string>& args, parsed& p) {
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const auto& a = args[i];
-    auto value = [&](const char* flag) -> const std::string* {
-      if (i + 1 >= args.size()) {
-        std::cerr << "atrain: " << flag << " needs a value\n";
-        return nullptr;
-      }
-      return &args[++i];
-    };
-    if (a == "--set") {
-      auto v = value("--set");
-      if (!v)
-        return false;
-      p.overrides.push_back(*v);
-    } else if (a.rfind("--set=", 0) == 0) {
-      p.overrides.push_back(a.substr(6));
-    } else if (a == "--out") {
-      auto v = value("--out");
-      if (!v)
-        return false;
-      p.out = *v;
-    } else if (a == "--dot") {
-      auto v = value("--dot");
-      if (!v)
-        return false;
-      p.dot = *v;
-    } else if (a == "--hosts" || a == "--secret-file" || a == "--tls-cert" || a == "--tls-key" ||
-               a == "--tls-ca") {
-      auto v = value(a.c_str());
-      if (!v)
-        return false;
-      if (a == "--hosts") {
-        std::size_t from = 0;
-        for (std::size_t comma; (comma = v->find(',', from)) != std::string::npos; from = comma + 1)
-          p.hosts.push_back(v->substr(from, comma - from));
-        p.hosts.push_back(v->substr(from));
-      } else {
-        (a == "--secret-file" ? p.secret_file
-         : a == "--tls-cert"  ? p.tls_cert
-         : a == "--tls-key"   ? p.tls_key
-                              : p.tls_ca) = *v;
-      }
-    } else if (a == "--resume") {
-      auto v = value("--resume");
-      if (!v)
-        return false;
-      p.resume = *v;
-    } else if (a == "--progress") {
-      p.progress = true;
-    } else if (a == "--no-progress") {
-      p.progress = false;
-    } else if (!a.empty() && a[0] == '-') {
-      std::cerr << "atrain: unknown option '" << a << "'\n";
-      return false;
-    } else if (p.spec.empty()) {
-      p.spec = a;
-    } else {
-      std::cerr << "atrain: unexpected argument '" << a << "'\n";
-      return false;
-    }
-  }
-  if (p.spec.empty()) {
-    std::cerr << "atrain: no SPEC given\n";
-    return false;
-  }
-  return true;
-}
 
 namespace {
 
@@ -148,46 +80,54 @@ int run(const parsed& p) {
     return 2;
   run_options opts;
   opts.progress = p.progress;
+  opts.threads = p.threads;
+  if (!p.caf.empty())
+    opts.configure_system = [caf = p.caf](caf::actor_system_config& cfg) {
+      return apply_caf(cfg, caf);
+    };
   opts.deploy.hosts = p.hosts;
   opts.deploy.tls = {p.tls_cert, p.tls_key, p.tls_ca};
-  if ((!p.tls_cert.empty() + !p.tls_key.empty() + !p.tls_ca.empty()) % 3 != 0) {
-    std::cerr << "atrain: --tls-cert, --tls-key and --tls-ca go together\n";
-    return 2;
-  }
   if (!p.secret_file.empty()) {
     auto secret = read_secret_file(p.secret_file);
     if (!secret) {
-      std::cerr << "atrain: " << caf::to_string(secret.error()) << "\n";
+      std::cerr << "atrain run: --secret-file: " << error_text(secret.error()) << "\n";
       return 2;
     }
     opts.deploy.secret = *secret;
   }
+  // The deployment as the run will see it (flags over the spec's deploy
+  // block): no secret nor TLS, unusable TLS files, a bad placement exit 2
+  // here, before any host is contacted.
+  auto deploy = deploy_options_of(*plan, opts.deploy);
+  if (!deploy) {
+    std::cerr << "atrain run: " << error_text(deploy.error()) << "\n";
+    return 2;
+  }
   if (!p.resume.empty()) {
     auto ck = load_checkpoint(p.resume, *plan);
     if (!ck) {
-      std::cerr << "atrain: cannot resume: " << error_text(ck.error()) << "\n";
+      std::cerr << "atrain run: cannot resume: " << error_text(ck.error()) << "\n";
       return 2;
     }
     // Taken with another deploy (host count, placement): refused here, before
     // any host is contacted (run_experiment checks it again for embedders).
-    if (auto d = deploy_options_of(*plan, opts.deploy); d)
-      if (auto ok = check_resume_deploy(**ck, p.resume, *d, plan->nodes()); !ok) {
-        std::cerr << "atrain: cannot resume: " << error_text(ok.error()) << "\n";
-        return 2;
-      }
+    if (auto ok = check_resume_deploy(**ck, p.resume, *deploy, plan->nodes()); !ok) {
+      std::cerr << "atrain run: cannot resume: " << error_text(ok.error()) << "\n";
+      return 2;
+    }
     opts.resume = std::move(*ck);
     opts.resume_file = p.resume;
   }
   auto report = run_experiment(plan, opts);
   if (!report) {
-    std::cerr << "atrain: run failed: " << caf::to_string(report.error()) << "\n";
+    std::cerr << "atrain run: " << error_text(report.error()) << "\n";
     return 1;
   }
   print_summary(*report);
   const std::string out = !p.out.empty() ? p.out : resolve_path(spec, plan->spec.out_dir());
   if (!out.empty()) {
     if (auto ok = write_outputs(*report, out); !ok) {
-      std::cerr << "atrain: " << caf::to_string(ok.error()) << "\n";
+      std::cerr << "atrain run: " << error_text(ok.error()) << "\n";
       return 1;
     }
     std::cout << "wrote           " << out << "/report.json, metrics.csv, report.pb\n";

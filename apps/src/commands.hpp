@@ -1,10 +1,19 @@
 #pragma once
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace atrain::cli {
 
+/// CAF's own options, passed through to actor_system_config::parse.
+struct caf_passthrough {
+  std::vector<std::string> args;  ///< --caf#KEY=VALUE, as given
+  std::string config_file;        ///< --caf-config FILE (or --caf#config-file=FILE)
+  [[nodiscard]] bool empty() const noexcept { return args.empty() && config_file.empty(); }
+};
+
+/// The checked arguments of run, topology, check, shards (options.cpp makes them).
 struct parsed {
   std::string spec;
   std::vector<std::string> overrides;
@@ -16,10 +25,9 @@ struct parsed {
   std::string secret_file;
   std::string tls_cert, tls_key, tls_ca;
   std::string resume;  // atrain run --resume FILE: a checkpoint of this spec
+  std::size_t threads = 0;  // --threads: REAL-clock scheduler threads (0: one per core)
+  caf_passthrough caf;
 };
-
-/// Parses SPEC and flags; prints what is wrong and returns false on bad input.
-[[nodiscard]] bool parse(const std::vector<std::string>& args, parsed& p);
 
 [[nodiscard]] int run(const parsed& p);
 [[nodiscard]] int topology(const parsed& p);

@@ -31,6 +31,7 @@
 #include <sstream>
 
 #include "atrain/engine.hpp"
+#include "options.hpp"
 
 #ifndef ATRAIN_SOURCE_DIR
 #define ATRAIN_SOURCE_DIR "."
@@ -194,54 +195,16 @@ std::string markdown_table(const std::vector<algorithm_result>& results, double 
 }
 
 bool parse_compare(const std::vector<std::string>& args, compare_args& a) {
-  std::vector<std::string> rest;
-  auto split_names = [&](const std::string& list) {
-    std::string item;
-    std::istringstream in{list};
-    while (std::getline(in, item, ','))
-      a.algorithms.push_back(item);
-  };
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const auto& s = args[i];
-    const bool algos_eq = s.rfind("--algorithms=", 0) == 0;
-    const bool seeds_eq = s.rfind("--seeds=", 0) == 0;
-    const bool algos = algos_eq || s == "--algorithms";
-    if (!algos && !seeds_eq && s != "--seeds") {
-      rest.push_back(s);
-      continue;
-    }
-    std::string value;
-    if (algos_eq || seeds_eq) {
-      value = s.substr(s.find('=') + 1);
-    } else if (i + 1 < args.size()) {
-      value = args[++i];
-    } else {
-      std::cerr << "atrain: " << s << " needs a value\n";
-      return false;
-    }
-    if (algos) {
-      split_names(value);
-      continue;
-    }
-    char* end = nullptr;
-    const auto n = std::strtoul(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || value[0] == '-' || n < 1 || n > 1000) {
-      std::cerr << "atrain: --seeds " << value << ": expected a whole number from 1 to 1000\n";
-      return false;
-    }
-    a.seeds = static_cast<std::uint32_t>(n);
-  }
-  if (!parse(rest, a.common))
-    return false;
-  if (!a.common.dot.empty()) {
-    std::cerr << "atrain: --dot is not a compare option\n";
-    return false;
-  }
-  if (a.algorithms.empty()) {
-    std::cerr << "atrain: compare needs --algorithms NAME[,NAME]...\n";
-    return false;
-  }
-  return true;
+  for (const auto& cmd : subcommands())
+    if (std::string{cmd.name} == "compare")
+      try {
+        a = compare_args_of(parse_invocation(cmd, args));
+        return true;
+      } catch (const usage_error& e) {
+        std::cerr << "atrain compare: " << e.what() << "\n";
+        return false;
+      }
+  return false;
 }
 
 namespace {
@@ -615,14 +578,14 @@ run_figures run_one(const planned& p, std::uint64_t seed, const run_options& opt
   }
   auto report = run_experiment(plan, opts);
   if (!report) {
-    f.error = caf::to_string(report.error());
+    f.error = error_text(report.error());
     return f;
   }
   f = figures_of(*report);
   append_curves(curves, p.name, *report);
   if (auto ok = write_outputs(*report, dir + "/" + p.name + "_seed" + std::to_string(seed)); !ok) {
     f.completed = false;
-    f.error = caf::to_string(ok.error());
+    f.error = error_text(ok.error());
   }
   return f;
 }
@@ -684,6 +647,11 @@ int compare(const compare_args& a) {
 
   run_options opts;
   opts.progress = a.common.progress;
+  opts.threads = a.common.threads;
+  if (!a.common.caf.empty())
+    opts.configure_system = [caf = a.common.caf](caf::actor_system_config& cfg) {
+      return apply_caf(cfg, caf);
+    };
   std::vector<algorithm_result> results;
   std::string curves = "algorithm,seed,time_seconds,gradients,train_loss,test_accuracy,"
                        "consensus_error\n";

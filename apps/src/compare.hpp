@@ -82,13 +82,18 @@ void aggregate(std::vector<algorithm_result>& results);
                                          double target_accuracy);
 
 struct compare_args {
-  parsed common;  ///< SPEC, --set, --out, --progress
+  parsed common;  ///< SPEC, --set, --out, --progress, --threads, CAF's options
   std::vector<std::string> algorithms;
   std::uint32_t seeds = 1;
 };
 
-/// Parses compare's own flags (--algorithms, --seeds) and hands the rest to
-/// parse(); prints what is wrong and returns false on bad input.
+struct invocation;
+
+/// compare's checked arguments. Throws usage_error (options.hpp).
+[[nodiscard]] compare_args compare_args_of(const invocation& in);
+
+/// Parses compare's arguments (after "compare") through the subcommand
+/// table; prints what is wrong and returns false on bad input.
 [[nodiscard]] bool parse_compare(const std::vector<std::string>& args, compare_args& a);
 
 [[nodiscard]] int compare(const compare_args& a);

@@ -21,88 +21,12 @@
 #include "atrain/actors/basp_guard.hpp"
 #include "atrain/actors/deploy.hpp"
 #include "atrain/actors/host.hpp"
-#include "commands.hpp"
+#include "atrain/actors/checkpoint.hpp"
+#include "options.hpp"
 
 namespace atrain::cli {
 
 namespace {
-
-struct node_args {
-  std::string listen = "127.0.0.1:7420";
-  std::string secret_file;
-  std::string data_root;
-  tls_files tls;
-  bool allow_remote = false;
-  bool guard = true;
-  std::size_t max_runs = 4;
-  std::uint32_t max_message_mb = default_max_basp_payload >> 20;
-};
-
-void node_usage(std::ostream& out) {
-  out << "usage: atrain node [--listen HOST:PORT] [--secret-file F] [--data-root DIR]\n"
-         "                   [--tls-cert F --tls-key F --tls-ca F] [--allow-remote] [--max-runs N]\n"
-         "                   [--max-message-mb N] [--no-guard]\n"
-         "Serves as a host of multi-host runs until SIGINT/SIGTERM.\n"
-         "  --listen HOST:PORT   where peers connect (default 127.0.0.1:7420; port 0 picks one)\n"
-         "  --secret-file F      the shared secret peers present (required without TLS)\n"
-         "  --data-root DIR      where relative dataset paths resolve (default: the driver's)\n"
-         "  --tls-cert/-key/-ca  mutual TLS: only peers with a certificate of that CA connect\n"
-         "  --allow-remote       without TLS, listen beyond loopback (the secret crosses in clear)\n"
-         "  --max-runs N         runs served at once (1..64, default 4)\n"
-         "  --max-message-mb N   without TLS: a BASP header announcing more than N MiB closes the\n"
-         "                       connection before anything is allocated (1..4095, default "
-      << (default_max_basp_payload >> 20)
-      << ";\n"
-         "                       atrain's own messages stay far below it)\n"
-         "  --no-guard           without TLS: CAF listens on HOST:PORT itself, without the BASP\n"
-         "                       guard (for measuring the guard's cost; loopback only)\n";
-}
-
-/// Whether `v` is a whole number in [1, max].
-[[nodiscard]] bool is_count(const std::string& v, unsigned long max) {
-  return !v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos &&
-         std::stoul(v) >= 1 && std::stoul(v) <= max;
-}
-
-[[nodiscard]] bool parse_node(const std::vector<std::string>& args, node_args& n) {
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const auto& a = args[i];
-    if (a == "--allow-remote") {
-      n.allow_remote = true;
-      continue;
-    }
-    if (a == "--no-guard") {
-      n.guard = false;
-      continue;
-    }
-    if (i + 1 >= args.size()) {
-      std::cerr << "atrain node: " << (a.rfind("--", 0) == 0 ? a + " needs a value" : "unexpected argument '" + a + "'") << "\n";
-      return false;
-    }
-    const auto& v = args[++i];
-    if (a == "--listen")
-      n.listen = v;
-    else if (a == "--secret-file")
-      n.secret_file = v;
-    else if (a == "--data-root")
-      n.data_root = v;
-    else if (a == "--tls-cert")
-      n.tls.certificate = v;
-    else if (a == "--tls-key")
-      n.tls.key = v;
-    else if (a == "--tls-ca")
-      n.tls.ca = v;
-    else if (a == "--max-runs" && is_count(v, 64))
-      n.max_runs = std::stoul(v);
-    else if (a == "--max-message-mb" && is_count(v, 4095))
-      n.max_message_mb = static_cast<std::uint32_t>(std::stoul(v));
-    else {
-      std::cerr << "atrain node: unknown option or bad value '" << a << " " << v << "'\n";
-      return false;
-    }
-  }
-  return true;
-}
 
 [[nodiscard]] bool is_loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" ||
@@ -130,26 +54,14 @@ serve_through_guard(caf::actor_system& sys, const std::pair<std::string, std::ui
 
 } // namespace
 
-int node(const std::vector<std::string>& args) {
-  if (std::find(args.begin(), args.end(), "--help") != args.end()) {
-    node_usage(std::cout);
-    return 0;
-  }
-  node_args n;
-  if (!parse_node(args, n))
-    return 2;
+int node(const node_args& n) {
   auto hp = split_host_port(n.listen);
   if (!hp) {
-    std::cerr << "atrain node: --listen " << caf::to_string(hp.error()) << "\n";
-    return 2;
-  }
-  const int tls_given = !n.tls.certificate.empty() + !n.tls.key.empty() + !n.tls.ca.empty();
-  if (tls_given != 0 && tls_given != 3) {
-    std::cerr << "atrain node: --tls-cert, --tls-key and --tls-ca go together\n";
+    std::cerr << "atrain node: --listen: " << error_text(hp.error()) << "\n";
     return 2;
   }
   if (auto ok = check_tls_files(n.tls); !ok) {
-    std::cerr << "atrain node: " << caf::to_string(ok.error()) << "\n";
+    std::cerr << "atrain node: " << error_text(ok.error()) << "\n";
     return 2;
   }
   host_options opts;
@@ -158,7 +70,7 @@ int node(const std::vector<std::string>& args) {
   if (!n.secret_file.empty()) {
     auto secret = read_secret_file(n.secret_file);
     if (!secret) {
-      std::cerr << "atrain node: " << caf::to_string(secret.error()) << "\n";
+      std::cerr << "atrain node: --secret-file: " << error_text(secret.error()) << "\n";
       return 2;
     }
     opts.secret = *secret;
@@ -187,9 +99,13 @@ int node(const std::vector<std::string>& args) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   caf::actor_system_config cfg;
   register_message_types(cfg);
-  configure_real_clock(cfg, 0);
+  configure_real_clock(cfg, n.threads);
   configure_networking(cfg, n.tls);
   cfg.set("logger.console-verbosity", caf::atom("quiet"));
+  if (auto err = apply_caf(cfg, n.caf)) {
+    std::cerr << "atrain node: CAF options: " << error_text(err) << "\n";
+    return 2;
+  }
   caf::actor_system sys{cfg};
   auto spawner = spawn_host(sys, opts);
   const bool guarded = !n.tls.enabled() && n.guard;
@@ -208,7 +124,7 @@ int node(const std::vector<std::string>& args) {
       port = ok.error();
   }
   if (!port) {
-    std::cerr << "atrain node: cannot listen on " << n.listen << ": " << sys.render(port.error())
+    std::cerr << "atrain node: cannot listen on " << n.listen << ": " << error_text(port.error())
               << "\n";
     caf::anon_send_exit(spawner, caf::exit_reason::user_shutdown);
     if (guard.actor)

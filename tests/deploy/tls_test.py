@@ -56,7 +56,8 @@ try:
     check(h.alive(), "the TLS host keeps running")
     r = run(["--tls-cert", os.path.join(d, "client.pem"), "--tls-key",
              os.path.join(d, "host.key"), "--tls-ca", os.path.join(d, "ca.pem")], "mismatch")
-    check(r.returncode == 1 and "host.key" in r.stderr and "mismatch" in r.stderr,
+    # A deployment mistake: exit 2, like every bad argument, before any host is contacted.
+    check(r.returncode == 2 and "host.key" in r.stderr and "mismatch" in r.stderr,
           "a key that does not match its certificate is named before connecting: " +
           r.stderr.strip()[:120])
 finally:

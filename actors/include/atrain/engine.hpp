@@ -12,6 +12,7 @@
 ///   // my_listener gets (metric_atom, metric_sample) per evaluation and
 ///   // (done_atom, report_bytes) at the end; anon_send(run, stop_atom::value)
 ///   // stops the run early (it still reports).
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,10 @@ struct run_options {
   std::shared_ptr<run_probe> probe;
   /// Worker threads for the REAL clock (0 = number of cores).
   std::size_t threads = 0;
+  /// REAL clock: applied to the actor system's config last, before the system
+  /// starts (the CLI passes CAF's own `--caf#...` options through it); an
+  /// error ends the run before it starts.
+  std::function<caf::error(caf::actor_system_config&)> configure_system;
   /// Multi-host run (REAL clock): these values win over the spec's deploy
   /// block; with no hosts at all, every node runs in this process.
   deploy_options deploy;

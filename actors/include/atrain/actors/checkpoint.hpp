@@ -133,8 +133,9 @@ load_checkpoint(const std::string& file, const run_plan& plan);
 [[nodiscard]] std::string check_checkpoint_nodes(const proto::Checkpoint& ck, const run_plan& plan,
                                                  const std::vector<std::uint32_t>& ids);
 
-/// The reason text of an error made here (its string context), else the
-/// rendered error.
+/// An error as one plain sentence for people: its string context when it has
+/// just one (atrain's own errors), else the code's name and the context's
+/// parts, never CAF's `system_error(runtime_error, ("..."))` rendering.
 [[nodiscard]] std::string error_text(const caf::error& e);
 
 /// Frames and writes `ck` to `file` atomically (FILE.tmp, then rename).
