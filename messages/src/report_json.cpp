@@ -37,6 +37,10 @@ std::string number(double x) {
   if (!std::isfinite(x))
     return "null";
   char buf[40];
+  if (x == std::floor(x) && std::fabs(x) < 1e15) {  // integral: no exponent (30, not 3e+01)
+    std::snprintf(buf, sizeof buf, "%.0f", x);
+    return buf;
+  }
   // Shortest %g text that reads back to x (at most 17 digits).
   for (int digits = 1; digits <= 17; ++digits) {
     std::snprintf(buf, sizeof buf, "%.*g", digits, x);
