@@ -1,6 +1,8 @@
 /// Checkpoints: the supervisor's barrier, the file format, loading and
 /// checking a checkpoint, and the compute unit's part (see checkpoint.hpp).
 #include "atrain/actors/checkpoint.hpp"
+#include "atrain/actors/run_log.hpp"
+#include "atrain/messages/json.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -588,6 +590,10 @@ void checkpointer::finish(caf::event_based_actor* self, std::shared_ptr<proto::C
   }
   rec.set_bytes(*written);
   records_.push_back(rec);
+  log_event(self, *ctx_, "checkpoint",
+            "\"number\": " + std::to_string(number) + ", \"requested_seconds\": " +
+              json::number(requested_) + ", \"file\": " + json::quote(file) + ", \"bytes\": " +
+              json::integer(static_cast<std::uint64_t>(*written)));
   last_ = ck;
   if (deferred_stop_) {
     active_ = false;

@@ -10,7 +10,9 @@
 
 #include <caf/scheduler/test_coordinator.hpp>
 
+#include "atrain/actors/run_log.hpp"
 #include "atrain/actors/supervisor.hpp"
+#include "atrain/messages/json.hpp"
 
 namespace atrain {
 
@@ -44,7 +46,83 @@ struct system_config : caf::actor_system_config {
   }
 };
 
+/// Opens the run's live log when it has an output directory (the "start"
+/// event first); throws std::runtime_error naming the file.
+std::optional<run_log_files> open_log(const run_plan& plan, const run_options& opts) {
+  if (opts.out_dir.empty())
+    return std::nullopt;
+  auto files = open_run_log(opts.out_dir);
+  if (!files)
+    throw std::runtime_error(caf::to_string(files.error()));
+  const auto& spec = plan.spec;
+  std::string line = "{\"event\": \"start\", \"time_seconds\": 0, \"name\": " +
+                     json::quote(spec.name()) + ", \"algorithm\": " +
+                     json::quote(plan.algorithm_name()) + ", \"clock\": " +
+                     json::quote(plan.virtual_clock() ? "VIRTUAL" : "REAL") + ", \"nodes\": " +
+                     json::integer(static_cast<std::uint64_t>(plan.nodes())) + ", \"seed\": " +
+                     json::integer(static_cast<std::uint64_t>(spec.seed())) +
+                     ", \"time_budget_seconds\": " + json::number(spec.stop().time_seconds()) +
+                     ", \"target_accuracy\": " + json::number(spec.stop().target_accuracy()) +
+                     (opts.resume_file.empty() ? std::string{}
+                                               : ", \"resumed_from\": " +
+                                                   json::quote(opts.resume_file)) +
+                     "}\n";
+  std::fputs(line.c_str(), files->events.get());
+  std::fflush(files->events.get());
+  return std::move(*files);
+}
+
+/// The live log's writer, watching the supervisor (it ends with it).
+void start_log(caf::actor_system& sys, run_context& ctx, std::optional<run_log_files> files) {
+  if (files)
+    ctx.log = spawn_run_log(sys, std::move(*files));
+}
+
+void watch_supervisor(const run_context& ctx, const caf::actor& sup) {
+  if (ctx.log)
+    caf::anon_send(ctx.log, sup);
+}
+
 } // namespace
+
+// ---- stopping a run from outside
+
+void run_control::stop(std::string reason) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (requested_)
+    return;
+  requested_ = true;
+  if (direct_) {
+    if (auto sup = caf::actor_cast<caf::actor>(sup_))
+      caf::anon_send(sup, stop_atom::value, std::move(reason));
+    return;
+  }
+  pending_ = std::move(reason);
+}
+
+bool run_control::stop_requested() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return requested_;
+}
+
+void run_control::attach(const caf::actor& supervisor, bool direct) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  sup_ = supervisor.address();
+  direct_ = direct;
+  if (direct_ && pending_)  // requested before the run started
+    caf::anon_send(supervisor, stop_atom::value, *std::exchange(pending_, std::nullopt));
+}
+
+void run_control::detach() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  sup_ = caf::actor_addr{};
+  direct_ = false;
+}
+
+std::optional<std::string> run_control::take() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return std::exchange(pending_, std::nullopt);
+}
 
 // ---- virtual clock
 
@@ -54,6 +132,8 @@ struct virtual_run::impl {
   caf::scheduler::test_coordinator& sched;
   std::shared_ptr<run_sink> sink = std::make_shared<run_sink>();
   caf::actor sup;
+  caf::actor_addr sup_addr;  // for a stop request (sup is dropped while driving)
+  std::shared_ptr<run_control> control;
 
   explicit impl() : cfg(true, 1), sys(cfg),
     sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
@@ -67,8 +147,14 @@ virtual_run::virtual_run(std::shared_ptr<const run_plan> plan, run_options opts)
   ctx_->resume_file = opts.resume_file;
   if (ctx_->probe)
     ctx_->probe->assign_nodes(ctx_->plan->nodes());
+  start_log(impl_->sys, *ctx_, open_log(*ctx_->plan, opts));
   impl_->sup = spawn_supervisor(impl_->sys, ctx_, caf::actor{}, impl_->sink,
                                 want_progress(*ctx_->plan, opts));
+  impl_->sup_addr = impl_->sup.address();
+  watch_supervisor(*ctx_, impl_->sup);
+  impl_->control = std::move(opts.control);
+  if (impl_->control)
+    impl_->control->attach(impl_->sup, false);
 }
 
 virtual_run::~virtual_run() {
@@ -77,12 +163,19 @@ virtual_run::~virtual_run() {
   if (impl_->sup)
     caf::anon_send_exit(impl_->sup, caf::exit_reason::kill);
   impl_->sup = nullptr;
+  if (impl_->control)
+    impl_->control->detach();
+  impl_->control = nullptr;
   while (step()) {
   }
 }
 
 bool virtual_run::step() {
   auto& sched = impl_->sched;
+  if (impl_->control)  // a stop request, applied at the current virtual time
+    if (auto reason = impl_->control->take())
+      if (auto sup = caf::actor_cast<caf::actor>(impl_->sup_addr))
+        caf::anon_send(sup, stop_atom::value, std::move(*reason));
   if (sched.try_run_once()) {
     ++jobs_;
     return true;
@@ -125,8 +218,12 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
     if (!opts.deploy.hosts.empty() || plan->spec.deploy().hosts_size() > 0)
       return caf::make_error(caf::sec::invalid_argument,
                              "only REAL-clock runs span hosts (the spec says clock: VIRTUAL)");
-    virtual_run run{std::move(plan), opts};
-    return stamp(run.run());
+    try {
+      virtual_run run{std::move(plan), opts};
+      return stamp(run.run());
+    } catch (const std::runtime_error& e) {  // the output directory
+      return caf::make_error(caf::sec::runtime_error, e.what());
+    }
   }
   auto deploy = deploy_options_of(*plan, opts.deploy);
   if (!deploy)
@@ -136,6 +233,12 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
     if (auto ok = check_resume_deploy(*opts.resume, opts.resume_file, *deploy, plan->nodes()); !ok)
       return ok.error();
   auto sink = std::make_shared<run_sink>();
+  std::optional<run_log_files> log;
+  try {
+    log = open_log(*plan, opts);
+  } catch (const std::runtime_error& e) {
+    return caf::make_error(caf::sec::runtime_error, e.what());
+  }
   {
     system_config cfg{false, opts.threads, multi_host ? &deploy->tls : nullptr};
     if (opts.configure_system)
@@ -156,9 +259,16 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
     }
     if (ctx->probe)
       ctx->probe->assign_nodes(plan->nodes());
+    start_log(sys, *ctx, std::move(log));
     auto sup = spawn_supervisor(sys, ctx, caf::actor{}, sink, want_progress(*plan, opts));
+    watch_supervisor(*ctx, sup);
+    if (opts.control)
+      opts.control->attach(sup, true);
     sup = nullptr;
     sys.await_all_actors_done();
+    if (opts.control)  // before the system goes: a late stop() sends nothing
+      opts.control->detach();
+    ctx->log = nullptr;
   }
   return stamp(take_report(*sink));
 }
@@ -189,18 +299,11 @@ caf::expected<void> write_outputs(const proto::RunReport& report, const std::str
       return caf::make_error(caf::sec::runtime_error, path + ": cannot write");
     return caf::unit;
   };
-  std::string csv =
-    "time,gradients,train_loss,test_accuracy,consensus_error,messages,bytes,dropped\n";
-  for (const auto& m : report.metrics()) {
-    char line[512];
-    std::snprintf(line, sizeof line, "%.9g,%llu,%.9g,%.9g,%.9g,%llu,%llu,%llu\n",
-                  m.time_seconds(), static_cast<unsigned long long>(m.gradients()),
-                  m.train_loss(), m.test_accuracy(), m.consensus_error(),
-                  static_cast<unsigned long long>(m.messages()),
-                  static_cast<unsigned long long>(m.bytes()),
-                  static_cast<unsigned long long>(m.dropped()));
-    csv += line;
-  }
+  std::string csv = metrics_csv_header();
+  for (const auto& m : report.metrics())
+    csv += metrics_csv_line(metric_sample{m.time_seconds(), m.gradients(), m.train_loss(),
+                                          m.test_accuracy(), m.consensus_error(), m.messages(),
+                                          m.bytes(), m.dropped()});
   std::string pb;
   report.SerializeToString(&pb);
   if (auto r = write("report.json", report_to_json(report)); !r)

@@ -1,6 +1,7 @@
 #include "atrain/actors/evaluator.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -10,6 +11,9 @@
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/rfast.hpp"
+#include "atrain/actors/progress.hpp"
+#include "atrain/actors/run_log.hpp"
+#include "atrain/messages/json.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 
 namespace atrain {
@@ -22,6 +26,8 @@ struct gathering {
   std::optional<model_snapshot> server;  // the parameter server's, when there is one
   std::uint64_t buffer_messages = 0;
   std::uint64_t buffer_bytes = 0;
+  std::vector<std::uint64_t> node_buffer_messages;  // index = node: the part of each buffer
+  std::vector<std::uint64_t> node_buffer_bytes;
   std::uint64_t rejected = 0;
   std::uint64_t old_epoch = 0;  // R-FAST packets dropped for another tracking epoch
   std::vector<link_stats> links;
@@ -77,6 +83,10 @@ struct eval_state {
   std::int64_t next_eval_ns = 0;
   int gathering = 0;
   std::vector<caf::response_promise> state_waiting;
+  /// The live log (run_log.hpp): faults seen acting so far (index =
+  /// describe()), and the wall clock of the progress line (display only).
+  std::vector<bool> fault_seen;
+  std::chrono::steady_clock::time_point wall_start = std::chrono::steady_clock::now();
 };
 
 /// Rows `rows` of `d` as a dataset of their own (contiguous for the model).
@@ -127,6 +137,8 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
   auto& st = self->state;
   auto g = std::make_shared<gathering>();
   g->models.resize(st.nodes.size());
+  g->node_buffer_messages.assign(st.nodes.size(), 0);
+  g->node_buffer_bytes.assign(st.nodes.size(), 0);
   g->done = [self, done](const gathering& all) mutable { done(self, all); };
   auto finish_one = [g] {
     if (--g->pending == 0)
@@ -174,10 +186,12 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
     if (!st.nodes[i].buffer || st.buffer_down[i])
       continue;
     ++g->pending;
-    auto add_stats = [g, finish_one](std::uint64_t msgs, std::uint64_t bytes,
-                                     std::uint64_t rejected, std::uint64_t old_epoch) {
+    auto add_stats = [g, i, finish_one](std::uint64_t msgs, std::uint64_t bytes,
+                                        std::uint64_t rejected, std::uint64_t old_epoch) {
       g->buffer_messages += msgs;
       g->buffer_bytes += bytes;
+      g->node_buffer_messages[i] += msgs;
+      g->node_buffer_bytes[i] += bytes;
       g->rejected += rejected;
       g->old_epoch += old_epoch;
       finish_one();
@@ -324,22 +338,12 @@ metric_sample evaluate(caf::stateful_actor<eval_state>* self, const gathering& g
   return row;
 }
 
-void print_progress(const run_plan& plan, const metric_sample& row, bool last) {
-  std::fprintf(stderr,
-               "\r[%s] t=%8.3fs grads=%10llu loss=%.5f acc=%.4f msgs=%llu dropped=%llu   %s",
-               plan.algorithm_name().c_str(), row.time_seconds,
-               static_cast<unsigned long long>(row.gradients), row.train_loss,
-               row.test_accuracy, static_cast<unsigned long long>(row.messages),
-               static_cast<unsigned long long>(row.dropped), last ? "\n" : "");
-  std::fflush(stderr);
-}
-
 /// Compares every node's seconds per gradient over the last period with the
 /// median: above 2x it is a straggler (recorded once, with its worst
 /// factor); back under 1.5x it has recovered. Works for synchronous
 /// algorithms too, where every node makes as many gradients but the
 /// straggler spends longer on each.
-void detect_stragglers(eval_state& st, const gathering& g, double now) {
+void detect_stragglers(caf::local_actor* self, eval_state& st, const gathering& g, double now) {
   std::vector<std::pair<std::uint32_t, double>> cost;  // node, seconds per gradient
   for (const auto& s : g.models) {
     auto& [grads, busy] = st.heartbeat.at(s.node);
@@ -367,19 +371,27 @@ void detect_stragglers(eval_state& st, const gathering& g, double now) {
         s.set_detected_seconds(now);
         s.set_slowest_factor(factor);
         st.stragglers.emplace(node, s);
+        log_event(self, *st.ctx, "straggler",
+                  "\"node\": " + std::to_string(node) + ", \"factor\": " + json::number(factor));
       } else {
         it->second.set_slowest_factor(std::max(it->second.slowest_factor(), factor));
       }
     } else if (it != st.stragglers.end() && factor < 1.5 && !it->second.has_recovered_seconds()) {
       it->second.set_recovered_seconds(now);
+      log_event(self, *st.ctx, "straggler_recovered", "\"node\": " + std::to_string(node));
     }
   }
 }
 
-void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row, bool last) {
+/// Appends the row, or with `replace` overwrites the last one (the final
+/// evaluation at the time of the last periodic one: one row per time).
+void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row, bool last,
+                bool replace = false) {
   auto& st = self->state;
   const auto& spec = st.ctx->plan->spec;
-  auto* m = st.report.add_metrics();
+  auto* m = replace && st.report.metrics_size() > 0
+              ? st.report.mutable_metrics(st.report.metrics_size() - 1)
+              : st.report.add_metrics();
   m->set_time_seconds(row.time_seconds);
   m->set_gradients(row.gradients);
   m->set_train_loss(row.train_loss);
@@ -396,8 +408,13 @@ void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row,
   const double target = spec.stop().target_accuracy();
   if (target > 0 && row.test_accuracy >= target && !st.report.has_time_to_target())
     st.report.set_time_to_target(row.time_seconds);
-  if (st.progress)
-    print_progress(*st.ctx->plan, row, last);
+  if (st.progress)  // wall time for the display only, never for the run
+    print_progress(*st.ctx->plan, row,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - st.wall_start)
+                     .count(),
+                   last);
+  if (st.ctx->log)
+    self->send(st.ctx->log, metric_atom::value, row, replace);
   self->send(st.supervisor, metric_atom::value, row);
   if (last || st.stop_sent)
     return;
@@ -450,6 +467,36 @@ void fill_faults(proto::RunReport& r, const fault_schedule& faults, const gather
   }
 }
 
+/// The live log: each windowed fault (straggle, partition, ...) the first
+/// time an evaluation finds it acted (its counters above zero).
+void log_faults_acting(caf::stateful_actor<eval_state>* self, const gathering& g) {
+  auto& st = self->state;
+  if (!st.ctx->log)
+    return;
+  const auto& faults = st.ctx->plan->faults;
+  std::vector<std::uint64_t> hits(faults.size(), 0);
+  auto add = [&](const std::vector<std::uint64_t>& h) {
+    for (std::size_t i = 0; i < h.size() && i < hits.size(); ++i)
+      hits[i] += h[i];
+  };
+  for (const auto& s : g.models)
+    add(s.fault_hits);
+  for (const auto& l : g.links)
+    add(l.fault_hits);
+  st.fault_seen.resize(hits.size(), false);
+  const auto described = faults.describe();
+  for (std::size_t i = 0; i < hits.size() && i < described.size(); ++i) {
+    if (hits[i] == 0 || st.fault_seen[i])
+      continue;
+    st.fault_seen[i] = true;
+    const auto& d = described[i];
+    log_event(self, *st.ctx, "fault",
+              "\"kind\": " + json::quote(d.kind) + ", \"what\": " + json::quote(d.what) +
+                ", \"from_seconds\": " + json::number(d.from) + ", \"hits\": " +
+                json::integer(hits[i]));
+  }
+}
+
 /// A new R-FAST tracking epoch: its root, the links spawned for its new
 /// edges, the relaying buffers retired with the old one.
 void adopt_epoch(eval_state& st, std::uint32_t epoch, std::uint32_t root,
@@ -479,6 +526,22 @@ void add_recovery(proto::RunReport& r, const eval_state::recovery& rec, int plan
     } else {
       f->set_effect(f->effect() + "; test accuracy not back to " + level +
                     " (its last value before the loss) by the end of the run");
+    }
+  }
+}
+
+/// From the rows as they stand (the final one may have replaced a periodic
+/// one): the first time at the target, and the best accuracy with its time.
+void summarize_rows(proto::RunReport& r, double target) {
+  r.clear_time_to_target();
+  r.clear_best_test_accuracy();
+  r.clear_best_test_accuracy_seconds();
+  for (const auto& m : r.metrics()) {
+    if (target > 0 && m.test_accuracy() >= target && !r.has_time_to_target())
+      r.set_time_to_target(m.time_seconds());
+    if (m.test_accuracy() > r.best_test_accuracy()) {
+      r.set_best_test_accuracy(m.test_accuracy());
+      r.set_best_test_accuracy_seconds(m.time_seconds());
     }
   }
 }
@@ -516,11 +579,18 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
     auto* n = r.add_per_node();
     n->set_node(s.node);
     n->set_gradients(s.gradients);
-    n->set_messages_sent(s.messages_sent);
-    n->set_bytes_sent(s.bytes_sent);
+    // Everything the node's actors sent: the worker, its gradient buffer,
+    // and the parameter server when it runs on this node (sums = totals).
+    const auto k = static_cast<std::size_t>(s.node);
+    const auto buf_msgs = k < g.node_buffer_messages.size() ? g.node_buffer_messages[k] : 0;
+    const auto buf_bytes = k < g.node_buffer_bytes.size() ? g.node_buffer_bytes[k] : 0;
+    n->set_buffer_messages_sent(buf_msgs);
+    n->set_buffer_bytes_sent(buf_bytes);
+    n->set_messages_sent(s.messages_sent + buf_msgs);
+    n->set_bytes_sent(s.bytes_sent + buf_bytes);
     if (g.server && g.server->node == s.node) {  // the server runs on this node
-      n->set_messages_sent(s.messages_sent + g.server->messages_sent);
-      n->set_bytes_sent(s.bytes_sent + g.server->bytes_sent);
+      n->set_messages_sent(n->messages_sent() + g.server->messages_sent);
+      n->set_bytes_sent(n->bytes_sent() + g.server->bytes_sent);
     }
     n->set_staleness_mean(s.staleness_count ? s.staleness_sum / s.staleness_count : 0.0);
     n->set_staleness_max(s.staleness_max);
@@ -569,6 +639,7 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
     }
   r.set_trace_hash(st.ctx->events.hex());
   r.set_trace_events(st.ctx->events.events());
+  summarize_rows(r, plan.spec.stop().target_accuracy());
 }
 
 // ---- checkpoints
@@ -671,6 +742,13 @@ void restore_evaluator(caf::stateful_actor<eval_state>* self) {
   }
   for (const auto& f : saved.fault_effects())
     st.fault_effects[f.fault()] = f.effect();
+  if (st.ctx->log)  // the rows so far, so that the live file holds the whole run
+    for (const auto& m : st.report.metrics())
+      self->send(st.ctx->log, metric_atom::value,
+                 metric_sample{m.time_seconds(), m.gradients(), m.train_loss(),
+                               m.test_accuracy(), m.consensus_error(), m.messages(), m.bytes(),
+                               m.dropped()},
+                 false);
   const auto due = saved.next_eval_ns() - st.ctx->ns(self);
   arm_eval(self, caf::timespan{std::max<std::int64_t>(0, due)});
   const auto& stop = st.ctx->plan->spec.stop();
@@ -726,7 +804,8 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
         if (!g.errors.empty())
           return;
         const auto row = evaluate(self, g);
-        detect_stragglers(self->state, g, row.time_seconds);
+        detect_stragglers(self, self->state, g, row.time_seconds);
+        log_faults_acting(self, g);
         record_row(self, row, false);
       });
       arm_eval(self, to_timespan(period));
@@ -742,9 +821,17 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
         f.set_kind("host_lost");
         f.set_what("node " + std::to_string(k));
         f.set_from_seconds(st.ctx->seconds(self));
+        // The supervisor's text: "host HOST:PORT lost at ..."
+        if (effect.rfind("host ", 0) == 0)
+          f.set_host(effect.substr(5, effect.find(' ', 5) - 5));
+        log_event(self, *st.ctx, "host_lost",
+                  "\"node\": " + std::to_string(k) + ", \"host\": " + json::quote(f.host()) +
+                    ", \"effect\": " + json::quote(effect));
         f.set_effect(std::move(effect));
         st.unplanned.push_back(std::move(f));
       } else {
+        log_event(self, *st.ctx, "crash",
+                  "\"node\": " + std::to_string(k) + ", \"effect\": " + json::quote(effect));
         st.fault_effects[fault] = std::move(effect);
       }
     },
@@ -758,6 +845,8 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
       }
       node.worker = std::move(worker);
       st.worker_down[k] = false;
+      log_event(self, *st.ctx, "restart",
+                "\"node\": " + std::to_string(k) + ", \"effect\": " + json::quote(effect));
       st.fault_effects[fault] = std::move(effect);
     },
     // R-FAST, a whole node restarted (supervisor): the epoch that takes it
@@ -773,6 +862,8 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
       st.nodes[k].buffer = std::move(buffer);
       st.worker_down[k] = false;
       st.buffer_down[k] = false;
+      log_event(self, *st.ctx, "restart",
+                "\"node\": " + std::to_string(k) + ", \"effect\": " + json::quote(effect));
       st.fault_effects[fault] = std::move(effect);
     },
     // R-FAST re-rooting (supervisor): a new tracking epoch with its root, the
@@ -809,7 +900,10 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
         metric_sample row;
         if (g.errors.empty()) {
           row = evaluate(self, g);
-          record_row(self, row, true);
+          const auto& rows = self->state.report.metrics();
+          const bool same_time =
+            !rows.empty() && rows[rows.size() - 1].time_seconds() == row.time_seconds;
+          record_row(self, row, true, same_time);
         }
         fill_report(self, g, row);
         report_bytes out;

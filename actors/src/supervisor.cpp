@@ -15,6 +15,8 @@
 #include "atrain/actors/host.hpp"
 #include "atrain/actors/rfast.hpp"
 #include "atrain/actors/rfast_epoch.hpp"
+#include "atrain/actors/run_log.hpp"
+#include "atrain/messages/json.hpp"
 
 namespace atrain {
 
@@ -122,6 +124,7 @@ void begin_stop(sup_ptr self, std::string reason) {
   st.stopping = true;
   st.stop_reason = std::move(reason);
   st.ctx->events.record(st.ctx->ns(self), 0, event_kind::stop);
+  log_event(self, *st.ctx, "stop", "\"reason\": " + json::quote(st.stop_reason));
   if (!st.evaluator) {  // stopped while the hosts were still spawning
     auto r = header(*st.ctx);
     r.set_stop_reason(st.stop_reason);
@@ -153,6 +156,7 @@ void fail(sup_ptr self, const std::string& what) {
   if (st.stopping)
     return;
   st.stopping = true;
+  log_event(self, *st.ctx, "stop", "\"reason\": \"error\", \"error\": " + json::quote(what));
   auto r = header(*st.ctx);
   r.set_stop_reason("error");
   r.set_error(what);

@@ -1,11 +1,15 @@
 #include "commands.hpp"
 
+#include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 
 #include "atrain/engine.hpp"
 #include "options.hpp"
+#include "interrupt.hpp"
+#include "summary.hpp"
 
 namespace atrain::cli {
 
@@ -25,50 +29,20 @@ std::shared_ptr<const run_plan> prepare(const parsed& p, loaded_spec* out = null
   }
 }
 
-void print_summary(const proto::RunReport& r) {
-  std::cout << "algorithm       " << r.algorithm() << " (" << r.clock() << " clock, " << r.nodes()
-            << " nodes, seed " << r.seed() << ")\n"
-            << "stopped         " << r.stop_reason() << " at t=" << r.duration_seconds() << " s\n"
-            << "evaluated model " << r.evaluated_model() << "\n"
-            << "final           train_loss=" << std::setprecision(6) << r.final().train_loss()
-            << " test_accuracy=" << r.final().test_accuracy() << "\n";
-  if (r.target_accuracy() > 0) {
-    std::cout << "time to " << r.target_accuracy() << "  ";
-    if (r.has_time_to_target())
-      std::cout << r.time_to_target() << " s\n";
-    else
-      std::cout << "not reached\n";
-  }
-  std::cout << "gradients       " << r.gradients_total() << "\n"
-            << "messages        " << r.messages_sent() << " (" << r.bytes_sent() << " bytes, "
-            << r.packets_dropped() << " dropped)\n"
-            << "staleness       mean " << r.staleness_mean() << ", max " << r.staleness_max()
-            << "\n"
-            << "consensus error " << r.consensus_error() << "\n";
-  if (r.late_contributions() > 0) {  // straggler_policy SKIP: who joined late, how often
-    std::cout << "late gradients  " << r.late_contributions() << " (";
-    const char* sep = "";
-    for (const auto& n : r.per_node())
-      if (n.late_contributions() > 0) {
-        std::cout << sep << "node " << n.node() << ": " << n.late_contributions();
-        sep = ", ";
-      }
-    std::cout << ")\n";
-  }
-  if (r.algorithm() == "rfast")
-    std::cout << "mass residual   " << r.mass_residual() << "\n";
-  if (!r.resumed_from().empty())
-    std::cout << "resumed from    " << r.resumed_from() << " (taken at t=" << r.resumed_at_seconds()
-              << " s)\n";
-  for (const auto& c : r.checkpoints())
-    std::cout << "checkpoint " << c.number() << "    requested at t=" << c.requested_seconds()
-              << " s, taken at t=" << c.taken_seconds() << " s (drain " << c.drain_seconds()
-              << " s) -> " << c.file() << " (" << c.bytes() << " bytes)\n";
-  std::cout << "trace hash      " << r.trace_hash() << " (" << r.trace_events() << " events)\n";
-  for (const auto& w : r.warnings())
-    std::cout << "warning: " << w << "\n";
-  if (!r.error().empty())
-    std::cout << "error: " << r.error() << "\n";
+/// runs/<spec name>-<UTC time>[-N] under the working directory, a name no
+/// run has yet (never an existing run's directory).
+std::string default_out_dir(const std::string& name) {
+  namespace fs = std::filesystem;
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+  std::string base = "runs/" + (name.empty() ? std::string{"run"} : name) + "-" + stamp;
+  std::string dir = base;
+  for (int k = 2; fs::exists(dir); ++k)
+    dir = base + "-" + std::to_string(k);
+  return dir;
 }
 
 } // namespace
@@ -118,21 +92,33 @@ int run(const parsed& p) {
     opts.resume = std::move(*ck);
     opts.resume_file = p.resume;
   }
+  // The output directory is known before the run: metrics.csv and
+  // events.jsonl are written as it goes.
+  std::string out = !p.out.empty() ? p.out : resolve_path(spec, plan->spec.out_dir());
+  if (out.empty()) {
+    out = default_out_dir(plan->spec.name());
+    std::cout << "writing to      " << out << " (no --out or out_dir given)\n" << std::flush;
+  }
+  opts.out_dir = out;
+  opts.control = std::make_shared<run_control>();
+  interrupt_guard interrupt{opts.control};
   auto report = run_experiment(plan, opts);
   if (!report) {
     std::cerr << "atrain run: " << error_text(report.error()) << "\n";
-    return 1;
+    interrupt.finish();
+    return interrupt.exit_status(1);
   }
-  print_summary(*report);
-  const std::string out = !p.out.empty() ? p.out : resolve_path(spec, plan->spec.out_dir());
-  if (!out.empty()) {
-    if (auto ok = write_outputs(*report, out); !ok) {
-      std::cerr << "atrain run: " << error_text(ok.error()) << "\n";
-      return 1;
-    }
-    std::cout << "wrote           " << out << "/report.json, metrics.csv, report.pb\n";
+  const auto written = write_outputs(*report, out);
+  if (written)
+    std::cout << "wrote           " << out << "/report.json, metrics.csv, events.jsonl, report.pb\n";
+  print_summary(*report, std::cout);  // its last line says when nodes were lost
+  if (!written) {
+    std::cerr << "atrain run: " << error_text(written.error()) << "\n";
+    interrupt.finish();
+    return interrupt.exit_status(1);
   }
-  return report->error().empty() ? 0 : 1;
+  interrupt.finish();
+  return interrupt.exit_status(report->error().empty() ? 0 : 1);
 }
 
 int topology(const parsed& p) {

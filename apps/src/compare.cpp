@@ -32,6 +32,8 @@
 
 #include "atrain/engine.hpp"
 #include "options.hpp"
+#include "atrain/messages/json.hpp"
+#include "interrupt.hpp"
 
 #ifndef ATRAIN_SOURCE_DIR
 #define ATRAIN_SOURCE_DIR "."
@@ -287,26 +289,14 @@ loaded_spec combined_spec(const compare_args& a, const std::string& config,
   return s;
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+/// The JSON mapping of report.json (messages/json.hpp): integers as
+/// numbers, shortest round-trip doubles, null when not finite.
+std::string json_string(const std::string& s) { return json::quote(s); }
+
+/// A count held as a double (a mean of counts stays a double).
+std::string json_count(double x) {
+  return x >= 0 && x < 1.8e19 && x == std::floor(x) ? json::integer(static_cast<std::uint64_t>(x))
+                                                     : json::number(x);
 }
 
 /// %.Ng of x, or `not_finite` (JSON null, CSV nan).
@@ -318,9 +308,7 @@ std::string number_text(double x, int digits, const char* not_finite) {
   return buf;
 }
 
-std::string json_number(double x) {
-  return number_text(x, 10, "null");
-}
+std::string json_number(double x) { return json::number(x); }
 
 std::string json_summary(const summary& s) {
   return "{\"n\": " + std::to_string(s.n) + ", \"mean\": " +
@@ -330,17 +318,17 @@ std::string json_summary(const summary& s) {
 
 std::string run_json(const run_figures& r, const std::string& name) {
   std::ostringstream o;
-  o << "        {\"seed\": " << r.seed << ", \"dir\": "
+  o << "        {\"seed\": " << json::integer(r.seed) << ", \"dir\": "
     << json_string(name + "_seed" + std::to_string(r.seed)) << ", \"completed\": "
     << (r.completed ? "true" : "false") << ", \"error\": " << json_string(r.error)
     << ",\n         \"time_to_target\": "
     << (r.time_to_target ? json_number(*r.time_to_target) : "null")
     << ", \"final_accuracy\": " << json_number(r.final_accuracy)
     << ", \"final_train_loss\": " << json_number(r.final_train_loss)
-    << ",\n         \"gradients\": " << json_number(r.gradients)
+    << ",\n         \"gradients\": " << json_count(r.gradients)
     << ", \"bytes_per_node\": " << json_number(r.bytes_per_node)
-    << ", \"messages\": " << json_number(r.messages)
-    << ", \"packets_dropped\": " << json_number(r.packets_dropped)
+    << ", \"messages\": " << json_count(r.messages)
+    << ", \"packets_dropped\": " << json_count(r.packets_dropped)
     << ",\n         \"staleness_mean\": " << json_number(r.staleness_mean)
     << ", \"staleness_max\": " << json_number(r.staleness_max)
     << ", \"consensus_error\": " << json_number(r.consensus_error)
@@ -359,7 +347,7 @@ std::string compare_json(const compare_args& a, const std::vector<algorithm_resu
     o << (i ? ", " : "") << json_string(a.common.overrides[i]);
   o << "],\n  \"seeds\": [";
   for (std::size_t i = 0; i < seeds.size(); ++i)
-    o << (i ? ", " : "") << seeds[i];
+    o << (i ? ", " : "") << json::integer(seeds[i]);
   o << "],\n  \"target_accuracy\": " << json_number(target) << ",\n  \"algorithms\": [\n";
   for (std::size_t k = 0; k < results.size(); ++k) {
     const auto& r = results[k];
@@ -576,14 +564,17 @@ run_figures run_one(const planned& p, std::uint64_t seed, const run_options& opt
     f.error = e.what();
     return f;
   }
-  auto report = run_experiment(plan, opts);
+  const auto run_dir = dir + "/" + p.name + "_seed" + std::to_string(seed);
+  auto live = opts;
+  live.out_dir = run_dir;  // metrics.csv and events.jsonl as the run goes
+  auto report = run_experiment(plan, live);
   if (!report) {
     f.error = error_text(report.error());
     return f;
   }
   f = figures_of(*report);
   append_curves(curves, p.name, *report);
-  if (auto ok = write_outputs(*report, dir + "/" + p.name + "_seed" + std::to_string(seed)); !ok) {
+  if (auto ok = write_outputs(*report, run_dir); !ok) {
     f.completed = false;
     f.error = error_text(ok.error());
   }
@@ -652,6 +643,10 @@ int compare(const compare_args& a) {
     opts.configure_system = [caf = a.common.caf](caf::actor_system_config& cfg) {
       return apply_caf(cfg, caf);
     };
+  // SIGINT/SIGTERM: the current run stops and reports, the rest are not
+  // started, the summary covers the runs so far.
+  opts.control = std::make_shared<run_control>();
+  interrupt_guard interrupt{opts.control};
   std::vector<algorithm_result> results;
   std::string curves = "algorithm,seed,time_seconds,gradients,train_loss,test_accuracy,"
                        "consensus_error\n";
@@ -659,10 +654,14 @@ int compare(const compare_args& a) {
   const std::size_t total = plans.size() * seeds.size();
   std::size_t k = 0;
   for (const auto& p : plans) {
+    if (opts.control->stop_requested())
+      break;
     algorithm_result res;
     res.name = p.name;
     res.config = p.config;
     for (auto seed : seeds) {
+      if (opts.control->stop_requested())
+        break;
       const auto head = "compare " + std::to_string(++k) + "/" + std::to_string(total) + ": " +
                         p.name + " seed " + std::to_string(seed);
       std::cerr << head << "\n";
@@ -670,7 +669,8 @@ int compare(const compare_args& a) {
       std::cerr << head << ": " << outcome(res.runs.back()) << "\n";
       all_completed = all_completed && res.runs.back().completed;
     }
-    results.push_back(std::move(res));
+    if (!res.runs.empty())
+      results.push_back(std::move(res));
   }
   aggregate(results);
 
@@ -679,7 +679,8 @@ int compare(const compare_args& a) {
   std::cout << markdown_table(results, base.spec.stop().target_accuracy()) << "wrote           "
             << dir << "/{compare.md,compare.json,curves.csv,bars.csv,staleness.csv}, NAME_seedS/\n";
   draw_figures(dir);
-  return all_completed && ok ? 0 : 1;
+  interrupt.finish();
+  return interrupt.exit_status(all_completed && ok ? 0 : 1);
 }
 
 } // namespace atrain::cli

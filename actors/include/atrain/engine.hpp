@@ -12,8 +12,13 @@
 ///   // my_listener gets (metric_atom, metric_sample) per evaluation and
 ///   // (done_atom, report_bytes) at the end; anon_send(run, stop_atom::value)
 ///   // stops the run early (it still reports).
+///
+/// Stopping a run_experiment from another thread (a signal, a service's
+/// shutdown): give it a run_control and call stop() on it; the run ends at
+/// once with stop_reason "interrupted" and still reports.
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -27,6 +32,33 @@
 #include "atrain/messages/wire.hpp"
 
 namespace atrain {
+
+/// Stops a run from any thread, at any time (before the run starts too):
+/// the run's supervisor gets a stop message and the run ends as with its own
+/// stop rules, with every actor stopped and the report (and the rows so far)
+/// written. REAL clock: at once. VIRTUAL clock: the driving thread applies it
+/// before its next step, at the current virtual time (the same stop at the
+/// same step gives the same report). Only the first request counts.
+class run_control {
+public:
+  /// Requests the stop; `reason` becomes the report's stop_reason.
+  void stop(std::string reason = "interrupted");
+  [[nodiscard]] bool stop_requested() const;
+
+  /// Engine side: the run's supervisor; `direct` (REAL clock) sends a stop
+  /// from stop()'s thread, else take() hands it to the driving thread.
+  void attach(const caf::actor& supervisor, bool direct);
+  void detach();
+  /// VIRTUAL clock: the pending stop's reason (once).
+  [[nodiscard]] std::optional<std::string> take();
+
+private:
+  mutable std::mutex mtx_;
+  caf::actor_addr sup_;
+  bool direct_ = false;
+  bool requested_ = false;
+  std::optional<std::string> pending_;
+};
 
 struct run_options {
   /// Live progress line on stderr; default: the spec's `progress`, else
@@ -47,6 +79,12 @@ struct run_options {
   /// against the plan); `resume_file` names it in the report.
   std::shared_ptr<const proto::Checkpoint> resume;
   std::string resume_file;
+  /// Output directory: DIR/metrics.csv and DIR/events.jsonl are written as
+  /// the run goes (each line flushed); empty: no live files. report.json and
+  /// report.pb come at the end from write_outputs.
+  std::string out_dir;
+  /// Stops the run from another thread (run_control::stop); may be null.
+  std::shared_ptr<run_control> control;
 };
 
 /// Runs the plan on the clock its spec names and blocks the caller until the
@@ -89,8 +127,9 @@ private:
   std::uint64_t advances_ = 0;
 };
 
-/// Writes DIR/report.json, DIR/metrics.csv and DIR/report.pb (binary RunReport).
-/// Creates DIR. Returns an error naming the file that could not be written.
+/// Writes DIR/report.json, DIR/metrics.csv (the report's rows: the same as
+/// the live file of a run with out_dir DIR) and DIR/report.pb (binary
+/// RunReport). Creates DIR. Returns an error naming the file that could not be written.
 [[nodiscard]] caf::expected<void> write_outputs(const proto::RunReport& report,
                                                 const std::string& dir);
 

@@ -82,6 +82,9 @@ struct run_context {
   /// Multi-host runs: packets this process's outboxes sent to another
   /// process, and those the receiver answered (processed). Equal: none is on
   /// the wire or waiting for it (the host keeper's part of a checkpoint drain).
+  /// The run's live log (run_log.hpp): metrics.csv rows and events.jsonl
+  /// lines as the run goes; invalid when the run has no output directory.
+  caf::actor log;
   std::atomic<std::uint64_t> remote_sent{0};
   std::atomic<std::uint64_t> remote_answered{0};
 

@@ -106,9 +106,9 @@ parse_host_port(const std::string& s, std::string& why);
 // Protobuf text format of a spec (parses back to the same message).
 [[nodiscard]] std::string to_text(const proto::ExperimentSpec& spec);
 
-// JSON of a run report with proto field names; zero-valued scalars are printed, unset
-// optional fields (time_to_target) are absent. 64-bit integers are JSON strings, as the
-// protobuf JSON mapping prescribes. Pretty-printed, ends with a newline.
+// JSON of a run report with proto field names (json.hpp's mapping): zero-valued scalars
+// are printed, unset optional fields (time_to_target) are absent, every integer (64-bit
+// ones too) is a JSON number. Pretty-printed, ends with a newline.
 [[nodiscard]] std::string report_to_json(const proto::RunReport& report);
 
 }  // namespace atrain
