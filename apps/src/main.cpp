@@ -11,6 +11,7 @@
 ///   atrain shards SPEC [--set ...]... [--out FILE]
 ///   atrain compare SPEC --algorithms NAME[,NAME]... [--seeds N] [--set ...]... [--out DIR]
 ///                  [--progress|--no-progress]
+///   atrain plot RUN_DIR [--out DIR]
 ///
 /// Exit status: 0 success, 1 the run failed, 2 bad spec / bad arguments.
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "commands.hpp"
 #include "compare.hpp"
 #include "node.hpp"
+#include "plot.hpp"
 #include "shards.hpp"
 
 namespace {
@@ -40,6 +42,7 @@ void usage(std::ostream& out) {
          "  atrain shards SPEC [--set field.path=value]... [--out FILE]\n"
          "  atrain compare SPEC --algorithms NAME[,NAME]... [--seeds N] [--set field.path=value]...\n"
          "                 [--out DIR] [--progress|--no-progress]\n"
+         "  atrain plot RUN_DIR [--out DIR]\n"
          "\n"
          "SPEC is an ExperimentSpec in protobuf text format (see config/ and messages/atrain.proto).\n"
          "compare runs SPEC's task once per algorithm and seed (seed .. seed+N-1): the algorithm\n"
@@ -56,6 +59,8 @@ void usage(std::ostream& out) {
          "file, or certificates of one CA (mutual TLS).\n"
          "run --resume continues SPEC's run from a checkpoint it wrote (spec block checkpoint {\n"
          "at_seconds, every_seconds, file}); only stop/checkpoint/out_dir/progress may differ.\n"
+         "plot draws RUN_DIR/metrics.csv (accuracy, loss, consensus error, bytes vs time) with\n"
+         "the fault windows of RUN_DIR/report.json shaded: DIR/run.{png,svg} (DIR: RUN_DIR).\n"
          "shards writes the run's data split as JSON (node i's training rows, the test rows),\n"
          "for peers outside atrain (bench/ddp_peer.py); FILE defaults to stdout.\n"
          "Exit status: 0 success, 1 the run failed, 2 bad spec or arguments.\n";
@@ -84,6 +89,23 @@ int main(int argc, char** argv) {
       return 2;
     }
     return atrain::cli::compare(c);
+  }
+  if (cmd == "plot") {
+    std::string run_dir, out_dir;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "--out" && i + 1 < args.size()) {
+        out_dir = args[++i];
+      } else if (args[i].rfind("--out=", 0) == 0) {
+        out_dir = args[i].substr(6);
+      } else if (run_dir.empty() && args[i].rfind("--", 0) != 0) {
+        run_dir = args[i];
+      } else {
+        std::cerr << "atrain plot: unexpected argument '" << args[i]
+                  << "' (usage: atrain plot RUN_DIR [--out DIR])\n";
+        return 2;
+      }
+    }
+    return atrain::cli::plot_run(run_dir, out_dir);
   }
   atrain::cli::parsed p;
   if (!atrain::cli::parse(args, p)) {
