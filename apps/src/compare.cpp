@@ -21,12 +21,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -463,25 +465,81 @@ std::string staleness_csv(const std::vector<algorithm_result>& results) {
   return s;
 }
 
+/// The scenario for the figures' titles: SPEC's name and whatever it adds
+/// to a plain run (faults, permanent stragglers, an imperfect link, the
+/// --set overrides), as lines of at most ~110 characters.
+std::string scenario_text(const compare_args& a, const loaded_spec& base) {
+  const auto& sp = base.spec;
+  std::vector<std::string> items;
+  for (const auto& d : fault_schedule{sp.faults()}.describe())
+    items.push_back(d.kind + " " + d.what + " " + fixed(d.from, 2) + "-" +
+                    (d.to > 0 ? fixed(d.to, 2) : std::string{"end"}) + " s");
+  for (const auto& sd : sp.cost().slowdown())
+    items.push_back("straggler node " + std::to_string(sd.node()) + " x" + fixed(sd.factor(), 1));
+  const auto& l = sp.link();
+  if (l.loss() > 0)
+    items.push_back("link loss " + number_text(l.loss(), 3, "nan"));
+  if (l.duplicate() > 0)
+    items.push_back("duplicates " + number_text(l.duplicate(), 3, "nan"));
+  if (l.reorder() > 0)
+    items.push_back("reorder " + number_text(l.reorder(), 3, "nan"));
+  if (l.bandwidth_bytes_per_second() > 0)
+    items.push_back("bandwidth " + bytes_text(l.bandwidth_bytes_per_second()) + "/s");
+  for (const auto& o : a.common.overrides)
+    items.push_back("--set " + o);
+  std::string text = (sp.name().empty() ? fs::path{a.common.spec}.stem().string() : sp.name()) +
+                     ": " + std::to_string(sp.nodes()) + " nodes, " +
+                     proto::Clock_Name(sp.clock()) + " clock, " +
+                     (items.empty() ? std::string{"no faults"} : std::string{});
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string sep = i == 0 ? "" : "; ";
+    if (text.size() - line_start + sep.size() + items[i].size() > 110) {
+      text += ";\n";
+      line_start = text.size();
+    } else {
+      text += sep;
+    }
+    text += items[i];
+  }
+  return text;
+}
+
+/// A gnuplot string with lines ('a'."\n".'b', ' doubled).
+std::string gnuplot_lines(const std::string& s) {
+  std::string out = "'";
+  for (char c : s)
+    out += c == '\'' ? std::string{"''"} : c == '\n' ? std::string{"'.\"\\n\".'"} : std::string{c};
+  return out + "'";
+}
+
 /// series.gp: what compare.gp iterates over.
 std::string series_gp(const std::vector<algorithm_result>& results,
-                      const std::vector<std::uint64_t>& seeds, double target) {
-  std::string algs, ss;
+                      const std::vector<std::uint64_t>& seeds, double target,
+                      const std::string& scenario) {
+  std::string algs, ss, stale_names, stale_colours;
   // Tallest bars (0 when none): the bar charts' y ranges, never empty.
   double ttt_max = 0, stale_max = 0;
-  for (const auto& a : results) {
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto& a = results[i];
     algs += (algs.empty() ? "" : " ") + a.name;
     if (a.all_reached())
       ttt_max = std::max(ttt_max, a.time_to_target.mean + a.time_to_target.std);
     for (double x : a.node_staleness)
       stale_max = std::max(stale_max, x);
+    if (!a.node_staleness.empty()) {  // a legend entry only with bars
+      stale_names += (stale_names.empty() ? "" : " ") + a.name;
+      stale_colours += (stale_colours.empty() ? "" : " ") + std::to_string(i + 1);
+    }
   }
   for (auto s : seeds)
     ss += (ss.empty() ? "" : " ") + std::to_string(s);
   return "# written by atrain compare; read by apps/plot/compare.gp\nalgorithms = \"" + algs +
          "\"\nseeds = \"" + ss + "\"\ntarget = " + csv_number(target) +
          "\ntime_to_target_max = " + csv_number(ttt_max) +
-         "\nstaleness_max = " + csv_number(stale_max) + "\n";
+         "\nstaleness_max = " + csv_number(stale_max) + "\nstaleness_names = \"" + stale_names +
+         "\"\nstaleness_colours = \"" + stale_colours + "\"\nscenario = " +
+         gnuplot_lines(scenario) + "\n";
 }
 
 void append_curves(std::string& csv, const std::string& name, const proto::RunReport& r) {
@@ -512,8 +570,123 @@ std::string gnuplot_quote(const std::string& s) {
   return out + "'";
 }
 
+/// One seed's curve: time and the three drawn values per evaluation.
+using curve = std::vector<std::array<double, 4>>;
+
+/// `c` at time t, linear between evaluations (t within its span).
+double at_time(const curve& c, double t, std::size_t k) {
+  auto it = std::lower_bound(c.begin(), c.end(), t,
+                             [](const std::array<double, 4>& r, double x) { return r[0] < x; });
+  if (it == c.end())
+    return c.back()[k];
+  if (it == c.begin() || (*it)[0] == t)
+    return (*it)[k];
+  const auto& lo = *(it - 1);
+  const auto& hi = *it;
+  const double w = (t - lo[0]) / (hi[0] - lo[0]);
+  return lo[k] + w * (hi[k] - lo[k]);
+}
+
+/// bands_NAME.csv of one algorithm's seeds: at every evaluation time of any
+/// seed, the mean, min and max over the seeds whose run lasted to it.
+/// Returns whether the consensus error is positive somewhere (log scale).
+bool write_band(const fs::path& p, const std::map<std::uint64_t, curve>& seeds, bool& ok) {
+  std::vector<double> times;
+  for (const auto& [seed, c] : seeds)
+    for (const auto& r : c)
+      times.push_back(r[0]);
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  std::string csv = "time_seconds,seeds,test_accuracy_mean,test_accuracy_min,test_accuracy_max,"
+                    "train_loss_mean,train_loss_min,train_loss_max,consensus_error_mean,"
+                    "consensus_error_min,consensus_error_max\n";
+  bool positive = false;
+  for (double t : times) {
+    std::array<std::vector<double>, 4> xs;
+    for (const auto& [seed, c] : seeds)
+      if (!c.empty() && t >= c.front()[0] && t <= c.back()[0])
+        for (std::size_t k = 1; k < 4; ++k)
+          xs[k].push_back(at_time(c, t, k));
+    csv += csv_number(t) + "," + std::to_string(xs[1].size());
+    for (std::size_t k = 1; k < 4; ++k) {
+      const auto s = summarize(xs[k]);
+      const auto [lo, hi] = std::minmax_element(xs[k].begin(), xs[k].end());
+      csv += "," + csv_number(s.mean) + "," + csv_number(*lo) + "," + csv_number(*hi);
+      positive = positive || (k == 3 && s.mean > 0);
+    }
+    csv += "\n";
+  }
+  ok = write_file(p, csv) && ok;
+  return positive;
+}
+
+/// Reads DIR/curves.csv (columns by name) and writes DIR/bands_NAME.csv per
+/// algorithm with curves and DIR/bands.gp (which algorithms have which
+/// lines, and their colours: a legend entry only with a line). "" or what
+/// is wrong.
+std::string write_bands(const std::string& dir, const std::vector<algorithm_result>& results) {
+  std::ifstream in{fs::path{dir} / "curves.csv"};
+  std::string line;
+  if (!std::getline(in, line))
+    return dir + "/curves.csv: cannot read";
+  std::vector<std::string> header;
+  {
+    std::istringstream h{line};
+    for (std::string c; std::getline(h, c, ',');)
+      header.push_back(c);
+  }
+  const char* need[] = {"algorithm", "seed", "time_seconds", "test_accuracy", "train_loss",
+                        "consensus_error"};
+  std::size_t col[6];
+  for (int k = 0; k < 6; ++k) {
+    const auto it = std::find(header.begin(), header.end(), need[k]);
+    if (it == header.end())
+      return dir + "/curves.csv: no column " + need[k];
+    col[k] = static_cast<std::size_t>(it - header.begin());
+  }
+  std::map<std::string, std::map<std::uint64_t, curve>> curves;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::istringstream l{line};
+    for (std::string c; std::getline(l, c, ',');)
+      cells.push_back(c);
+    if (cells.size() < header.size())
+      continue;
+    auto num = [&](int k) { return std::strtod(cells[col[k]].c_str(), nullptr); };
+    curves[cells[col[0]]][std::strtoull(cells[col[1]].c_str(), nullptr, 10)].push_back(
+      {num(2), num(3), num(4), num(5)});
+  }
+  std::string names, colours, cons_names, cons_colours;
+  bool ok = true;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto it = curves.find(results[i].name);
+    if (it == curves.end())
+      continue;  // no run produced data: no line, no legend entry
+    for (auto& [seed, c] : it->second)
+      std::stable_sort(c.begin(), c.end(), [](const auto& x, const auto& y) { return x[0] < y[0]; });
+    const bool positive = write_band(fs::path{dir} / ("bands_" + it->first + ".csv"), it->second, ok);
+    const auto n = std::to_string(i + 1);
+    names += (names.empty() ? "" : " ") + it->first;
+    colours += (colours.empty() ? "" : " ") + n;
+    if (positive) {
+      cons_names += (cons_names.empty() ? "" : " ") + it->first;
+      cons_colours += (cons_colours.empty() ? "" : " ") + n;
+    }
+  }
+  ok = write_file(fs::path{dir} / "bands.gp",
+                  "# written by atrain compare; read by apps/plot/compare.gp\nband_names = \"" +
+                    names + "\"\nband_colours = \"" + colours + "\"\nconsensus_names = \"" +
+                    cons_names + "\"\nconsensus_colours = \"" + cons_colours + "\"\n") &&
+       ok;
+  return ok ? std::string{} : dir + ": cannot write the band files";
+}
+
 /// Runs gnuplot on compare.gp when it is on PATH, else says how to draw later.
-void draw_figures(const std::string& dir) {
+void draw_figures(const std::string& dir, const std::vector<algorithm_result>& results) {
+  if (auto why = write_bands(dir, results); !why.empty()) {
+    std::cerr << "atrain: " << why << ": figures not drawn\n";
+    return;
+  }
   const auto script = find_in_tree(fs::path{"apps"} / "plot" / "compare.gp");
   const std::string later =
     "gnuplot -e \"dir='" + dir + "'\" " + (script.empty() ? "apps/plot/compare.gp" : script);
@@ -659,7 +832,9 @@ bool write_summary(const compare_args& a, const std::string& dir, const loaded_s
   ok = write_file(fs::path{dir} / "compare.json", compare_json(a, results, seeds, target)) && ok;
   ok = write_file(fs::path{dir} / "bars.csv", bars_csv(results)) && ok;
   ok = write_file(fs::path{dir} / "staleness.csv", staleness_csv(results)) && ok;
-  return write_file(fs::path{dir} / "series.gp", series_gp(results, seeds, target)) && ok;
+  return write_file(fs::path{dir} / "series.gp",
+                    series_gp(results, seeds, target, scenario_text(a, base))) &&
+         ok;
 }
 
 } // namespace
@@ -710,7 +885,7 @@ int compare(const compare_args& a) {
   ok = write_file(fs::path{dir} / "curves.csv", curves) && ok;
   std::cout << markdown_table(results, base.spec.stop().target_accuracy()) << "wrote           "
             << dir << "/{compare.md,compare.json,curves.csv,bars.csv,staleness.csv}, NAME_seedS/\n";
-  draw_figures(dir);
+  draw_figures(dir, results);
   return all_completed && ok ? 0 : 1;
 }
 
