@@ -21,18 +21,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <sstream>
 
 #include "atrain/engine.hpp"
+#include "compare_bands.hpp"
 
 #ifndef ATRAIN_SOURCE_DIR
 #define ATRAIN_SOURCE_DIR "."
@@ -570,114 +569,23 @@ std::string gnuplot_quote(const std::string& s) {
   return out + "'";
 }
 
-/// One seed's curve: time and the three drawn values per evaluation.
-using curve = std::vector<std::array<double, 4>>;
-
-/// `c` at time t, linear between evaluations (t within its span).
-double at_time(const curve& c, double t, std::size_t k) {
-  auto it = std::lower_bound(c.begin(), c.end(), t,
-                             [](const std::array<double, 4>& r, double x) { return r[0] < x; });
-  if (it == c.end())
-    return c.back()[k];
-  if (it == c.begin() || (*it)[0] == t)
-    return (*it)[k];
-  const auto& lo = *(it - 1);
-  const auto& hi = *it;
-  const double w = (t - lo[0]) / (hi[0] - lo[0]);
-  return lo[k] + w * (hi[k] - lo[k]);
-}
-
-/// bands_NAME.csv of one algorithm's seeds: at every evaluation time of any
-/// seed, the mean, min and max over the seeds whose run lasted to it.
-/// Returns whether the consensus error is positive somewhere (log scale).
-bool write_band(const fs::path& p, const std::map<std::uint64_t, curve>& seeds, bool& ok) {
-  std::vector<double> times;
-  for (const auto& [seed, c] : seeds)
-    for (const auto& r : c)
-      times.push_back(r[0]);
-  std::sort(times.begin(), times.end());
-  times.erase(std::unique(times.begin(), times.end()), times.end());
-  std::string csv = "time_seconds,seeds,test_accuracy_mean,test_accuracy_min,test_accuracy_max,"
-                    "train_loss_mean,train_loss_min,train_loss_max,consensus_error_mean,"
-                    "consensus_error_min,consensus_error_max\n";
-  bool positive = false;
-  for (double t : times) {
-    std::array<std::vector<double>, 4> xs;
-    for (const auto& [seed, c] : seeds)
-      if (!c.empty() && t >= c.front()[0] && t <= c.back()[0])
-        for (std::size_t k = 1; k < 4; ++k)
-          xs[k].push_back(at_time(c, t, k));
-    csv += csv_number(t) + "," + std::to_string(xs[1].size());
-    for (std::size_t k = 1; k < 4; ++k) {
-      const auto s = summarize(xs[k]);
-      const auto [lo, hi] = std::minmax_element(xs[k].begin(), xs[k].end());
-      csv += "," + csv_number(s.mean) + "," + csv_number(*lo) + "," + csv_number(*hi);
-      positive = positive || (k == 3 && s.mean > 0);
-    }
-    csv += "\n";
-  }
-  ok = write_file(p, csv) && ok;
-  return positive;
-}
-
-/// Reads DIR/curves.csv (columns by name) and writes DIR/bands_NAME.csv per
-/// algorithm with curves and DIR/bands.gp (which algorithms have which
-/// lines, and their colours: a legend entry only with a line). "" or what
-/// is wrong.
+/// Reads DIR/curves.csv and writes DIR/bands_NAME.csv and DIR/bands.gp
+/// (compare_bands.hpp). "" or what is wrong.
 std::string write_bands(const std::string& dir, const std::vector<algorithm_result>& results) {
-  std::ifstream in{fs::path{dir} / "curves.csv"};
-  std::string line;
-  if (!std::getline(in, line))
+  std::ifstream in{fs::path{dir} / "curves.csv", std::ios::binary};
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in)
     return dir + "/curves.csv: cannot read";
-  std::vector<std::string> header;
-  {
-    std::istringstream h{line};
-    for (std::string c; std::getline(h, c, ',');)
-      header.push_back(c);
-  }
-  const char* need[] = {"algorithm", "seed", "time_seconds", "test_accuracy", "train_loss",
-                        "consensus_error"};
-  std::size_t col[6];
-  for (int k = 0; k < 6; ++k) {
-    const auto it = std::find(header.begin(), header.end(), need[k]);
-    if (it == header.end())
-      return dir + "/curves.csv: no column " + need[k];
-    col[k] = static_cast<std::size_t>(it - header.begin());
-  }
-  std::map<std::string, std::map<std::uint64_t, curve>> curves;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::istringstream l{line};
-    for (std::string c; std::getline(l, c, ',');)
-      cells.push_back(c);
-    if (cells.size() < header.size())
-      continue;
-    auto num = [&](int k) { return std::strtod(cells[col[k]].c_str(), nullptr); };
-    curves[cells[col[0]]][std::strtoull(cells[col[1]].c_str(), nullptr, 10)].push_back(
-      {num(2), num(3), num(4), num(5)});
-  }
-  std::string names, colours, cons_names, cons_colours;
-  bool ok = true;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const auto it = curves.find(results[i].name);
-    if (it == curves.end())
-      continue;  // no run produced data: no line, no legend entry
-    for (auto& [seed, c] : it->second)
-      std::stable_sort(c.begin(), c.end(), [](const auto& x, const auto& y) { return x[0] < y[0]; });
-    const bool positive = write_band(fs::path{dir} / ("bands_" + it->first + ".csv"), it->second, ok);
-    const auto n = std::to_string(i + 1);
-    names += (names.empty() ? "" : " ") + it->first;
-    colours += (colours.empty() ? "" : " ") + n;
-    if (positive) {
-      cons_names += (cons_names.empty() ? "" : " ") + it->first;
-      cons_colours += (cons_colours.empty() ? "" : " ") + n;
-    }
-  }
-  ok = write_file(fs::path{dir} / "bands.gp",
-                  "# written by atrain compare; read by apps/plot/compare.gp\nband_names = \"" +
-                    names + "\"\nband_colours = \"" + colours + "\"\nconsensus_names = \"" +
-                    cons_names + "\"\nconsensus_colours = \"" + cons_colours + "\"\n") &&
-       ok;
+  std::vector<std::string> names;
+  for (const auto& r : results)
+    names.push_back(r.name);
+  band_files bands;
+  if (auto why = make_bands(text.str(), names, bands); !why.empty())
+    return dir + "/curves.csv: " + why;
+  bool ok = write_file(fs::path{dir} / "bands.gp", bands.gp);
+  for (const auto& [name, csv] : bands.csv)
+    ok = write_file(fs::path{dir} / ("bands_" + name + ".csv"), csv) && ok;
   return ok ? std::string{} : dir + ": cannot write the band files";
 }
 
