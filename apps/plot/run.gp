@@ -36,19 +36,21 @@ do for [fmt in "png svg"] {
   set xrange [0:t_end]
   set xlabel "time (s, run clock)"
   set style data linespoints
-  set key inside bottom right opaque
+  unset key
 
   set title "Test accuracy"
   set ylabel "test accuracy (fraction correct)"
   if (time_to_target == time_to_target) {
     set arrow 1 from time_to_target, graph 0 to time_to_target, graph 1 nohead dt 3 lc "black"
   }
-  plot csv using col_time:col_accuracy lc "#1f77b4" lw 1.5 pt 7 ps 0.4 title "test accuracy", \
-       (target > 0 ? target : NaN) with lines dt 2 lc "black" \
-       title (target > 0 ? sprintf("target %g", target) : "")
+  if (target > 0) {
+    set label 2 sprintf("target %g", target) at graph 0.01, first target left offset 0,0.6
+  }
+  plot csv using col_time:col_accuracy lc "#1f77b4" lw 1.5 pt 7 ps 0.4, \
+       (target > 0 ? target : NaN) with lines dt 2 lc "black"
   unset arrow 1
+  unset label 2
 
-  unset key
   set title "Training loss"
   set ylabel "training loss"
   plot csv using col_time:col_loss lc "#ff7f0e" lw 1.5 pt 7 ps 0.4
