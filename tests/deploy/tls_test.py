@@ -51,8 +51,10 @@ try:
           "a driver with a certificate of the CA runs across the TLS host" +
           ("" if r.returncode == 0 else ": " + r.stdout[-300:] + r.stderr[-300:]))
     r = run(tls("rogue", "rogue-ca"), "rogue")
-    check(r.returncode == 1 and "cannot reach host" in r.stderr,
-          "a driver with a certificate of another CA is refused: " + r.stderr.strip()[:120])
+    check(r.returncode == 1 and "cannot reach host" in r.stderr and
+          "TLS handshake: certificate verify failed" in r.stderr,
+          "a driver with a certificate of another CA is refused, saying why: " +
+          r.stderr.strip()[:220])
     secret = os.path.join(d, "secret")
     with open(secret, "w") as f:
         f.write("0123456789abcdef0123\n")
