@@ -14,6 +14,7 @@
 
 #include "atrain/actors/basp_guard.hpp"
 #include "atrain/actors/checkpoint.hpp"  // error_text
+#include "atrain/actors/tls_watch.hpp"
 #include "atrain/messages/spec.hpp"
 
 namespace atrain {
@@ -74,6 +75,7 @@ void configure_networking(caf::actor_system_config& cfg, const tls_files& tls) {
   cfg.load<caf::io::middleman>();
   if (tls.enabled()) {
     cfg.load<caf::openssl::manager>();
+    watch_tls_handshakes();  // refused handshakes: peer and reason (caf_openssl logs none)
     // With any of these set caf_openssl verifies the peer on both ends
     // (SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT); with none it
     // would fall back to anonymous ciphers, which we never allow.
@@ -157,10 +159,14 @@ connect_hosts(caf::actor_system& sys, const run_plan& plan, const deploy_options
     auto hp = split_host_port(name);
     if (!hp)
       return hp.error();
+    const auto refused_before = tls_handshakes_refused();
     auto h = opts.tls.enabled() ? caf::openssl::remote_actor(sys, hp->first, hp->second)
                                 : sys.middleman().remote_actor(hp->first, hp->second);
+    const auto tls_why = opts.tls.enabled() && tls_handshakes_refused() != refused_before
+                           ? " (TLS handshake: " + last_outgoing_tls_refusal() + ")"
+                           : std::string{};
     if (!h)
-      return failure("cannot reach host " + name + ": " + error_text(h.error()) +
+      return failure("cannot reach host " + name + ": " + error_text(h.error()) + tls_why +
                      (opts.tls.enabled() ? " (with TLS: is it an `atrain node` with a certificate "
                                            "of the same CA?)"
                                          : " (is `atrain node --listen " + name + "` running?)"));

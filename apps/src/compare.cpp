@@ -34,6 +34,7 @@
 #include "options.hpp"
 #include "atrain/messages/json.hpp"
 #include "interrupt.hpp"
+#include "compare_bands.hpp"
 
 #ifndef ATRAIN_SOURCE_DIR
 #define ATRAIN_SOURCE_DIR "."
@@ -414,25 +415,81 @@ std::string staleness_csv(const std::vector<algorithm_result>& results) {
   return s;
 }
 
+/// The scenario for the figures' titles: SPEC's name and whatever it adds
+/// to a plain run (faults, permanent stragglers, an imperfect link, the
+/// --set overrides), as lines of at most ~110 characters.
+std::string scenario_text(const compare_args& a, const loaded_spec& base) {
+  const auto& sp = base.spec;
+  std::vector<std::string> items;
+  for (const auto& d : fault_schedule{sp.faults()}.describe())
+    items.push_back(d.kind + " " + d.what + " " + fixed(d.from, 2) + "-" +
+                    (d.to > 0 ? fixed(d.to, 2) : std::string{"end"}) + " s");
+  for (const auto& sd : sp.cost().slowdown())
+    items.push_back("straggler node " + std::to_string(sd.node()) + " x" + fixed(sd.factor(), 1));
+  const auto& l = sp.link();
+  if (l.loss() > 0)
+    items.push_back("link loss " + number_text(l.loss(), 3, "nan"));
+  if (l.duplicate() > 0)
+    items.push_back("duplicates " + number_text(l.duplicate(), 3, "nan"));
+  if (l.reorder() > 0)
+    items.push_back("reorder " + number_text(l.reorder(), 3, "nan"));
+  if (l.bandwidth_bytes_per_second() > 0)
+    items.push_back("bandwidth " + bytes_text(l.bandwidth_bytes_per_second()) + "/s");
+  for (const auto& o : a.common.overrides)
+    items.push_back("--set " + o);
+  std::string text = (sp.name().empty() ? fs::path{a.common.spec}.stem().string() : sp.name()) +
+                     ": " + std::to_string(sp.nodes()) + " nodes, " +
+                     proto::Clock_Name(sp.clock()) + " clock, " +
+                     (items.empty() ? std::string{"no faults"} : std::string{});
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string sep = i == 0 ? "" : "; ";
+    if (text.size() - line_start + sep.size() + items[i].size() > 110) {
+      text += ";\n";
+      line_start = text.size();
+    } else {
+      text += sep;
+    }
+    text += items[i];
+  }
+  return text;
+}
+
+/// A gnuplot string with lines ('a'."\n".'b', ' doubled).
+std::string gnuplot_lines(const std::string& s) {
+  std::string out = "'";
+  for (char c : s)
+    out += c == '\'' ? std::string{"''"} : c == '\n' ? std::string{"'.\"\\n\".'"} : std::string{c};
+  return out + "'";
+}
+
 /// series.gp: what compare.gp iterates over.
 std::string series_gp(const std::vector<algorithm_result>& results,
-                      const std::vector<std::uint64_t>& seeds, double target) {
-  std::string algs, ss;
+                      const std::vector<std::uint64_t>& seeds, double target,
+                      const std::string& scenario) {
+  std::string algs, ss, stale_names, stale_colours;
   // Tallest bars (0 when none): the bar charts' y ranges, never empty.
   double ttt_max = 0, stale_max = 0;
-  for (const auto& a : results) {
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto& a = results[i];
     algs += (algs.empty() ? "" : " ") + a.name;
     if (a.all_reached())
       ttt_max = std::max(ttt_max, a.time_to_target.mean + a.time_to_target.std);
     for (double x : a.node_staleness)
       stale_max = std::max(stale_max, x);
+    if (!a.node_staleness.empty()) {  // a legend entry only with bars
+      stale_names += (stale_names.empty() ? "" : " ") + a.name;
+      stale_colours += (stale_colours.empty() ? "" : " ") + std::to_string(i + 1);
+    }
   }
   for (auto s : seeds)
     ss += (ss.empty() ? "" : " ") + std::to_string(s);
   return "# written by atrain compare; read by apps/plot/compare.gp\nalgorithms = \"" + algs +
          "\"\nseeds = \"" + ss + "\"\ntarget = " + csv_number(target) +
          "\ntime_to_target_max = " + csv_number(ttt_max) +
-         "\nstaleness_max = " + csv_number(stale_max) + "\n";
+         "\nstaleness_max = " + csv_number(stale_max) + "\nstaleness_names = \"" + stale_names +
+         "\"\nstaleness_colours = \"" + stale_colours + "\"\nscenario = " +
+         gnuplot_lines(scenario) + "\n";
 }
 
 void append_curves(std::string& csv, const std::string& name, const proto::RunReport& r) {
@@ -463,8 +520,32 @@ std::string gnuplot_quote(const std::string& s) {
   return out + "'";
 }
 
+/// Reads DIR/curves.csv and writes DIR/bands_NAME.csv and DIR/bands.gp
+/// (compare_bands.hpp). "" or what is wrong.
+std::string write_bands(const std::string& dir, const std::vector<algorithm_result>& results) {
+  std::ifstream in{fs::path{dir} / "curves.csv", std::ios::binary};
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in)
+    return dir + "/curves.csv: cannot read";
+  std::vector<std::string> names;
+  for (const auto& r : results)
+    names.push_back(r.name);
+  band_files bands;
+  if (auto why = make_bands(text.str(), names, bands); !why.empty())
+    return dir + "/curves.csv: " + why;
+  bool ok = write_file(fs::path{dir} / "bands.gp", bands.gp);
+  for (const auto& [name, csv] : bands.csv)
+    ok = write_file(fs::path{dir} / ("bands_" + name + ".csv"), csv) && ok;
+  return ok ? std::string{} : dir + ": cannot write the band files";
+}
+
 /// Runs gnuplot on compare.gp when it is on PATH, else says how to draw later.
-void draw_figures(const std::string& dir) {
+void draw_figures(const std::string& dir, const std::vector<algorithm_result>& results) {
+  if (auto why = write_bands(dir, results); !why.empty()) {
+    std::cerr << "atrain: " << why << ": figures not drawn\n";
+    return;
+  }
   const auto script = find_in_tree(fs::path{"apps"} / "plot" / "compare.gp");
   const std::string later =
     "gnuplot -e \"dir='" + dir + "'\" " + (script.empty() ? "apps/plot/compare.gp" : script);
@@ -613,7 +694,9 @@ bool write_summary(const compare_args& a, const std::string& dir, const loaded_s
   ok = write_file(fs::path{dir} / "compare.json", compare_json(a, results, seeds, target)) && ok;
   ok = write_file(fs::path{dir} / "bars.csv", bars_csv(results)) && ok;
   ok = write_file(fs::path{dir} / "staleness.csv", staleness_csv(results)) && ok;
-  return write_file(fs::path{dir} / "series.gp", series_gp(results, seeds, target)) && ok;
+  return write_file(fs::path{dir} / "series.gp",
+                    series_gp(results, seeds, target, scenario_text(a, base))) &&
+         ok;
 }
 
 } // namespace
@@ -678,7 +761,7 @@ int compare(const compare_args& a) {
   ok = write_file(fs::path{dir} / "curves.csv", curves) && ok;
   std::cout << markdown_table(results, base.spec.stop().target_accuracy()) << "wrote           "
             << dir << "/{compare.md,compare.json,curves.csv,bars.csv,staleness.csv}, NAME_seedS/\n";
-  draw_figures(dir);
+  draw_figures(dir, results);
   interrupt.finish();
   return interrupt.exit_status(all_completed && ok ? 0 : 1);
 }

@@ -23,6 +23,8 @@
 #include "atrain/actors/host.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "options.hpp"
+#include "atrain/actors/tls_watch.hpp"
+#include "commands.hpp"
 
 namespace atrain::cli {
 
@@ -50,6 +52,22 @@ serve_through_guard(caf::actor_system& sys, const std::pair<std::string, std::ui
   if (auto ok = replace_automatic_connection_port(sys, listen.first, guard->port); !ok)
     return ok.error();
   return guard;
+}
+
+/// The host's report on itself at exit (stderr, with the refusals).
+void log_counters(caf::actor_system& sys, const caf::actor& spawner, bool tls) {
+  std::string line = "atrain node: stopping;";
+  caf::scoped_actor self{sys};
+  self->request(spawner, std::chrono::seconds{2}, stats_atom::value)
+    .receive(
+      [&](std::uint64_t runs, std::uint64_t refused, std::uint64_t unexpected) {
+        line += " served " + std::to_string(runs) + " runs, refused " + std::to_string(refused) +
+                " spawn requests, ignored " + std::to_string(unexpected) + " unexpected messages";
+      },
+      [&](caf::error& e) { line += " (no counters from the spawner: " + sys.render(e) + ")"; });
+  if (tls)
+    line += ", refused " + std::to_string(tls_handshakes_refused()) + " TLS handshakes";
+  std::cerr << line + "\n" << std::flush;
 }
 
 } // namespace
@@ -97,6 +115,16 @@ int node(const node_args& n) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  if (n.tls.enabled())
+    on_tls_refusal([](const tls_refusal& r) {
+      // one write per line: the network thread and the spawner both log
+      std::cerr << ((r.incoming ? "atrain node: refused a TLS connection from "
+                                : "atrain node: a TLS connection to ") +
+                    r.peer + (r.incoming ? "" : " failed") + ": " + r.reason + " (" +
+                    std::to_string(r.count) + " TLS handshake" + (r.count == 1 ? "" : "s") +
+                    " refused so far)\n")
+                << std::flush;
+    });
   caf::actor_system_config cfg;
   register_message_types(cfg);
   configure_real_clock(cfg, n.threads);
@@ -140,6 +168,7 @@ int node(const node_args& n) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   std::cout << "atrain node: stopping (signal " << sig << ")" << std::endl;
+  log_counters(sys, spawner, n.tls.enabled());
   caf::anon_send_exit(spawner, caf::exit_reason::user_shutdown);
   if (guard.actor)
     caf::anon_send_exit(guard.actor, caf::exit_reason::user_shutdown);

@@ -17,6 +17,7 @@
 #include "atrain/engine.hpp"
 #include "compare.hpp"
 #include "launch.hpp"
+#include "plot.hpp"
 #include "node.hpp"
 #include "shards.hpp"
 
@@ -111,6 +112,11 @@ void shards_options(po::options_description& d) {
   spec_options(d);
   d.add_options()("out", po::value<std::string>()->default_value("-")->value_name("FILE"),
                   "where the JSON goes (- is stdout)");
+}
+
+void plot_options(po::options_description& d) {
+  d.add_options()("out", po::value<std::string>()->default_value("")->value_name("DIR"),
+                  "where run.png, run.svg and run_plot.gp go (default: RUN_DIR)");
 }
 
 void node_options(po::options_description& d) {
@@ -340,6 +346,10 @@ int node_main(const invocation& in) {
   return node(n);
 }
 
+int plot_main(const invocation& in) {
+  return plot_run(in.operands.at(0), text_of(in.vm, "out"));
+}
+
 int launch_main(const invocation& in) {
   launch_args a;
   if (!in.vm.count("local"))
@@ -367,6 +377,10 @@ const char* const run_details =
 const char* const node_details =
   "Serves as a host of multi-host runs until SIGINT/SIGTERM; prints\n"
   "\"atrain node: listening on HOST:PORT (...)\" once it does.\n";
+
+const char* const plot_details =
+  "plot draws RUN_DIR/metrics.csv (accuracy, loss, consensus error, bytes against time) with\n"
+  "the fault windows of RUN_DIR/report.json shaded, as DIR/run.png and DIR/run.svg.\n";
 
 const char* const launch_details =
   "launch starts N `atrain node --listen 127.0.0.1:0` processes sharing a throwaway secret,\n"
@@ -400,6 +414,8 @@ const std::vector<subcommand>& subcommands() {
      shards_options, shards_main},
     {"node", "", 0, 0, "serve as a host of multi-host runs", node_details, node_options,
      node_main, true},
+    {"plot", "RUN_DIR", 1, 1, "draw one run's curves (PNG and SVG)", plot_details, plot_options,
+     plot_main},
     {"launch", "SPEC", 1, 1, "run SPEC across N local `atrain node` processes", launch_details,
      launch_options, launch_main, true},
   };

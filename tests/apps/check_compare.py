@@ -6,14 +6,19 @@
 ALGORITHMS is comma-separated, SEEDS the number of seeds. Recomputes every
 aggregate of compare.json from DIR/NAME_seedS/report.json with Python's
 statistics module (mean, sample stdev) and checks compare.md's rows,
-curves.csv and, with --figures, the PNG/SVG files. With --replay, runs
+curves.csv and, with --figures, the PNG/SVG files: the band files recomputed
+from curves.csv (mean, min, max over the seeds still running at each
+evaluation time, linear between a seed's evaluations), the scenario in the
+titles, a shaded band per algorithm and a legend entry only for a line. With --replay, runs
 `ATRAIN run config/algorithms/NAME.textproto` with compare's overrides and
 checks that compare's first-seed run of NAME has the same trace hash (when
 SPEC's task is the one of config/algorithms/, as for config/quickstart).
 """
 import csv
 import json
+import bisect
 import math
+import re
 import os
 import statistics
 import subprocess
@@ -22,6 +27,61 @@ import sys
 
 def close(a, b):
     return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
+
+
+def at(curve, t, k):
+    """Column k of a seed's curve [(t, acc, loss, cons)] at t, linear between rows."""
+    ts = [r[0] for r in curve]
+    i = bisect.bisect_left(ts, t)
+    if i == len(ts):
+        return curve[-1][k]
+    if i == 0 or ts[i] == t:
+        return curve[i][k]
+    lo, hi = curve[i - 1], curve[i]
+    return lo[k] + (t - lo[0]) / (hi[0] - lo[0]) * (hi[k] - lo[k])
+
+
+def check_bands(d, algs, curves, spec_name):
+    with open(os.path.join(d, "bands.gp")) as f:
+        gp = dict(re.findall(r'^(\w+) = "([^"]*)"', f.read(), re.M))
+    with_data = [a for a in algs if any(c["algorithm"] == a for c in curves)]
+    assert gp["band_names"].split() == with_data, (gp, with_data)
+    positive = []
+    for a in with_data:
+        seeds = {}
+        for c in curves:
+            if c["algorithm"] == a:
+                seeds.setdefault(c["seed"], []).append(tuple(float(c[k]) for k in (
+                    "time_seconds", "test_accuracy", "train_loss", "consensus_error")))
+        for v in seeds.values():
+            v.sort()
+        with open(os.path.join(d, "bands_%s.csv" % a)) as f:
+            rows = list(csv.DictReader(f))
+        times = sorted({r[0] for v in seeds.values() for r in v})
+        assert [float(r["time_seconds"]) for r in rows] == times, a
+        for r, t in zip(rows, times):
+            live = [v for v in seeds.values() if v[0][0] <= t <= v[-1][0]]
+            assert int(r["seeds"]) == len(live), (a, t)
+            for k, name in ((1, "test_accuracy"), (2, "train_loss"), (3, "consensus_error")):
+                xs = [at(v, t, k) for v in live]
+                for stat, want in (("mean", statistics.mean(xs)), ("min", min(xs)),
+                                   ("max", max(xs))):
+                    assert close(float(r[name + "_" + stat]), want), (a, t, name, stat, r, xs)
+        if any(float(r["consensus_error_mean"]) > 0 for r in rows):
+            positive.append(a)
+    assert gp["consensus_names"].split() == positive, (gp, positive)
+    for fig, names in (("accuracy_vs_time", with_data), ("loss_vs_time", with_data),
+                       ("consensus_vs_time", positive)):
+        with open(os.path.join(d, fig + ".svg")) as f:
+            svg = f.read()
+        legend = [a for a in algs if "<text>%s</text>" % a in svg]
+        assert legend == names, (fig, legend, names)  # an entry only with a line
+        assert spec_name + ": " in svg, (fig, spec_name)  # the scenario in the title
+        bands = len(re.findall(r"fill-opacity = '0.200000'", svg))
+        # a band whose min is zero somewhere may have no area on the log scale
+        want = (1 if names else 0) if fig == "consensus_vs_time" else len(names)
+        assert bands >= want, (fig, bands, names)
+    return with_data, positive
 
 
 def main():
@@ -84,6 +144,11 @@ def main():
             for ext in ("png", "svg"):
                 p = os.path.join(d, f"{name}.{ext}")
                 assert os.path.getsize(p) > 1000, p
+        with open(os.path.join(d, f"{algs[0]}_seed{cj['seeds'][0]}", "report.json")) as f:
+            spec_name = json.load(f)["name"]
+        lines, cons = check_bands(d, algs, curves, spec_name)
+        print("bands: %s drawn (consensus: %s), legend entries only for them" % (
+            ",".join(lines), ",".join(cons) or "none"))
     if replay:
         atrain, name = replay
         cmd = [atrain, "run", f"config/algorithms/{name}.textproto", "--no-progress"]

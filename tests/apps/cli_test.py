@@ -40,6 +40,7 @@ OPTIONS = {
     "check": ["set"],
     "topology": ["set", "dot"],
     "shards": ["set", "out"],
+    "plot": ["out"],
     "node": ["listen", "secret-file", "data-root", "tls-cert", "tls-key", "tls-ca",
              "allow-remote", "max-runs", "max-message-mb", "no-guard", "threads", "caf-config"],
     "launch": ["local", "set", "out", "resume", "progress", "no-progress", "threads",

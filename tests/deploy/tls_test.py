@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Mutual TLS between hosts and driver (issue 7): with certificates of one
-throwaway CA (make_certs.sh) a run spans a TLS host; a driver holding a
+throwaway CA (apps/make_certs.sh) a run spans a TLS host; a driver holding a
 certificate of another CA, or none at all (plain caf_io), cannot connect;
 the host keeps running; the host listens on its --listen address only (no
-plain automatic-connection port). usage: tls_test.py ATRAIN"""
+plain automatic-connection port); the host logs every refused handshake with
+the peer's address and the reason, and counts them in its line at exit.
+usage: tls_test.py ATRAIN"""
 import os
+import re
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
@@ -15,7 +20,8 @@ from hosts import Host, check, finish, listening_addresses  # noqa: E402
 
 atrain = sys.argv[1]
 d = tempfile.mkdtemp(prefix="atrain_tls_")
-r = subprocess.run(["bash", os.path.join(here, "make_certs.sh"), d], capture_output=True,
+certs = os.path.join(here, "..", "..", "apps", "make_certs.sh")
+r = subprocess.run(["bash", certs, d], capture_output=True,
                    text=True, timeout=60)
 if r.returncode != 0:
     sys.exit("make_certs.sh failed: " + r.stderr)
@@ -45,15 +51,42 @@ try:
           "a driver with a certificate of the CA runs across the TLS host" +
           ("" if r.returncode == 0 else ": " + r.stdout[-300:] + r.stderr[-300:]))
     r = run(tls("rogue", "rogue-ca"), "rogue")
-    check(r.returncode == 1 and "cannot reach host" in r.stderr,
-          "a driver with a certificate of another CA is refused: " + r.stderr.strip()[:120])
+    check(r.returncode == 1 and "cannot reach host" in r.stderr and
+          "TLS handshake: certificate verify failed" in r.stderr,
+          "a driver with a certificate of another CA is refused, saying why: " +
+          r.stderr.strip()[:220])
     secret = os.path.join(d, "secret")
     with open(secret, "w") as f:
         f.write("0123456789abcdef0123\n")
     r = run(["--secret-file", secret], "plain")
     check(r.returncode == 1 and "cannot reach host" in r.stderr,
           "a driver without TLS is refused: " + r.stderr.strip()[:120])
+    # a client certificate of another CA, the host's CA trusted: the host's check refuses it
+    r = run(tls("rogue", "ca"), "rogue_cert")
+    check(r.returncode == 1, "a driver with a certificate of another CA (trusting the host's) "
+          "is refused")
+    # a bare TCP connect + close (a port scan)
+    bare = socket.create_connection(tuple(h.address.rsplit(":", 1)[:1]) +
+                                    (int(h.address.rsplit(":", 1)[1]),))
+    bare_addr = "%s:%d" % bare.getsockname()
+    bare.close()
+    time.sleep(0.5)
     check(h.alive(), "the TLS host keeps running")
+    log = h.text()
+    refusals = re.findall(r"refused a TLS connection from (\S+): (.*) \((\d+) TLS handshakes? "
+                          r"refused so far\)", log)
+    check(any(re.match(r"127\.0\.0\.1:\d+$", a) and "certificate verify failed" in why and
+              "unable to get local issuer certificate" in why for a, why, _ in refusals),
+          "the host logged the client certificate it refused (address, reason): " +
+          "; ".join(a + " " + why for a, why, _ in refusals if "verify" in why)[:160])
+    check(any("unknown ca" in why.lower() and "peer sent" in why for a, why, _ in refusals),
+          "the host logged the driver that refused the host's certificate (alert unknown CA)")
+    check(any(a == bare_addr and "unexpected eof" in why for a, why, _ in refusals),
+          "the host logged the bare TCP connect+close from %s: %s" % (bare_addr, "; ".join(
+              a + " " + why for a, why, _ in refusals if a == bare_addr)))
+    check([int(n) for _, _, n in refusals] == list(range(1, len(refusals) + 1)) and
+          len(refusals) >= 4, "every refusal counted (%d: rogue CA, plain, rogue cert, bare)" %
+          len(refusals))
     r = run(["--tls-cert", os.path.join(d, "client.pem"), "--tls-key",
              os.path.join(d, "host.key"), "--tls-ca", os.path.join(d, "ca.pem")], "mismatch")
     # A deployment mistake: exit 2, like every bad argument, before any host is contacted.
@@ -62,4 +95,8 @@ try:
           r.stderr.strip()[:120])
 finally:
     h.stop()
+m = re.search(r"stopping; served (\d+) runs.*refused (\d+) TLS handshakes", h.text())
+check(m is not None and m.group(1) == "2" and int(m.group(2)) == len(refusals),
+      "the host's line at exit counts the refused handshakes: " +
+      (m.group(0) if m else h.text()[-200:]))
 finish("tls_test")

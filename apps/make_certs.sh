@@ -1,5 +1,12 @@
 #!/usr/bin/env bash
-# make_certs.sh DIR -- generate throwaway test PKI for mutual-TLS tests.
+# apps/make_certs.sh DIR -- a throwaway CA and certificates for mutual TLS between
+# `atrain node` hosts and the `atrain run --hosts` driver (tests/deploy/ use it too).
+#
+#   hosts:  atrain node --tls-cert DIR/host.pem --tls-key DIR/host.key --tls-ca DIR/ca.pem
+#   driver: atrain run ... --tls-cert DIR/client.pem --tls-key DIR/client.key --tls-ca DIR/ca.pem
+#
+# host.pem names localhost/127.0.0.1 only (caf_openssl checks the chain, not the name);
+# for real machines use your own CA, or this one's ca.key to sign more (see mkleaf below).
 #
 # Creates in DIR (EC P-256, SHA-256, valid 2 days, no passphrases):
 #   ca.pem / ca.key           test CA (the one hosts and clients trust)
@@ -17,7 +24,10 @@ set -euo pipefail
 
 die() { echo "make_certs.sh: error: $*" >&2; exit 1; }
 
-[[ $# -eq 1 ]] || die "usage: make_certs.sh DIR"
+[[ $# -eq 1 && $1 != -h && $1 != --help ]] || {
+  echo "usage: apps/make_certs.sh DIR   (writes ca, host, client, rogue-ca, rogue .pem/.key into DIR)" >&2
+  exit 2
+}
 command -v openssl >/dev/null 2>&1 || die "openssl CLI not found in PATH (install package 'openssl')"
 
 DIR=$1
