@@ -15,6 +15,7 @@
 #include "atrain/actors/host.hpp"
 #include "atrain/actors/rfast.hpp"
 #include "atrain/actors/rfast_epoch.hpp"
+#include "atrain/version.hpp"
 
 namespace atrain {
 
@@ -110,6 +111,7 @@ proto::RunReport header(const run_context& ctx) {
   r.set_nodes(static_cast<std::uint32_t>(ctx.plan->nodes()));
   r.set_seed(spec.seed());
   r.set_target_accuracy(spec.stop().target_accuracy());
+  r.set_atrain_version(atrain::version);
   for (const auto& w : ctx.plan->warnings)
     r.add_warnings(w);
   return r;
