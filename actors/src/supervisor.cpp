@@ -17,6 +17,7 @@
 #include "atrain/actors/rfast_epoch.hpp"
 #include "atrain/actors/run_log.hpp"
 #include "atrain/messages/json.hpp"
+#include "atrain/version.hpp"
 
 namespace atrain {
 
@@ -112,6 +113,7 @@ proto::RunReport header(const run_context& ctx) {
   r.set_nodes(static_cast<std::uint32_t>(ctx.plan->nodes()));
   r.set_seed(spec.seed());
   r.set_target_accuracy(spec.stop().target_accuracy());
+  r.set_atrain_version(atrain::version);
   for (const auto& w : ctx.plan->warnings)
     r.add_warnings(w);
   return r;

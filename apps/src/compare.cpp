@@ -39,6 +39,12 @@
 #ifndef ATRAIN_SOURCE_DIR
 #define ATRAIN_SOURCE_DIR "."
 #endif
+#ifndef ATRAIN_BUILD_DIR
+#define ATRAIN_BUILD_DIR ""
+#endif
+#ifndef ATRAIN_INSTALL_DATA
+#define ATRAIN_INSTALL_DATA "../share/atrain"
+#endif
 
 namespace fs = std::filesystem;
 
@@ -219,12 +225,34 @@ std::string valid_names() {
   return s;
 }
 
-/// `relative` under the working directory, else under the source tree this
-/// binary was built from; "" when neither exists. Finds
-/// config/algorithms/NAME.textproto and apps/plot/compare.gp.
+/// Where compare's files are looked for, in order: the working directory, the
+/// installed data next to this binary (<prefix>/share/atrain), and the source
+/// tree only when this binary is the one in its build tree.
+std::vector<fs::path> tree_roots() {
+  std::vector<fs::path> roots{"."};
+  std::error_code ec;
+  const auto dir = fs::canonical("/proc/self/exe", ec).parent_path();
+  if (ec)
+    return roots;
+  roots.push_back((dir / ATRAIN_INSTALL_DATA).lexically_normal());
+  const auto build = fs::weakly_canonical(fs::path{ATRAIN_BUILD_DIR}, ec);
+  if (!ec && !build.empty() && dir == build)
+    roots.emplace_back(ATRAIN_SOURCE_DIR);
+  return roots;
+}
+
+std::string roots_text() {
+  std::string s;
+  for (const auto& r : tree_roots())
+    s += (s.empty() ? "" : ", ") + r.string();
+  return s;
+}
+
+/// `relative` under the first of tree_roots() that has it; "" when none has.
+/// Finds config/algorithms/NAME.textproto and apps/plot/compare.gp.
 std::string find_in_tree(const fs::path& relative) {
-  for (const char* root : {".", ATRAIN_SOURCE_DIR}) {
-    const auto p = fs::path{root} / relative;
+  for (const auto& root : tree_roots()) {
+    const auto p = root / relative;
     if (fs::exists(p))
       return p.lexically_normal().string();
   }
@@ -550,9 +578,8 @@ void draw_figures(const std::string& dir, const std::vector<algorithm_result>& r
   const std::string later =
     "gnuplot -e \"dir='" + dir + "'\" " + (script.empty() ? "apps/plot/compare.gp" : script);
   if (script.empty()) {
-    std::cerr << "atrain: apps/plot/compare.gp not found: figures not drawn (from the source "
-                 "tree: "
-              << later << ")\n";
+    std::cerr << "atrain: apps/plot/compare.gp not found under " << roots_text()
+              << ": figures not drawn (from the source tree: " << later << ")\n";
     return;
   }
   if (!on_path("gnuplot")) {
@@ -605,7 +632,7 @@ bool plan_all(const compare_args& a, std::vector<planned>& plans) {
     planned p{n, find_config(n), {}};
     if (p.config.empty()) {
       std::cerr << "atrain: config/algorithms/" << n
-                << ".textproto not found (looked under . and " ATRAIN_SOURCE_DIR ")\n";
+                << ".textproto not found (looked under " << roots_text() << ")\n";
       return false;
     }
     try {
