@@ -1,4 +1,4 @@
-/// The engine facade: both clocks, one code path (DESIGN.md "Two clocks").
+/// The engine facade: both clocks, one code path (docs/ARCHITECTURE.md "The two clocks").
 #include "atrain/engine.hpp"
 
 #include <unistd.h>

@@ -20,7 +20,7 @@ struct parsed {
   std::string out;
   std::string dot;
   std::optional<bool> progress;
-  // multi-host runs (atrain run): see DESIGN.md "Across machines"
+  // multi-host runs (atrain run): see docs/ARCHITECTURE.md "Across machines"
   std::vector<std::string> hosts;
   std::string secret_file;
   std::string tls_cert, tls_key, tls_ca;

@@ -1,4 +1,4 @@
-/// `atrain node`: a host process of multi-host runs (DESIGN.md "Across
+/// `atrain node`: a host process of multi-host runs (docs/ARCHITECTURE.md "Across
 /// machines"). It publishes the spawner of actors/host.hpp and serves until
 /// SIGINT or SIGTERM.
 ///

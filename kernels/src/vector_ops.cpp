@@ -8,6 +8,13 @@
 // FP loop. The summation order depends only on n, so results are reproducible.
 // all_finite tests the exponent bits block by block (vectorised, 6x faster
 // than Eigen's allFinite here). Index operations are indexed loops.
+//
+// A portable build (no -march) would run the hot loops (axpy, scale, the
+// reductions) on SSE2 only; there they are plain loops cloned per ISA
+// (AVX-512, AVX2, baseline) and picked at load time, as oneDNN does. The
+// results do not depend on the clone: elementwise operations round the same
+// (ISO C++ does not contract a*x+y into an FMA) and the reductions keep their
+// fixed 16-lane order.
 #include "atrain/kernels/vector_ops.hpp"
 
 #include <algorithm>
@@ -31,21 +38,31 @@ Eigen::Index ix(std::size_t n) { return static_cast<Eigen::Index>(n); }
 
 } // namespace
 
-void axpy(float a, const float* x, float* y, std::size_t n) {
-  mapf(y, ix(n)) += a * cmapf(x, ix(n));
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__AVX2__)
+#define ATRAIN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ATRAIN_CLONES
+#endif
+
+ATRAIN_CLONES void axpy(float a, const float* x, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-void axpy(double a, const double* x, double* y, std::size_t n) {
-  mapd(y, ix(n)) += a * cmapd(x, ix(n));
+ATRAIN_CLONES void axpy(double a, const double* x, double* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
-void axpy(double a, const float* x, double* y, std::size_t n) {
-  mapd(y, ix(n)) += a * cmapf(x, ix(n)).cast<double>();
+ATRAIN_CLONES void axpy(double a, const float* x, double* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] += a * static_cast<double>(x[i]);
 }
 
-void scale(float a, float* x, std::size_t n) { mapf(x, ix(n)) *= a; }
+ATRAIN_CLONES void scale(float a, float* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) x[i] *= a;
+}
 
-void scale(double a, double* x, std::size_t n) { mapd(x, ix(n)) *= a; }
+ATRAIN_CLONES void scale(double a, double* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) x[i] *= a;
+}
 
 void copy(const double* x, float* y, std::size_t n) {
   mapf(y, ix(n)) = cmapd(x, ix(n)).cast<float>();
@@ -91,18 +108,18 @@ double lane_sum(std::size_t n, F&& f) {
 
 } // namespace
 
-double dot(const float* x, const float* y, std::size_t n) {
+ATRAIN_CLONES double dot(const float* x, const float* y, std::size_t n) {
   return lane_sum(n, [=](std::size_t i) { return static_cast<double>(x[i]) * static_cast<double>(y[i]); });
 }
 
-double squared_norm(const float* x, std::size_t n) {
+ATRAIN_CLONES double squared_norm(const float* x, std::size_t n) {
   return lane_sum(n, [=](std::size_t i) {
     const auto v = static_cast<double>(x[i]);
     return v * v;
   });
 }
 
-double squared_distance(const float* x, const float* y, std::size_t n) {
+ATRAIN_CLONES double squared_distance(const float* x, const float* y, std::size_t n) {
   return lane_sum(n, [=](std::size_t i) {
     const double d = static_cast<double>(x[i]) - static_cast<double>(y[i]);
     return d * d;

@@ -122,10 +122,10 @@ class Cluster:
 
 class Driver:
     """`atrain run` in the background. Its progress records (stderr, one per
-    evaluation, `[algo] t=  1.234s ...`) are timestamped on arrival: they
+    evaluation, `REAL t=1.234/8s ...`) are timestamped on arrival: they
     anchor the run's clock to time.monotonic()."""
 
-    PROGRESS = re.compile(rb"\] t=\s*([0-9.]+)s grads")
+    PROGRESS = re.compile(rb"(?:REAL|VIRT) t=([0-9.]+)/")
 
     def __init__(self, cmd, out):
         self.out = out

@@ -114,7 +114,7 @@ template <class T, class Make>
   return std::static_pointer_cast<T>(slot);
 }
 
-/// The actors of a logical node (DESIGN.md "The node"). `buffer` is
+/// The actors of a logical node (docs/ARCHITECTURE.md "The node"). `buffer` is
 /// invalid for algorithms without durable node state.
 struct node_actors {
   caf::actor worker;

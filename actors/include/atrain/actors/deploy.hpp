@@ -1,5 +1,5 @@
 #pragma once
-/// Connecting a run to its hosts (DESIGN.md "Across machines"): the
+/// Connecting a run to its hosts (docs/ARCHITECTURE.md "Across machines"): the
 /// networking a multi-host process loads, and the driver's connections to
 /// the hosts' spawners. Both run in the caller's thread before any of the
 /// run's actors exist (connecting blocks; actors never do).

@@ -1,5 +1,5 @@
 #pragma once
-/// A host of a multi-host run (DESIGN.md "Across machines"): the spawner
+/// A host of a multi-host run (docs/ARCHITECTURE.md "Across machines"): the spawner
 /// actor that `atrain node --listen` publishes. A driver sends it
 /// (spawn_atom, spawn_request); the spawner checks the shared secret, prepares
 /// the run from the spec with its own copy of the data, spawns the requested

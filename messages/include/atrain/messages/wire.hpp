@@ -246,7 +246,7 @@ typename Inspector::result_type inspect(Inspector& f, report_bytes& x) {
   return f(caf::meta::type_name("atrain_report_bytes"), x.bytes);
 }
 
-/// A driver's request to a host of a multi-host run (DESIGN.md "Across
+/// A driver's request to a host of a multi-host run (docs/ARCHITECTURE.md "Across
 /// machines"): spawn these nodes of this run. The host prepares the run from
 /// `spec` with its own copy of the data (checksums verified) — no data
 /// crosses the wire.
