@@ -429,11 +429,10 @@ void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row,
   }
 }
 
-/// The report's faults section: each injected fault with how often it
-/// acted, summed over the compute units and links that counted it.
-void fill_faults(proto::RunReport& r, const fault_schedule& faults, const gathering& g,
-                 const std::map<std::size_t, std::string>& effects) {
-  std::vector<std::uint64_t> hits(faults.size(), 0);
+/// How often each injected fault acted, summed over the compute units and
+/// links that counted it.
+std::vector<std::uint64_t> fault_hits(std::size_t faults, const gathering& g) {
+  std::vector<std::uint64_t> hits(faults, 0);
   auto add = [&](const std::vector<std::uint64_t>& h) {
     for (std::size_t i = 0; i < h.size() && i < hits.size(); ++i)
       hits[i] += h[i];
@@ -442,6 +441,14 @@ void fill_faults(proto::RunReport& r, const fault_schedule& faults, const gather
     add(s.fault_hits);
   for (const auto& l : g.links)
     add(l.fault_hits);
+  return hits;
+}
+
+/// The report's faults section: each injected fault with how often it
+/// acted, summed over the compute units and links that counted it.
+void fill_faults(proto::RunReport& r, const fault_schedule& faults, const gathering& g,
+                 const std::map<std::size_t, std::string>& effects) {
+  const auto hits = fault_hits(faults.size(), g);
   const auto described = faults.describe();
   for (std::size_t i = 0; i < described.size(); ++i) {
     const auto& d = described[i];
@@ -474,15 +481,7 @@ void log_faults_acting(caf::stateful_actor<eval_state>* self, const gathering& g
   if (!st.ctx->log)
     return;
   const auto& faults = st.ctx->plan->faults;
-  std::vector<std::uint64_t> hits(faults.size(), 0);
-  auto add = [&](const std::vector<std::uint64_t>& h) {
-    for (std::size_t i = 0; i < h.size() && i < hits.size(); ++i)
-      hits[i] += h[i];
-  };
-  for (const auto& s : g.models)
-    add(s.fault_hits);
-  for (const auto& l : g.links)
-    add(l.fault_hits);
+  const auto hits = fault_hits(faults.size(), g);
   st.fault_seen.resize(hits.size(), false);
   const auto described = faults.describe();
   for (std::size_t i = 0; i < hits.size() && i < described.size(); ++i) {

@@ -35,6 +35,7 @@
 #include "atrain/messages/json.hpp"
 #include "interrupt.hpp"
 #include "compare_bands.hpp"
+#include "plot.hpp"
 
 #ifndef ATRAIN_SOURCE_DIR
 #define ATRAIN_SOURCE_DIR "."
@@ -261,16 +262,6 @@ std::string find_in_tree(const fs::path& relative) {
 
 std::string find_config(const std::string& name) {
   return find_in_tree(fs::path{"config"} / "algorithms" / (name + ".textproto"));
-}
-
-bool on_path(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  std::istringstream in{path ? path : ""};
-  std::string dir;
-  while (std::getline(in, dir, ':'))
-    if (!dir.empty() && access((fs::path{dir} / program).c_str(), X_OK) == 0)
-      return true;
-  return false;
 }
 
 /// The name of the algorithm oneof case set in `s` ("rfast", "sgp", ...).

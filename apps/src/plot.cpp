@@ -244,16 +244,6 @@ std::string find_in_tree(const fs::path& relative) {
   return {};
 }
 
-bool on_path(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  std::istringstream in{path ? path : ""};
-  std::string dir;
-  while (std::getline(in, dir, ':'))
-    if (!dir.empty() && access((fs::path{dir} / program).c_str(), X_OK) == 0)
-      return true;
-  return false;
-}
-
 /// gnuplot's exit status (127: could not be started, -1: killed).
 int run_gnuplot(const std::string& script, const std::string& assignment) {
   std::cout << std::flush;
@@ -318,6 +308,16 @@ int plot_run(const std::string& run_dir, const std::string& out_dir) {
   std::cout << "figure          " << dir << "/run.{png,svg} (" << m.rows << " evaluations, "
             << wins.size() << " fault window" << (wins.size() == 1 ? "" : "s") << ")\n";
   return 0;
+}
+
+bool on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::istringstream in{path ? path : ""};
+  std::string dir;
+  while (std::getline(in, dir, ':'))
+    if (!dir.empty() && access((fs::path{dir} / program).c_str(), X_OK) == 0)
+      return true;
+  return false;
 }
 
 } // namespace atrain::cli

@@ -13,4 +13,8 @@ namespace atrain::cli {
 /// failing. Says what is wrong in one sentence on stderr.
 [[nodiscard]] int plot_run(const std::string& run_dir, const std::string& out_dir);
 
+/// Whether `program` is an executable in a directory of $PATH (gnuplot for
+/// plot's and compare's figures).
+[[nodiscard]] bool on_path(const std::string& program);
+
 } // namespace atrain::cli
