@@ -473,7 +473,7 @@ void checkpointer::poll(caf::event_based_actor* self, std::uint64_t round) {
           if (std::exchange(t->failed, true))
             return;
           me->active_ = false;
-          me->fail_("checkpoint: " + who + " did not answer the drain poll: " + caf::to_string(e));
+          me->fail_("checkpoint: " + who + " did not answer the drain poll: " + error_text(e));
         });
   };
   for (std::size_t i = 0; i < nodes_.size(); ++i)
@@ -522,7 +522,7 @@ void checkpointer::gather(caf::event_based_actor* self) {
           if (std::exchange(*failed, true))
             return;
           me->active_ = false;
-          me->fail_("checkpoint: " + who + " did not give its state: " + caf::to_string(e));
+          me->fail_("checkpoint: " + who + " did not give its state: " + error_text(e));
         });
   };
   for (std::size_t i = 0; i < n; ++i) {

@@ -145,7 +145,7 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
       g->done(*g);
   };
   auto fail = [g, finish_one](const std::string& what, const caf::error& err) {
-    g->errors.push_back(what + ": " + caf::to_string(err));
+    g->errors.push_back(what + ": " + error_text(err));
     finish_one();
   };
   /// An actor on a host that was just lost, or killed by an injected crash,

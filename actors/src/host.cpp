@@ -167,7 +167,7 @@ caf::behavior spawner(spawner_ptr self, host_options opts) {
       auto ctx = admit(self, r);
       if (!ctx) {
         ++st.counters.refused;
-        const auto why = caf::to_string(ctx.error());
+        const auto why = error_text(ctx.error());
         log(self, "refused a spawn request from " + peer_of(self) + ": " + why);
         return ctx.error();
       }

@@ -148,7 +148,7 @@ void begin_stop(sup_ptr self, std::string reason) {
       [=](caf::error& e) {
         auto r = header(*self->state.ctx);
         r.set_stop_reason(self->state.stop_reason);
-        r.set_error("final evaluation failed: " + caf::to_string(e));
+        r.set_error("final evaluation failed: " + error_text(e));
         finish(self, std::move(r));
       });
 }
@@ -273,7 +273,7 @@ void retire_relaying_buffers(sup_ptr self, const rfast_epoch_plan& e,
     if (next)
       renewed = std::move(*next);
     else
-      no_renewal = "; its tracker mass is not restored: " + caf::to_string(next.error());
+      no_renewal = "; its tracker mass is not restored: " + error_text(next.error());
   }
   if (renewed) {
     retire_relaying_buffers(self, e, gone, loss);
@@ -311,7 +311,7 @@ void retire_relaying_buffers(sup_ptr self, const rfast_epoch_plan& e,
   auto next = next_rfast_epoch(plan, e, survivors, workers_up(st));
   if (!next) {
     fail(self, lost + " " + how + " at " + std::to_string(t) + " s: " +
-                 caf::to_string(next.error()));
+                 error_text(next.error()));
     return std::nullopt;
   }
   loss.effect = "; " + lost + " " + how +
@@ -524,7 +524,7 @@ void rejoin_rfast_node(sup_ptr self, int i, std::vector<float> x, const std::str
   if (!next) {
     st.rfast_out.insert(k);
     self->send(st.evaluator, crash_atom::value, k, true, fault,
-               effect + "; not restarted" + at + ": " + caf::to_string(next.error()) +
+               effect + "; not restarted" + at + ": " + error_text(next.error()) +
                  " (the node stays out of the run)");
     return crash_closed(self);
   }
@@ -812,7 +812,7 @@ void spawn_on_hosts(sup_ptr self) {
           start_run(self, std::move(*nodes), std::move(links), server);
         },
         [self, name](caf::error& e) {
-          fail(self, "host " + name + " did not spawn its nodes: " + caf::to_string(e));
+          fail(self, "host " + name + " did not spawn its nodes: " + error_text(e));
         });
   }
 }
@@ -893,7 +893,7 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
     caf::actor server;
     auto spawned = spawn_algorithm(self, ctx, links, server);
     if (!spawned) {
-      fail(self, caf::to_string(spawned.error()));
+      fail(self, error_text(spawned.error()));
       return {};
     }
     start_run(self, std::move(*spawned), std::move(links), server);
@@ -906,7 +906,7 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
       // Once the nodes run, a lost host shows through its nodes (host_lost).
       if (!st.evaluator)
         fail(self, "host " + st.ctx->deploy->names[it->second] +
-                     " was lost while it prepared its nodes: " + caf::to_string(dm.reason) +
+                     " was lost while it prepared its nodes: " + error_text(dm.reason) +
                      resume_hint(st, it->second));
       return;
     }
@@ -916,7 +916,7 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
     }
     auto it = st.names.find(dm.source);
     const std::string who = it != st.names.end() ? it->second : "an actor";
-    fail(self, who + " failed: " + caf::to_string(dm.reason));
+    fail(self, who + " failed: " + error_text(dm.reason));
   });
   return {
     [=](metric_atom, const metric_sample& row) {
