@@ -72,4 +72,13 @@ int interrupt_guard::exit_status(int otherwise) const noexcept {
   return first_signal ? 128 + first_signal : otherwise;
 }
 
+sigset_t block_stop_signals() {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
+
 } // namespace atrain::cli

@@ -4,12 +4,17 @@
 /// second one exits at once. A signal handler only writes to a self-pipe; a
 /// thread of this guard turns that into run_control::stop().
 #include <atomic>
+#include <csignal>
 #include <memory>
 #include <thread>
 
 #include "atrain/engine.hpp"
 
 namespace atrain::cli {
+
+/// Blocks SIGINT and SIGTERM in the calling thread (and the threads it starts
+/// later) and returns that set, for sigwait/sigtimedwait (`node`, `launch`).
+[[nodiscard]] sigset_t block_stop_signals();
 
 class interrupt_guard {
 public:

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "atrain/engine.hpp"
+#include "interrupt.hpp"
 
 namespace atrain::cli {
 
@@ -232,11 +233,7 @@ int launch(const launch_args& a) {
   }
   // Blocked before any thread or child exists: the watcher takes them; the
   // children unblock them before exec.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = block_stop_signals();
   launcher l;
   std::atomic<bool> done{false};
   std::thread watcher{[&] {

@@ -22,6 +22,7 @@
 #include "atrain/actors/deploy.hpp"
 #include "atrain/actors/host.hpp"
 #include "atrain/actors/checkpoint.hpp"
+#include "interrupt.hpp"
 #include "options.hpp"
 #include "atrain/actors/tls_watch.hpp"
 #include "commands.hpp"
@@ -110,11 +111,7 @@ int node(const node_args& n) {
   }
   // SIGINT/SIGTERM are taken by sigwait below: block them before CAF's
   // threads start so that every thread inherits the mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const sigset_t stop_signals = block_stop_signals();
   if (n.tls.enabled())
     on_tls_refusal([](const tls_refusal& r) {
       // one write per line: the network thread and the spawner both log
