@@ -48,6 +48,13 @@ std::string default_out_dir(const std::string& name) {
 } // namespace
 
 int run(const parsed& p) {
+  auto control = std::make_shared<run_control>();
+  interrupt_guard interrupt{control};
+  return run(p, control, interrupt);
+}
+
+int run(const parsed& p, const std::shared_ptr<run_control>& control,
+        interrupt_guard& interrupt) {
   loaded_spec spec;
   auto plan = prepare(p, &spec);
   if (!plan)
@@ -100,8 +107,7 @@ int run(const parsed& p) {
     std::cout << "writing to      " << out << " (no --out or out_dir given)\n" << std::flush;
   }
   opts.out_dir = out;
-  opts.control = std::make_shared<run_control>();
-  interrupt_guard interrupt{opts.control};
+  opts.control = control;
   auto report = run_experiment(plan, opts);
   if (!report) {
     std::cerr << "atrain run: " << error_text(report.error()) << "\n";

@@ -1,8 +1,13 @@
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace atrain {
+class run_control;
+}
 
 namespace atrain::cli {
 
@@ -30,6 +35,11 @@ struct parsed {
 };
 
 [[nodiscard]] int run(const parsed& p);
+class interrupt_guard;
+/// run() stopped through `control`, whose signals `interrupt` already takes
+/// (`atrain launch` guards its whole life, node start-up included).
+[[nodiscard]] int run(const parsed& p, const std::shared_ptr<run_control>& control,
+                      interrupt_guard& interrupt);
 [[nodiscard]] int topology(const parsed& p);
 [[nodiscard]] int check(const parsed& p);
 

@@ -2,7 +2,9 @@
 /// (/proc/self/exe) in their own process group, so that a terminal's ^C
 /// reaches the launcher only and the launcher stops them in order; each
 /// also gets SIGTERM should the launcher die without cleaning up
-/// (PR_SET_PDEATHSIG). SIGINT/SIGTERM are taken by a watcher thread.
+/// (PR_SET_PDEATHSIG). SIGINT/SIGTERM go through one interrupt_guard for the
+/// launcher's whole life: while the nodes start it ends the launch, during
+/// the run it stops the run (the report is written), then the nodes stop.
 #include "launch.hpp"
 
 #include <fcntl.h>
@@ -12,17 +14,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <mutex>
 #include <regex>
 #include <thread>
 
 #include "atrain/engine.hpp"
+#include "commands.hpp"
 #include "interrupt.hpp"
 
 namespace atrain::cli {
@@ -108,14 +110,16 @@ public:
       _exit(127);
     }
     close(fds[1]);
-    std::lock_guard<std::mutex> guard{mtx_};
     children_.push_back({pid, fds[0], {}, false});
     return true;
   }
 
   /// Reads every node's "listening on HOST:PORT" line within start_bound;
-  /// false with `why` naming the first node that died or stayed silent.
-  [[nodiscard]] bool read_ports(std::string& why) {
+  /// false with `why` naming the first node that died or stayed silent, or
+  /// once `interrupted()` says so (checked every poll_slice).
+  template <class Interrupted>
+  [[nodiscard]] bool read_ports(std::string& why, Interrupted interrupted) {
+    constexpr int poll_slice_ms = 100;
     static const std::regex listening{R"(listening on (\S+:[0-9]+))"};
     const auto deadline = clock_type::now() + start_bound;
     for (std::size_t i = 0; i < children_.size(); ++i) {
@@ -124,11 +128,16 @@ public:
       while (line.find('\n') == std::string::npos) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - clock_type::now());
+        if (interrupted())
+          return (why = "interrupted while the nodes started"), false;
         pollfd p{c.out, POLLIN, 0};
-        if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) == 0) {
+        if (left.count() <= 0) {
           why = name(i) + " printed no port within " + std::to_string(start_bound.count()) + " s";
           return false;
         }
+        const int ready = poll(&p, 1, static_cast<int>(std::min<long>(left.count(), poll_slice_ms)));
+        if (ready <= 0)
+          continue;  // a slice passed (or EINTR): check the deadline and signals again
         char buf[256];
         const auto n = read(c.out, buf, sizeof buf);
         if (n <= 0) {
@@ -159,9 +168,8 @@ public:
   }
 
   /// SIGTERM to every node, SIGKILL to those alive after stop_bound, all
-  /// reaped; the secret file removed. Idempotent; safe from the watcher.
+  /// reaped; the secret file removed. Idempotent.
   void stop() {
-    std::lock_guard<std::mutex> guard{mtx_};
     for (std::size_t i = 0; i < children_.size(); ++i) {
       auto& c = children_[i];
       int status = 0;
@@ -200,7 +208,6 @@ private:
     return "node " + std::to_string(i) + " (pid " + std::to_string(children_[i].pid) + ")";
   }
 
-  std::mutex mtx_;
   std::vector<child> children_;
   std::string secret_;
 };
@@ -231,28 +238,15 @@ int launch(const launch_args& a) {
     std::cerr << "atrain launch: invalid spec:\n" << e.what() << "\n";
     return 2;
   }
-  // Blocked before any thread or child exists: the watcher takes them; the
-  // children unblock them before exec.
-  const sigset_t stop_signals = block_stop_signals();
+  // Installed before any child exists; the children reset the handlers at
+  // exec (and unblock every signal before it).
+  auto control = std::make_shared<run_control>();
+  interrupt_guard interrupt{control};
   launcher l;
-  std::atomic<bool> done{false};
-  std::thread watcher{[&] {
-    const timespec tick{0, 100'000'000};
-    while (!done) {
-      const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
-      if (sig > 0) {
-        std::cerr << "atrain launch: signal " << sig << ": stopping the nodes" << std::endl;
-        l.stop();
-        _exit(128 + sig);
-      }
-    }
-  }};
   auto finish = [&](int status) {
-    done = true;
-    watcher.join();
     l.stop();
-    pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
-    return status;
+    interrupt.finish();
+    return interrupt.exit_status(status);
   };
   std::string why;
   if (!l.make_secret(why)) {
@@ -265,14 +259,14 @@ int launch(const launch_args& a) {
       std::cerr << "atrain launch: node " << i << ": " << why << "\n";
       return finish(1);
     }
-  if (!l.read_ports(why)) {
+  if (!l.read_ports(why, [&] { return control->stop_requested(); })) {
     std::cerr << "atrain launch: " << why << "\n";
     return finish(1);
   }
   parsed p = a.run;
   p.hosts = l.addresses();
   p.secret_file = l.secret();
-  return finish(run(p));
+  return finish(run(p, control, interrupt));
 }
 
 } // namespace atrain::cli

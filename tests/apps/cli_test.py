@@ -5,8 +5,10 @@ argument; --opt=value and --opt value are alike; run-time failures exit 1
 without CAF's system_error(...) rendering; `atrain launch --local N` runs
 across N node processes and leaves none behind, also when interrupted.
 usage: cli_test.py ATRAIN VERSION   (from the source root)"""
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -167,8 +169,10 @@ check(r.returncode == 0 and "REAL clock, 8 nodes" in r.stdout and len(pids) == 2
       "launch --local 2: the run spans both nodes, exit %d in %.1f s, nodes %s gone, "
       "secret removed" % (r.returncode, time.monotonic() - started, pids))
 
-# Interrupted mid-run: SIGINT to the launcher stops it and its nodes.
-p = subprocess.Popen([atrain] + LAUNCH + ["--set", "stop.time_seconds=30"],
+# Interrupted mid-run: SIGINT to the launcher stops the run (its report is
+# written, as for `atrain run`), then its nodes.
+launch_out = os.path.join(secret_dir, "launch_interrupted")
+p = subprocess.Popen([atrain] + LAUNCH + ["--set", "stop.time_seconds=30", "--out", launch_out],
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 err = ""
 while err.count("spawned nodes") < 2 and p.poll() is None:
@@ -186,10 +190,16 @@ except subprocess.TimeoutExpired:
     p.kill()
     out, rest = p.communicate()
 took = time.monotonic() - sent
-check(p.returncode not in (0, None) and len(pids) == 2 and not any(alive(x) for x in pids) and
-      secrets_left() == before and took < 10,
-      "launch interrupted by SIGINT: exit %s after %.1f s, nodes %s gone" % (
-          p.returncode, took, pids))
+try:
+    with open(os.path.join(launch_out, "report.json")) as f:
+        stop_reason = json.load(f)["stop_reason"]
+except (OSError, ValueError, KeyError) as e:
+    stop_reason = "no report (%s)" % e
+check(p.returncode == 130 and stop_reason == "interrupted" and len(pids) == 2 and
+      not any(alive(x) for x in pids) and secrets_left() == before and took < 10,
+      "launch interrupted by SIGINT: exit %s after %.1f s, report %s, nodes %s gone" % (
+          p.returncode, took, stop_reason, pids))
+shutil.rmtree(launch_out, ignore_errors=True)
 
 os.remove(secret)
 os.rmdir(secret_dir)

@@ -6,7 +6,8 @@ metrics.csv has at least 2 rows WHILE the process still runs (the rows are
 written as the run goes), the signal is sent. Then: exit status 143 / 130,
 report.json with stop_reason "interrupted", its rows = metrics.csv's,
 events.jsonl parsing line by line with the stop event last-but-evaluation,
-and the report's arithmetic (check_report.py).
+and the report's arithmetic (check_report.py). A second signal right after
+the first exits at once.
 
   interrupt_test.py ATRAIN OUT_DIR
 """
@@ -75,6 +76,35 @@ def interrupt(atrain, out, spec, sets, sig, status):
           f"{len(r['metrics'])} rows, stopped at t={r['duration_seconds']:.3f} s")
 
 
+def second_signal(atrain, out):
+    """SIGTERM then SIGINT at once (two signals, so neither merges into the
+    other while pending): whichever is delivered second ends the process at
+    once, 128 + its number, before any report is written."""
+    shutil.rmtree(out, ignore_errors=True)
+    p = subprocess.Popen([atrain, "run", "config/quickstart.textproto", "--no-progress",
+                          "--out", out, "--set", "stop.time_seconds=100000",
+                          "--set", "stop.stop_at_target=false"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while rows_in(os.path.join(out, "metrics.csv")) < 1:
+        if p.poll() is not None or time.time() > deadline:
+            p.kill()
+            fail(f"second signal: the run ended or wrote no row (exit {p.returncode})")
+        time.sleep(0.05)
+    os.kill(p.pid, signal.SIGTERM)
+    os.kill(p.pid, signal.SIGINT)
+    try:
+        p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail("second signal: still running 30 s after SIGTERM + SIGINT")
+    if p.returncode not in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+        fail(f"second signal: exit {p.returncode}, expected 130 or 143")
+    if os.path.exists(os.path.join(out, "report.json")):
+        fail("second signal: a report was written: the second signal did not exit at once")
+    print(f"second signal: exit {p.returncode}, no report (exited at once)")
+
+
 def main():
     atrain, out = sys.argv[1], sys.argv[2]
     long_run = ["stop.time_seconds=100000", "stop.stop_at_target=false"]
@@ -82,6 +112,7 @@ def main():
               long_run + ["eval.period_seconds=0.1"], signal.SIGTERM, 143)
     interrupt(atrain, os.path.join(out, "sigint_virtual"), "config/quickstart.textproto",
               long_run, signal.SIGINT, 130)
+    second_signal(atrain, os.path.join(out, "second_signal"))
     print("interrupt_test OK")
 
 
