@@ -1,6 +1,6 @@
 // Vector operations on Eigen maps over flat buffers.
 //
-// Elementwise operations and weighted_sum are Eigen expressions on Maps. The
+// Elementwise operations, copies and weighted_sum are plain loops. The
 // float -> double reductions (dot, squared_norm, squared_distance) are loops
 // over 16 independent double lanes instead: Eigen 3.4 does not vectorise a
 // reduction over a cast<double>() expression (measured 9x slower: 135 us vs
@@ -9,12 +9,11 @@
 // all_finite tests the exponent bits block by block (vectorised, 6x faster
 // than Eigen's allFinite here). Index operations are indexed loops.
 //
-// A portable build (no -march) would run the hot loops (axpy, scale, the
-// reductions) on SSE2 only; there they are plain loops cloned per ISA
-// (AVX-512, AVX2, baseline) and picked at load time, as oneDNN does. The
-// results do not depend on the clone: elementwise operations round the same
-// (ISO C++ does not contract a*x+y into an FMA) and the reductions keep their
-// fixed 16-lane order.
+// A portable build (no -march) would run these loops on SSE2 only; there
+// they are cloned per ISA (AVX-512, AVX2, baseline) and picked at load time,
+// as oneDNN does. The results do not depend on the clone: this file is
+// compiled with -ffp-contract=off (GCC would otherwise fuse a*x+y into an FMA
+// in the AVX-512 clone only) and the reductions keep their fixed 16-lane order.
 #include "atrain/kernels/vector_ops.hpp"
 
 #include <algorithm>
@@ -64,16 +63,16 @@ ATRAIN_CLONES void scale(double a, double* x, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) x[i] *= a;
 }
 
-void copy(const double* x, float* y, std::size_t n) {
-  mapf(y, ix(n)) = cmapd(x, ix(n)).cast<float>();
+ATRAIN_CLONES void copy(const double* x, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);
 }
 
-void copy(const float* x, double* y, std::size_t n) {
-  mapd(y, ix(n)) = cmapf(x, ix(n)).cast<double>();
+ATRAIN_CLONES void copy(const float* x, double* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] = static_cast<double>(x[i]);
 }
 
-void weighted_sum(const std::vector<const float*>& xs, const std::vector<double>& w, float* y,
-                  std::size_t n) {
+ATRAIN_CLONES void weighted_sum(const std::vector<const float*>& xs, const std::vector<double>& w,
+                                float* y, std::size_t n) {
   assert(xs.size() == w.size());
   // Accumulate block by block in double: exact enough for many terms, cache
   // friendly, and safe when y is one of the xs (each block of every x is read
@@ -81,19 +80,25 @@ void weighted_sum(const std::vector<const float*>& xs, const std::vector<double>
   constexpr std::size_t block = 1024;
   alignas(64) double acc[block];
   for (std::size_t start = 0; start < n; start += block) {
-    const auto len = ix(std::min(block, n - start));
-    mapd a(acc, len);
-    a.setZero();
-    for (std::size_t k = 0; k < xs.size(); ++k) a += w[k] * cmapf(xs[k] + start, len).cast<double>();
-    mapf(y + start, len) = a.cast<float>();
+    const std::size_t len = std::min(block, n - start);
+    std::fill(acc, acc + len, 0.0);
+    for (std::size_t k = 0; k < xs.size(); ++k) {
+      const float* x = xs[k] + start;
+      const double wk = w[k];
+      for (std::size_t i = 0; i < len; ++i) acc[i] += wk * static_cast<double>(x[i]);
+    }
+    for (std::size_t i = 0; i < len; ++i) y[start + i] = static_cast<float>(acc[i]);
   }
 }
 
 namespace {
 
-/// sum_i f(i) in double over 16 lanes (vectorisable), then the tail.
+/// sum_i f(i) in double over 16 lanes (vectorisable), then the tail. Always
+/// inlined, with its lambdas, so that each ISA clone of the callers below
+/// compiles it for its ISA (a call would run the baseline copy).
+#define ATRAIN_INLINE __attribute__((always_inline))
 template <class F>
-double lane_sum(std::size_t n, F&& f) {
+ATRAIN_INLINE inline double lane_sum(std::size_t n, F&& f) {
   constexpr std::size_t lanes = 16;
   double acc[lanes] = {};
   std::size_t i = 0;
@@ -109,18 +114,18 @@ double lane_sum(std::size_t n, F&& f) {
 } // namespace
 
 ATRAIN_CLONES double dot(const float* x, const float* y, std::size_t n) {
-  return lane_sum(n, [=](std::size_t i) { return static_cast<double>(x[i]) * static_cast<double>(y[i]); });
+  return lane_sum(n, [=](std::size_t i) ATRAIN_INLINE { return static_cast<double>(x[i]) * static_cast<double>(y[i]); });
 }
 
 ATRAIN_CLONES double squared_norm(const float* x, std::size_t n) {
-  return lane_sum(n, [=](std::size_t i) {
+  return lane_sum(n, [=](std::size_t i) ATRAIN_INLINE {
     const auto v = static_cast<double>(x[i]);
     return v * v;
   });
 }
 
 ATRAIN_CLONES double squared_distance(const float* x, const float* y, std::size_t n) {
-  return lane_sum(n, [=](std::size_t i) {
+  return lane_sum(n, [=](std::size_t i) ATRAIN_INLINE {
     const double d = static_cast<double>(x[i]) - static_cast<double>(y[i]);
     return d * d;
   });
