@@ -70,6 +70,25 @@ BOOST_AUTO_TEST_CASE(axpy_all_overloads) {
   }
 }
 
+// Every ISA clone rounds alike: a*x is rounded before the add (no FMA), so
+// the result is bit-exact against a loop whose product is forced to memory.
+// Would fail on an AVX-512 machine if vector_ops.cpp were contracted again.
+BOOST_AUTO_TEST_CASE(axpy_rounds_without_fma) {
+  const std::size_t n = 4099;
+  const auto x = randf(n, 11);
+  auto y = randf(n, 12);
+  auto expect = y;
+  const float a = 0.3f;
+  for (std::size_t i = 0; i < n; ++i) {
+    volatile float product = a * x[i];
+    expect[i] = expect[i] + product;
+  }
+  vec::axpy(a, x.data(), y.data(), n);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < n; ++i) differ += y[i] != expect[i] ? 1 : 0;
+  BOOST_TEST(differ == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(scale_and_copy) {
   for (auto n : sizes) {
     auto xf = randf(n, 6);
