@@ -6,6 +6,7 @@
 #   apps/setup.sh build                               install + build only
 #   apps/setup.sh configure                           install + configure only
 #   apps/setup.sh bench                               + the benchmarks' peers (gloo), run bench/
+#   apps/setup.sh sanitize                            unit suites under ASan + UBSan (build-asan/)
 #
 # Idempotent: packages already installed are not reinstalled, an existing
 # build directory is reused (incremental build). BUILD_DIR overrides ./build.
@@ -42,17 +43,39 @@ install_missing() {
 # Configure unless a configure already finished there: a failed or interrupted
 # one leaves CMakeCache.txt but no generator files (Makefile, build.ninja), and
 # must be redone rather than leave a build directory that fails for ever.
+# configure [DIR [cmake args...]]: DIR defaults to $build. Under CI (CI set
+# and not "false") warnings are errors.
 configure() {
-  if [ -f "$build/CMakeCache.txt" ] && { [ -f "$build/Makefile" ] || [ -f "$build/build.ninja" ]; }; then
+  local dir="${1:-$build}"
+  [ $# -gt 0 ] && shift
+  if [ -f "$dir/CMakeCache.txt" ] && { [ -f "$dir/Makefile" ] || [ -f "$dir/build.ninja" ]; }; then
     return 0
   fi
-  mkdir -p "$build"
-  if ! cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$build/configure.log" 2>&1; then
-    cat "$build/configure.log" >&2
-    rm -f "$build/CMakeCache.txt"
-    echo "setup: configuring $build failed (log above); fix the cause and run setup again" >&2
+  local args=(-DCMAKE_BUILD_TYPE=Release)
+  [ -n "${CI:-}" ] && [ "${CI}" != false ] && args+=(-DATRAIN_WERROR=ON)
+  mkdir -p "$dir"
+  if ! cmake -S "$here" -B "$dir" "${args[@]}" "$@" >"$dir/configure.log" 2>&1; then
+    cat "$dir/configure.log" >&2
+    rm -f "$dir/CMakeCache.txt"
+    echo "setup: configuring $dir failed (log above); fix the cause and run setup again" >&2
     exit 1
   fi
+}
+
+# The unit suites under AddressSanitizer + UndefinedBehaviorSanitizer, in
+# their own build directory (${build}-asan): the libraries CAF-free code lives
+# in (kernels, topology, messages) and their tests.
+sanitize() {
+  local dir="${build}-asan" suites=(test_kernels test_topology test_messages)
+  configure "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DATRAIN_SANITIZE=address;undefined" \
+    -DATRAIN_BUILD_BENCH=OFF
+  cmake --build "$dir" -j"$jobs" --target "${suites[@]}"
+  cd "$here"
+  for t in "${suites[@]}"; do
+    echo "setup: $t under ASan + UBSan" >&2
+    ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      "$dir/tests/$t" --log_level=nothing --report_level=short
+  done
 }
 
 build_all() {
@@ -91,13 +114,16 @@ case "$cmd" in
     [ -f "$build/CMakeCache.txt" ] && cmake "$build" >/dev/null
     build_all --target bench
     ;;
+  sanitize)
+    sanitize
+    ;;
   test)
     build_all
     cd "$build"
     exec ctest --output-on-failure -j"$jobs" "$@"
     ;;
   *)
-    echo "usage: apps/setup.sh {run [SPEC] [flags]|test [ctest flags]|build|configure|bench}" >&2
+    echo "usage: apps/setup.sh {run [SPEC] [flags]|test [ctest flags]|build|configure|bench|sanitize}" >&2
     exit 2
     ;;
 esac

@@ -145,7 +145,9 @@ std::vector<allreduce_step> allreduce_take_steps(const caf::actor_addr& worker) 
 
 node_actors spawn_allreduce_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                  std::uint32_t i) {
-  return {parent->spawn(allreduce_worker, i, ctx, false)};
+  node_actors out;
+  out.worker = parent->spawn(allreduce_worker, i, ctx, false);
+  return out;
 }
 
 caf::actor spawn_allreduce_replacement(caf::event_based_actor* sup, const context_ptr& ctx,

@@ -113,7 +113,9 @@ caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx,
 
 node_actors spawn_centralized_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                    std::uint32_t) {
-  return {parent->spawn(sgd_worker, ctx, false)};
+  node_actors out;
+  out.worker = parent->spawn(sgd_worker, ctx, false);
+  return out;
 }
 
 caf::actor spawn_centralized_replacement(caf::event_based_actor* sup, const context_ptr& ctx) {

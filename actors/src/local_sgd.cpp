@@ -129,7 +129,9 @@ std::vector<local_sgd_average> local_sgd_take_averages(const caf::actor_addr& wo
 
 node_actors spawn_local_sgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                  std::uint32_t i) {
-  return {parent->spawn(local_sgd_worker, i, ctx, false)};
+  node_actors out;
+  out.worker = parent->spawn(local_sgd_worker, i, ctx, false);
+  return out;
 }
 
 caf::actor spawn_local_sgd_replacement(caf::event_based_actor* sup, const context_ptr& ctx,

@@ -135,7 +135,7 @@ BOOST_AUTO_TEST_CASE(mass_account_round_trips) {
 }
 
 BOOST_AUTO_TEST_CASE(stats_metrics_and_reports_round_trip) {
-  atrain::link_stats l{1, 2, 30, 4, 5, 6};
+  atrain::link_stats l{1, 2, 30, 4, 5, 6, 7, 8, {9, 10}};
   auto l2 = through_message(l);
   BOOST_TEST(l2.from == 1u);
   BOOST_TEST(l2.to == 2u);
@@ -143,6 +143,9 @@ BOOST_AUTO_TEST_CASE(stats_metrics_and_reports_round_trip) {
   BOOST_TEST(l2.dropped == 4u);
   BOOST_TEST(l2.duplicated == 5u);
   BOOST_TEST(l2.replaced == 6u);
+  BOOST_TEST(l2.retransmitted == 7u);
+  BOOST_TEST(l2.coalesced == 8u);
+  BOOST_TEST((l2.fault_hits == std::vector<std::uint64_t>{9, 10}));
   atrain::metric_sample m{1.5, 10, 0.3, 0.8, 0.01, 5, 600, 7};
   auto m2 = through_message(m);
   BOOST_TEST(m2.time_seconds == 1.5);

@@ -159,7 +159,7 @@ BOOST_AUTO_TEST_CASE(a9a_train) {
   const dataset d = load_libsvm(a9a_path);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   BOOST_TEST_MESSAGE("a9a load (gunzip + parse + densify): " << secs * 1000 << " ms");
-  BOOST_WARN_LT(secs, 0.5);
+  // Load speed is bench_kernels' business, not a test's (no timed assertion).
 
   BOOST_TEST(d.size() == 32561u);
   BOOST_TEST(d.dim == 123u);

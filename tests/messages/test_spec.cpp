@@ -687,7 +687,13 @@ BOOST_AUTO_TEST_CASE(to_text_round_trips) {
 BOOST_AUTO_TEST_CASE(never_crashes_on_mangled_input) {
   std::mt19937_64 rng(12345);
   const std::string alphabet = "{}[]:;,.\"'#-+eE0123456789 \n\tnaifxyz_\\\x01\xff\x80";
-  int accepted = 0;
+  int accepted = 0, rejected = 0;
+  // A rejection must say why (a non-empty message); the mangler must produce
+  // both outcomes, or it exercised only one path.
+  auto refused = [&](const spec_error& e) {
+    ++rejected;
+    BOOST_TEST(std::string(e.what()).size() > 0u);
+  };
   for (int iter = 0; iter < 3000; ++iter) {
     std::string text = base_spec;
     const int edits = 1 + static_cast<int>(rng() % 4);
@@ -709,33 +715,43 @@ BOOST_AUTO_TEST_CASE(never_crashes_on_mangled_input) {
       const auto s = parse(text);
       atrain::validate(s);
       ++accepted;
-    } catch (const spec_error&) {
+    } catch (const spec_error& e) {
+      refused(e);
     }
   }
+  BOOST_TEST(accepted > 0);
+  BOOST_TEST(rejected > 0);
   // Pure random bytes.
   for (int iter = 0; iter < 300; ++iter) {
     std::string text(rng() % 512, '\0');
     for (auto& ch : text) ch = static_cast<char>(rng() % 256);
     try {
       atrain::validate(parse(text));
-    } catch (const spec_error&) {
+    } catch (const spec_error& e) {
+      refused(e);
     }
   }
-  // Random overrides on real paths.
+  // Random overrides on real paths: each typed path refuses at least "[" and "{".
   const std::vector<std::string> paths = {"nodes", "clock", "seed", "algorithm.rfast.step_size",
                                           "model.mlp.hidden", "topology.r_edges[0].from", "topology",
                                           "cost.tau_per_node", "link", "stop.gradients", "name", "progress"};
   const std::vector<std::string> values = {"", "-1", "1e999", "nan", "-inf", "[", "[]", "[1,,2]", "{",
                                            "{}", "\"", "18446744073709551616", "true", "REAL", "0x10"};
   for (const auto& p : paths) {
+    int refused_here = 0;
     for (const auto& v : values) {
       try {
         atrain::validate(parse(base_spec, {p + "=" + v}));
-      } catch (const spec_error&) {
+      } catch (const spec_error& e) {
+        refused(e);
+        ++refused_here;
       }
     }
+    if (p == "name")  // free text: every one of these values is a valid name
+      BOOST_TEST(refused_here == 0, p << " refused " << refused_here);
+    else
+      BOOST_TEST(refused_here >= 2, p << " refused " << refused_here);
   }
-  BOOST_TEST(accepted >= 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
