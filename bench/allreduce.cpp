@@ -62,8 +62,8 @@ struct ring_bench_state {
 };
 
 caf::behavior ring_bench_worker(caf::stateful_actor<ring_bench_state>* self, std::uint32_t rank,
-                                std::uint32_t n, std::size_t d, int rounds,
-                                atrain::context_ptr ctx, caf::actor done_to) {
+                                std::uint32_t n, std::size_t d, int rounds, atrain::context_ptr ctx,
+                                caf::actor done_to) {
   self->state.ring.emplace(rank, n, d, false);
   self->state.v = input(rank, d);
   self->state.rounds_left = rounds;
@@ -81,8 +81,7 @@ caf::behavior ring_bench_worker(caf::stateful_actor<ring_bench_state>* self, std
         st.ring->begin(self, *ctx, st.v.data());
         return;
       }
-      self->send(done_to, atrain::done_atom::value, rank,
-                 check(st.ring->sum().data(), n, d));
+      self->send(done_to, atrain::done_atom::value, rank, check(st.ring->sum().data(), n, d));
     },
   };
 }
@@ -107,8 +106,8 @@ double atrain_ring(const options& opt, bool& correct) {
     caf::scoped_actor self{sys};
     std::vector<caf::actor> workers;
     for (std::uint32_t r = 0; r < opt.ranks; ++r)
-      workers.push_back(sys.spawn(ring_bench_worker, r, opt.ranks, opt.floats, opt.rounds, ctx,
-                                  caf::actor{self}));
+      workers.push_back(
+        sys.spawn(ring_bench_worker, r, opt.ranks, opt.floats, opt.rounds, ctx, caf::actor{self}));
     const auto t0 = clock_type::now();
     for (std::uint32_t r = 0; r < opt.ranks; ++r)
       self->send(workers[r], atrain::start_atom::value, workers[(r + 1) % opt.ranks]);
@@ -149,8 +148,8 @@ double gloo_ring(const options& opt, bool& correct) {
           algo.run();
           good = good && check(v.data(), opt.ranks, opt.floats);
         }
-        best = std::min(best, std::chrono::duration<double>(clock_type::now() - t0).count() /
-                                opt.rounds);
+        best = std::min(best,
+                        std::chrono::duration<double>(clock_type::now() - t0).count() / opt.rounds);
       }
       seconds[r] = best;
       ok[r] = good;
@@ -162,7 +161,7 @@ double gloo_ring(const options& opt, bool& correct) {
 }
 #endif
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   options opt;
@@ -179,7 +178,8 @@ int main(int argc, char** argv) {
     } else if (a == "--rounds") {
       opt.rounds = static_cast<int>(next());
     } else {
-      std::fprintf(stderr, "usage: bench_allreduce [--quick] [--floats N] [--ranks N] [--rounds N]\n");
+      std::fprintf(stderr,
+                   "usage: bench_allreduce [--quick] [--floats N] [--ranks N] [--rounds N]\n");
       return 2;
     }
   }

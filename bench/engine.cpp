@@ -31,14 +31,14 @@ std::shared_ptr<const atrain::run_plan> plan(const std::string& spec,
 
 void virtual_scaling(bool quick) {
   std::printf("\n## virtual clock: R-FAST, exponential graph, a9a logistic regression\n");
-  std::printf("%6s %8s %12s %12s %10s %12s %14s\n", "nodes", "edges", "virtual_s", "jobs",
-              "wall_s", "jobs/s", "wall/virtual");
+  std::printf("%6s %8s %12s %12s %10s %12s %14s\n", "nodes", "edges", "virtual_s", "jobs", "wall_s",
+              "jobs/s", "wall/virtual");
   for (int n : {8, 64, 512}) {
     const double horizon = quick ? 0.2 : (n <= 64 ? 2.0 : 0.5);
-    auto p = plan("quickstart.textproto",
-                  {"nodes=" + std::to_string(n), "stop.stop_at_target=false",
-                   "stop.time_seconds=" + std::to_string(horizon),
-                   "eval.period_seconds=" + std::to_string(horizon)});
+    auto p =
+      plan("quickstart.textproto", {"nodes=" + std::to_string(n), "stop.stop_at_target=false",
+                                    "stop.time_seconds=" + std::to_string(horizon),
+                                    "eval.period_seconds=" + std::to_string(horizon)});
     const auto edges = p->topo->g_r.num_edges() + p->topo->g_c.num_edges();
     atrain::virtual_run run{p};
     const auto t0 = clock_type::now();
@@ -118,7 +118,8 @@ double bare_rfast(const atrain::run_plan& p, double seconds) {
       atrain::float_blob vb{v};
       for (auto j : topo.g_r.out(i)) {
         const auto& in = topo.g_r.in(j);
-        nodes[j].v_hat[static_cast<std::size_t>(std::find(in.begin(), in.end(), i) - in.begin())] = vb;
+        nodes[j].v_hat[static_cast<std::size_t>(std::find(in.begin(), in.end(), i) - in.begin())] =
+          vb;
       }
       std::vector<const float*> parts{v.data()};
       std::vector<double> w{topo.r(i, i)};
@@ -158,7 +159,7 @@ void real_overhead(const std::string& spec, std::vector<std::string> overrides, 
   }
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   // OpenMP reads OMP_NUM_THREADS when it loads: re-exec once with it set so
@@ -176,7 +177,7 @@ int main(int argc, char** argv) {
   std::printf("\n## real clock: 8 R-FAST nodes vs a bare loop\n");
   const double secs = quick ? 1.0 : 4.0;
   real_overhead("quickstart_real.textproto", {}, secs, "logreg a9a, batch 32");
-  real_overhead("mnist_mlp.textproto", {"model.mlp.hidden=[256]", "link.latency_seconds=0"},
-                secs, "MLP 784-256-10 MNIST, batch 64");
+  real_overhead("mnist_mlp.textproto", {"model.mlp.hidden=[256]", "link.latency_seconds=0"}, secs,
+                "MLP 784-256-10 MNIST, batch 64");
   return 0;
 }

@@ -81,8 +81,8 @@ int run_rank(const options& opt, std::uint32_t rank, const std::string& dir,
   std::vector<float> v(opt.floats);
   const int count = static_cast<int>(opt.floats);
   std::vector<std::unique_ptr<gloo::Algorithm>> algos;
-  algos.push_back(std::make_unique<gloo::AllreduceRing<float>>(context, std::vector<float*>{v.data()},
-                                                               count));
+  algos.push_back(
+    std::make_unique<gloo::AllreduceRing<float>>(context, std::vector<float*>{v.data()}, count));
   algos.push_back(std::make_unique<gloo::AllreduceRingChunked<float>>(
     context, std::vector<float*>{v.data()}, count));
   gloo::BarrierAllToAll barrier{context};
@@ -164,8 +164,7 @@ int launch(const options& opt) {
   const double bus = 2.0 * (opt.ranks - 1) / opt.ranks;
   std::printf("## gloo all-reduce over %u processes (TCP, 127.0.0.1): %zu floats (%.1f MB), "
               "%d repetitions x %d rounds, %u hardware threads\n",
-              opt.ranks, opt.floats, mb, opt.reps, opt.rounds,
-              std::thread::hardware_concurrency());
+              opt.ranks, opt.floats, mb, opt.reps, opt.rounds, std::thread::hardware_concurrency());
   std::printf("%-22s %32s %21s %12s %12s\n", "", "ms per all-reduce", "algbw MB/s", "busbw MB/s",
               "CPU ms");
   std::printf("%-22s %10s %10s %10s %10s %10s %12s %12s\n", "algorithm", "median", "best", "worst",
@@ -181,44 +180,44 @@ int launch(const options& opt) {
     const auto cpu_sum = atrain::bench::summarize(cpu_rates);
     if (sum.best <= 0)
       continue;
-    std::printf("%-22s %10.2f %10.2f %10.2f %10.0f %10.0f %12.0f %12.1f\n", name,
-                1e3 / sum.median, 1e3 / sum.best, 1e3 / sum.worst, mb * sum.median,
-                mb * sum.best, bus * mb * sum.median, 1e3 / cpu_sum.median);
+    std::printf("%-22s %10.2f %10.2f %10.2f %10.0f %10.0f %12.0f %12.1f\n", name, 1e3 / sum.median,
+                1e3 / sum.best, 1e3 / sum.worst, mb * sum.median, mb * sum.best,
+                bus * mb * sum.median, 1e3 / cpu_sum.median);
   }
   std::printf("results equal the exact sum on every rank and round: %s\n", ok ? "yes" : "NO");
   return ok ? 0 : 1;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   options opt;
   long rank = -1;
   std::string dir;
   std::string out;
-  const bool parsed = atrain::bench::parse_pairs(argc, argv, [&](const std::string& a,
-                                                                  const std::string& v) {
-    const auto n = std::strtoull(v.c_str(), nullptr, 10);
-    if (a == "--ranks")
-      opt.ranks = static_cast<std::uint32_t>(n);
-    else if (a == "--floats")
-      opt.floats = n;
-    else if (a == "--rounds")
-      opt.rounds = static_cast<int>(n);
-    else if (a == "--reps")
-      opt.reps = static_cast<int>(n);
-    else if (a == "--rank")
-      rank = static_cast<long>(n);
-    else if (a == "--dir")
-      dir = v;
-    else if (a == "--out")
-      out = v;
-    else
-      return false;
-    return true;
-  });
-  if (!parsed || opt.ranks < 2 || opt.ranks > 64 || opt.floats < opt.ranks || opt.floats > (1u << 30) ||
-      opt.rounds < 1 || opt.reps < 1) {
+  const bool parsed =
+    atrain::bench::parse_pairs(argc, argv, [&](const std::string& a, const std::string& v) {
+      const auto n = std::strtoull(v.c_str(), nullptr, 10);
+      if (a == "--ranks")
+        opt.ranks = static_cast<std::uint32_t>(n);
+      else if (a == "--floats")
+        opt.floats = n;
+      else if (a == "--rounds")
+        opt.rounds = static_cast<int>(n);
+      else if (a == "--reps")
+        opt.reps = static_cast<int>(n);
+      else if (a == "--rank")
+        rank = static_cast<long>(n);
+      else if (a == "--dir")
+        dir = v;
+      else if (a == "--out")
+        out = v;
+      else
+        return false;
+      return true;
+    });
+  if (!parsed || opt.ranks < 2 || opt.ranks > 64 || opt.floats < opt.ranks ||
+      opt.floats > (1u << 30) || opt.rounds < 1 || opt.reps < 1) {
     std::fprintf(stderr, "usage: bench_gloo_procs [--ranks N (2..64)] [--floats N >= ranks] "
                          "[--rounds R >= 1] [--reps P >= 1]\n");
     return 2;

@@ -52,7 +52,8 @@ namespace {
 using clk = std::chrono::steady_clock;
 
 struct rate {
-  double cpu = 0, cpu_best = 0, wall = 0;  // steps per CPU second (median, best), per wall second (median)
+  double cpu = 0, cpu_best = 0,
+         wall = 0;  // steps per CPU second (median, best), per wall second (median)
 };
 
 double cpu_seconds() {
@@ -74,7 +75,8 @@ template <class Step>
 rate measure(Step&& step, double seconds, int rounds) {
   std::size_t n = 0;
   const double warm_end = cpu_seconds() + std::min(0.3, seconds);
-  while (cpu_seconds() < warm_end) step(n++);
+  while (cpu_seconds() < warm_end)
+    step(n++);
   std::vector<double> cpu, wall;
   for (int r = 0; r < rounds; ++r) {
     std::size_t steps = 0;
@@ -82,35 +84,43 @@ rate measure(Step&& step, double seconds, int rounds) {
     const double c0 = cpu_seconds();
     double elapsed = 0;
     do {
-      for (int k = 0; k < 4; ++k) step(n++), ++steps;
+      for (int k = 0; k < 4; ++k)
+        step(n++), ++steps;
       elapsed = cpu_seconds() - c0;
     } while (elapsed < seconds);
     cpu.push_back(static_cast<double>(steps) / elapsed);
-    wall.push_back(static_cast<double>(steps) / std::chrono::duration<double>(clk::now() - w0).count());
+    wall.push_back(static_cast<double>(steps) /
+                   std::chrono::duration<double>(clk::now() - w0).count());
   }
   return {median(cpu), *std::max_element(cpu.begin(), cpu.end()), median(wall)};
 }
 
-bool file_exists(const std::string& p) { return std::ifstream(p).good(); }
+bool file_exists(const std::string& p) {
+  return std::ifstream(p).good();
+}
 
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  for (char c : s)
+    q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
 }
 
 /// The number after "key": in a one-line JSON object, or -1.
 double json_number(const std::string& json, const std::string& key) {
   const auto at = json.find("\"" + key + "\"");
-  if (at == std::string::npos) return -1;
+  if (at == std::string::npos)
+    return -1;
   const auto colon = json.find(':', at);
-  if (colon == std::string::npos) return -1;
+  if (colon == std::string::npos)
+    return -1;
   return std::strtod(json.c_str() + colon + 1, nullptr);
 }
 
 std::string json_string(const std::string& json, const std::string& key) {
   const auto at = json.find("\"" + key + "\"");
-  if (at == std::string::npos) return "";
+  if (at == std::string::npos)
+    return "";
   const auto q1 = json.find('"', json.find(':', at));
   const auto q2 = json.find('"', q1 + 1);
   return q1 == std::string::npos || q2 == std::string::npos ? "" : json.substr(q1 + 1, q2 - q1 - 1);
@@ -127,7 +137,8 @@ std::string find_torch_python(const std::string& requested) {
   }
   for (const auto& py : candidates) {
     const std::string cmd = shell_quote(py) + " -c 'import torch' >/dev/null 2>&1";
-    if (std::system(cmd.c_str()) == 0) return py;
+    if (std::system(cmd.c_str()) == 0)
+      return py;
   }
   return "";
 }
@@ -135,10 +146,13 @@ std::string find_torch_python(const std::string& requested) {
 std::string run_capture(const std::string& cmd) {
   std::string out;
   FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
+  if (p == nullptr)
+    return out;
   char buf[4096];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  if (pclose(p) != 0) return "";
+  while (std::fgets(buf, sizeof buf, p) != nullptr)
+    out += buf;
+  if (pclose(p) != 0)
+    return "";
   return out;
 }
 
@@ -150,7 +164,7 @@ void print_row(const char* what, rate a, rate t) {
     std::printf(" %9s %9s %9s %8s\n", "-", "-", "-", "-");
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   // Must happen before libgomp initialises: see the comment at the top.
@@ -160,7 +174,8 @@ int main(int argc, char** argv) {
     if (std::getenv("ATRAIN_BENCH_REEXEC") == nullptr) {
       setenv("ATRAIN_BENCH_REEXEC", "1", 1);
       execv("/proc/self/exe", argv);
-      std::perror("bench_kernels: re-exec with OMP_NUM_THREADS=1 failed; oneDNN may use several threads");
+      std::perror(
+        "bench_kernels: re-exec with OMP_NUM_THREADS=1 failed; oneDNN may use several threads");
     }
   }
 
@@ -170,14 +185,21 @@ int main(int argc, char** argv) {
   std::string python, a9a_arg;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--seconds" && i + 1 < argc) seconds = std::atof(argv[++i]);
-    else if (a == "--rounds" && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--no-peer") peer = false;
-    else if (a == "--python" && i + 1 < argc) python = argv[++i];
-    else if (a == "--a9a" && i + 1 < argc) a9a_arg = argv[++i];
+    if (a == "--seconds" && i + 1 < argc)
+      seconds = std::atof(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc)
+      rounds = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--no-peer")
+      peer = false;
+    else if (a == "--python" && i + 1 < argc)
+      python = argv[++i];
+    else if (a == "--a9a" && i + 1 < argc)
+      a9a_arg = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--seconds S] [--rounds R] [--no-peer] [--python PATH] [--a9a PATH|none]\n",
-                   argv[0]);
+      std::fprintf(
+        stderr,
+        "usage: %s [--seconds S] [--rounds R] [--no-peer] [--python PATH] [--a9a PATH|none]\n",
+        argv[0]);
       return 2;
     }
   }
@@ -189,9 +211,11 @@ int main(int argc, char** argv) {
   std::string a9a_source = "synthetic";
   std::string a9a_path;
   std::vector<std::string> a9a_candidates{std::string(ATRAIN_SOURCE_DIR) + "/data/a9a.gz"};
-  if (!a9a_arg.empty()) a9a_candidates = {a9a_arg};  // "none": synthetic
+  if (!a9a_arg.empty())
+    a9a_candidates = {a9a_arg};  // "none": synthetic
   for (const std::string& p : a9a_candidates) {
-    if (!file_exists(p)) continue;
+    if (!file_exists(p))
+      continue;
     try {
       a9a = atrain::load_libsvm(p, a9a_dim);
       a9a_source = "a9a";
@@ -206,9 +230,11 @@ int main(int argc, char** argv) {
     a9a.dim = a9a_dim;
     a9a.classes = 2;
     a9a.features.resize(32561 * a9a_dim);
-    for (auto& v : a9a.features) v = g.chance(0.113) ? 1.0f : 0.0f;
+    for (auto& v : a9a.features)
+      v = g.chance(0.113) ? 1.0f : 0.0f;
     a9a.labels.resize(32561);
-    for (auto& y : a9a.labels) y = g.chance(0.24) ? 1 : 0;
+    for (auto& y : a9a.labels)
+      y = g.chance(0.24) ? 1 : 0;
   }
 
   const std::size_t mlp_batch = 64, mlp_dim = 784, mlp_classes = 10, pool = 16;
@@ -216,54 +242,60 @@ int main(int argc, char** argv) {
   std::vector<std::int32_t> my(pool * mlp_batch);
   {
     atrain::rng g(11);
-    for (auto& v : mx) v = static_cast<float>(g.uniform());
-    for (auto& y : my) y = static_cast<std::int32_t>(g.below(mlp_classes));
+    for (auto& v : mx)
+      v = static_cast<float>(g.uniform());
+    for (auto& y : my)
+      y = static_cast<std::int32_t>(g.below(mlp_classes));
   }
 
-  std::printf("bench_kernels: single thread (OMP_NUM_THREADS=%s), step = loss_and_gradient + SGD update,\n",
-              std::getenv("OMP_NUM_THREADS"));
+  std::printf(
+    "bench_kernels: single thread (OMP_NUM_THREADS=%s), step = loss_and_gradient + SGD update,\n",
+    std::getenv("OMP_NUM_THREADS"));
   std::printf("  %d rounds of %.1f CPU s each; l2 = %g, lr = %g\n", rounds, seconds, l2, lr);
   std::printf("  MLP data: random U[0,1) features, random labels, %zu batches cycled\n", pool);
   if (a9a_source == "a9a")
-    std::printf("  logistic regression data: real a9a from %s (%zu x %zu)\n", a9a_path.c_str(), a9a.size(), a9a.dim);
-  else
-    std::printf("  logistic regression data: synthetic, a9a-shaped (%zu x %zu): a9a.gz not found/loadable\n",
+    std::printf("  logistic regression data: real a9a from %s (%zu x %zu)\n", a9a_path.c_str(),
                 a9a.size(), a9a.dim);
+  else
+    std::printf(
+      "  logistic regression data: synthetic, a9a-shaped (%zu x %zu): a9a.gz not found/loadable\n",
+      a9a.size(), a9a.dim);
 
   // ---- atrain -----------------------------------------------------------------
   auto mlp = atrain::make_mlp(mlp_dim, {256}, mlp_classes, l2);
   std::vector<float> mp(mlp->num_params()), mg(mlp->num_params());
   mlp->init_params(mp.data(), 1);
   const rate mlp_rate = measure(
-      [&](std::size_t n) {
-        const std::size_t b = n % pool;
-        const atrain::batch_view v{mx.data() + b * mlp_batch * mlp_dim, my.data() + b * mlp_batch, mlp_batch,
-                                   mlp_dim};
-        (void)mlp->loss_and_gradient(v, mp.data(), mg.data());
-        atrain::vec::axpy(static_cast<float>(-lr), mg.data(), mp.data(), mp.size());
-      },
-      seconds, rounds);
+    [&](std::size_t n) {
+      const std::size_t b = n % pool;
+      const atrain::batch_view v{mx.data() + b * mlp_batch * mlp_dim, my.data() + b * mlp_batch,
+                                 mlp_batch, mlp_dim};
+      (void)mlp->loss_and_gradient(v, mp.data(), mg.data());
+      atrain::vec::axpy(static_cast<float>(-lr), mg.data(), mp.data(), mp.size());
+    },
+    seconds, rounds);
 
   auto logreg = atrain::make_logistic_regression(a9a_dim, l2);
   std::vector<float> wp(logreg->num_params()), wg(logreg->num_params());
   logreg->init_params(wp.data(), 1);
   const std::size_t lr_batch = 32, nbatches = a9a.size() / lr_batch;
   const rate lr32_rate = measure(
-      [&](std::size_t n) {
-        const std::size_t b = n % nbatches;
-        const atrain::batch_view v{a9a.row(b * lr_batch), a9a.labels.data() + b * lr_batch, lr_batch, a9a.dim};
-        (void)logreg->loss_and_gradient(v, wp.data(), wg.data());
-        atrain::vec::axpy(static_cast<float>(-lr), wg.data(), wp.data(), wp.size());
-      },
-      seconds, rounds);
+    [&](std::size_t n) {
+      const std::size_t b = n % nbatches;
+      const atrain::batch_view v{a9a.row(b * lr_batch), a9a.labels.data() + b * lr_batch, lr_batch,
+                                 a9a.dim};
+      (void)logreg->loss_and_gradient(v, wp.data(), wg.data());
+      atrain::vec::axpy(static_cast<float>(-lr), wg.data(), wp.data(), wp.size());
+    },
+    seconds, rounds);
   logreg->init_params(wp.data(), 1);
   double full_loss = 0;
   const rate lrfull_rate = measure(
-      [&](std::size_t) {
-        full_loss = logreg->loss_and_gradient(atrain::whole(a9a), wp.data(), wg.data());
-        atrain::vec::axpy(static_cast<float>(-lr), wg.data(), wp.data(), wp.size());
-      },
-      seconds, rounds);
+    [&](std::size_t) {
+      full_loss = logreg->loss_and_gradient(atrain::whole(a9a), wp.data(), wg.data());
+      atrain::vec::axpy(static_cast<float>(-lr), wg.data(), wp.data(), wp.size());
+    },
+    seconds, rounds);
 
   // ---- torch peer -------------------------------------------------------------
   rate t_mlp, t_lr32, t_lrfull;
@@ -276,9 +308,10 @@ int main(int argc, char** argv) {
       peer_note = "torch not installed: peer skipped";
     } else {
       const std::string script = std::string(ATRAIN_SOURCE_DIR) + "/bench/torch_peer.py";
-      const std::string cmd = shell_quote(py) + " " + shell_quote(script) + " --seconds " +
-                              std::to_string(seconds) + " --rounds " + std::to_string(rounds) +
-                              (a9a_path.empty() ? std::string() : " --a9a " + shell_quote(a9a_path));
+      const std::string cmd =
+        shell_quote(py) + " " + shell_quote(script) + " --seconds " + std::to_string(seconds) +
+        " --rounds " + std::to_string(rounds) +
+        (a9a_path.empty() ? std::string() : " --a9a " + shell_quote(a9a_path));
       const std::string out = run_capture(cmd);
       const auto last = out.rfind('{');
       if (last == std::string::npos) {
@@ -293,19 +326,20 @@ int main(int argc, char** argv) {
         t_lr32 = get("lr32");
         t_lrfull = get("lr_full");
         peer_note = "torch " + json_string(json, "torch") + " (" + py + ", " +
-                    std::to_string(static_cast<int>(json_number(json, "threads"))) + " thread, data " +
-                    json_string(json, "data") + "): " + json.substr(0, json.find_last_not_of("\n") + 1);
+                    std::to_string(static_cast<int>(json_number(json, "threads"))) +
+                    " thread, data " + json_string(json, "data") +
+                    "): " + json.substr(0, json.find_last_not_of("\n") + 1);
       }
     }
   }
 
   std::printf("\nsteps/s            per CPU second: median, best; per wall second: median\n");
-  std::printf("%-32s %9s %9s %9s %9s %9s %9s %8s\n", "", "atrain", "best", "wall", "torch", "best", "wall",
-              "ratio");
+  std::printf("%-32s %9s %9s %9s %9s %9s %9s %8s\n", "", "atrain", "best", "wall", "torch", "best",
+              "wall", "ratio");
   print_row("mlp 784-256-10, batch 64", mlp_rate, t_mlp);
   print_row(("logreg " + a9a_source + ", batch 32").c_str(), lr32_rate, t_lr32);
-  print_row(("logreg " + a9a_source + ", full " + std::to_string(a9a.size()) + " rows").c_str(), lrfull_rate,
-            t_lrfull);
+  print_row(("logreg " + a9a_source + ", full " + std::to_string(a9a.size()) + " rows").c_str(),
+            lrfull_rate, t_lrfull);
   std::printf("(ratio = atrain/torch, medians per CPU second; > 1 means atrain is faster)\n");
   std::printf("%s\n", peer_note.c_str());
   std::printf("logreg full-batch loss after the timed steps: %.6f\n", full_loss);

@@ -35,8 +35,8 @@ namespace atrain::bench {
 /// child's standard input / output. Returns the child's pid, or -1 with a
 /// message on stderr.
 [[nodiscard]] inline pid_t spawn_program(const std::string& exe,
-                                         const std::vector<std::string>& args,
-                                         int stdin_fd = -1, int stdout_fd = -1) {
+                                         const std::vector<std::string>& args, int stdin_fd = -1,
+                                         int stdout_fd = -1) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(exe.c_str()));
   for (auto& a : args)
@@ -76,7 +76,7 @@ namespace atrain::bench {
 /// A child whose standard input and output are pipes to this process.
 struct child_process {
   pid_t pid = -1;
-  int to_child = -1;           // its stdin: closing it tells the child to finish
+  int to_child = -1;                // its stdin: closing it tells the child to finish
   std::FILE* from_child = nullptr;  // its stdout
 };
 
@@ -145,4 +145,4 @@ struct summary {
   return {xs.back(), med, xs.front()};
 }
 
-} // namespace atrain::bench
+}  // namespace atrain::bench

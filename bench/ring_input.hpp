@@ -20,4 +20,4 @@ namespace atrain::bench {
   return static_cast<float>(ranks * (i % 97) + ranks * (ranks - 1) / 2);
 }
 
-} // namespace atrain::bench
+}  // namespace atrain::bench

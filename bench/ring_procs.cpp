@@ -311,13 +311,14 @@ atrain_trial run_atrain(const options& opt) {
   std::string ports = "ports";
   for (std::uint32_t r = 0; r < opt.ranks && ok; ++r) {
     unsigned p = 0;
-    ok = expect_word(ranks[r].from_child, "port") && std::fscanf(ranks[r].from_child, "%u", &p) == 1;
+    ok =
+      expect_word(ranks[r].from_child, "port") && std::fscanf(ranks[r].from_child, "%u", &p) == 1;
     ports += " " + std::to_string(p);
   }
   ports += "\n";
   for (std::uint32_t r = 0; r < opt.ranks && ok; ++r)
-    ok = ::write(ranks[r].to_child, ports.data(), ports.size()) ==
-         static_cast<ssize_t>(ports.size());
+    ok =
+      ::write(ranks[r].to_child, ports.data(), ports.size()) == static_cast<ssize_t>(ports.size());
   for (std::uint32_t r = 0; r < opt.ranks && ok; ++r)
     ok = expect_word(ranks[r].from_child, "ready");
   ok = ok && ::write(ranks[0].to_child, "go\n", 3) == 3;
@@ -459,8 +460,7 @@ int drive(const options& opt) {
     auto am = ms_of(a.slowest);
     am.cpu = ms_of(a.cpu).median;
     const auto aw = ms_of(a.wall);
-    std::printf("%-5d %5.1f | %-22s %6.1f %6.1f", trial, load, cell(am).c_str(), aw.median,
-                am.cpu);
+    std::printf("%-5d %5.1f | %-22s %6.1f %6.1f", trial, load, cell(am).c_str(), aw.median, am.cpu);
     if (!with_gloo) {
       std::printf("\n");
       continue;
@@ -481,9 +481,8 @@ int drive(const options& opt) {
       ratio_ring.push_back(rr);
       ratio_chunked.push_back(rc);
     }
-    std::printf(" | %-22s %6.1f | %-22s %6.1f | %6.2f %8.2f%s\n", cell(g.ring).c_str(),
-                g.ring.cpu, cell(g.chunked).c_str(), g.chunked.cpu, rr, rc,
-                g.ok ? "" : "  gloo FAILED");
+    std::printf(" | %-22s %6.1f | %-22s %6.1f | %6.2f %8.2f%s\n", cell(g.ring).c_str(), g.ring.cpu,
+                cell(g.chunked).c_str(), g.chunked.cpu, rr, rc, g.ok ? "" : "  gloo FAILED");
     std::fflush(stdout);
   }
   if (!ratio_ring.empty()) {
@@ -491,8 +490,7 @@ int drive(const options& opt) {
     std::sort(ratio_chunked.begin(), ratio_chunked.end());
     std::printf("atrain / gloo AllreduceRing: %.2f-%.2f; atrain / gloo AllreduceRingChunked: "
                 "%.2f-%.2f (range over trials)\n",
-                ratio_ring.front(), ratio_ring.back(), ratio_chunked.front(),
-                ratio_chunked.back());
+                ratio_ring.front(), ratio_ring.back(), ratio_chunked.front(), ratio_chunked.back());
   }
   if (gloo_reruns > 0)
     std::printf("gloo runs that failed and were run again: %d\n", gloo_reruns);
@@ -502,37 +500,37 @@ int drive(const options& opt) {
   return ok ? 0 : 1;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   options opt;
   long rank = -1;
-  const bool parsed = atrain::bench::parse_pairs(argc, argv, [&](const std::string& a,
-                                                                  const std::string& v) {
-    char* end = nullptr;
-    const auto n = std::strtoull(v.c_str(), &end, 10);
-    if (a == "--gloo")
-      opt.gloo = v;
-    else if (v.empty() || *end != '\0')
-      return false;
-    else if (a == "--ranks")
-      opt.ranks = static_cast<std::uint32_t>(n);
-    else if (a == "--floats")
-      opt.floats = n;
-    else if (a == "--reps")
-      opt.reps = static_cast<int>(n);
-    else if (a == "--warmup")
-      opt.warmup = static_cast<int>(n);
-    else if (a == "--trials")
-      opt.trials = static_cast<int>(n);
-    else if (a == "--threads")
-      opt.threads = n;
-    else if (a == "--rank")
-      rank = static_cast<long>(n);
-    else
-      return false;
-    return true;
-  });
+  const bool parsed =
+    atrain::bench::parse_pairs(argc, argv, [&](const std::string& a, const std::string& v) {
+      char* end = nullptr;
+      const auto n = std::strtoull(v.c_str(), &end, 10);
+      if (a == "--gloo")
+        opt.gloo = v;
+      else if (v.empty() || *end != '\0')
+        return false;
+      else if (a == "--ranks")
+        opt.ranks = static_cast<std::uint32_t>(n);
+      else if (a == "--floats")
+        opt.floats = n;
+      else if (a == "--reps")
+        opt.reps = static_cast<int>(n);
+      else if (a == "--warmup")
+        opt.warmup = static_cast<int>(n);
+      else if (a == "--trials")
+        opt.trials = static_cast<int>(n);
+      else if (a == "--threads")
+        opt.threads = n;
+      else if (a == "--rank")
+        rank = static_cast<long>(n);
+      else
+        return false;
+      return true;
+    });
   if (!parsed || opt.ranks < 2 || opt.ranks > 64 || opt.floats < opt.ranks ||
       opt.floats > atrain::max_blob_elements || opt.reps < 1 || opt.reps > 100000 ||
       opt.warmup > 1000 || opt.trials < 1 || opt.trials > 1000 || opt.threads > 256 ||

@@ -279,8 +279,8 @@ double caf_push(caf::scoped_actor& self, const caf::actor& dst, const payloads& 
 }
 
 /// Seconds to push `m` payloads with `k` in flight over the socket; < 0 on error.
-double tcp_push(int fd, const payloads& ref, std::uint64_t& seq, std::uint64_t m,
-                std::uint64_t k, bool& ok) {
+double tcp_push(int fd, const payloads& ref, std::uint64_t& seq, std::uint64_t m, std::uint64_t k,
+                bool& ok) {
   const std::uint64_t bytes = ref.blobs[0].bytes();
   std::uint64_t sent = 0;
   std::uint64_t acked = 0;
@@ -419,11 +419,10 @@ int run_sender(const options& opt) {
               static_cast<unsigned long long>(opt.messages), opt.floats,
               static_cast<double>(ref.blobs[0].bytes()) / 1e6, opt.reps, opt.guard ? 3 : 2,
               std::thread::hardware_concurrency());
-  print_table("CAF packet MB/s", "TCP socket MB/s", "CAF / TCP", opt.windows, caf_rates,
-              tcp_rates);
+  print_table("CAF packet MB/s", "TCP socket MB/s", "CAF / TCP", opt.windows, caf_rates, tcp_rates);
   if (opt.guard)
-    print_table("CAF via guard MB/s", "CAF direct MB/s", "guard / direct", opt.windows,
-                guard_rates, caf_rates);
+    print_table("CAF via guard MB/s", "CAF direct MB/s", "guard / direct", opt.windows, guard_rates,
+                caf_rates);
   std::printf("checksums: %s; receiver exit: %s\n", ok ? "all intact" : "FAILED",
               child_ok ? "ok" : "FAILED");
   return ok && child_ok ? 0 : 1;
@@ -443,7 +442,7 @@ int run_sender(const options& opt) {
   return !out.empty();
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   options opt;

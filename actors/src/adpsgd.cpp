@@ -64,9 +64,9 @@ struct adpsgd_state : gossip::node_base {
   float_blob sent;
   // passive side: the newest exchange served per neighbour
   std::vector<std::uint64_t> served;
-  double seq_rate = 0;  // see future_seq_rate
+  double seq_rate = 0;                     // see future_seq_rate
   std::vector<std::uint64_t> restarts_of;  // per node: restarts the spec schedules
-  bool record = false;  // keep the exchange ledger (test probe only)
+  bool record = false;                     // keep the exchange ledger (test probe only)
   std::vector<adpsgd_exchange> ledger;
   barrier_hold hold;  // checkpoints
   static inline const char* name = "atrain_adpsgd_worker";
@@ -99,7 +99,7 @@ void begin_cycle(adpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   auto& st = self->state;
   st.woke = false;
   st.exchanged_since_read = 0;
-  const double wait = st.cu->gradient(self, st.x.data(), st.g);       // 1
+  const double wait = st.cu->gradient(self, st.x.data(), st.g);  // 1
   // Never a plain send to itself: a passive node waits for nobody, and CAF
   // keeps running an actor whose mailbox never empties (the real clock's
   // zero wait would starve every other actor on that thread).
@@ -108,7 +108,7 @@ void begin_cycle(adpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   self->delayed_send(self, delay, wake_atom::value, st.steps);
   if (!st.active || st.neighbours.empty())
     return;
-  st.partner = st.neighbours[st.gen.below(st.neighbours.size())];     // 2
+  st.partner = st.neighbours[st.gen.below(st.neighbours.size())];  // 2
   st.waiting = true;
   st.sent = float_blob{st.x};
   packet p;
@@ -203,9 +203,9 @@ void complete(adpsgd_ptr self, run_context& ctx, std::uint32_t id, const packet&
 /// duplicate. A PASSIVE node serves k's requests only above `fence`, where
 /// the replacement numbers its exchanges: a request of the dead incarnation
 /// still in flight is never served.
-std::tuple<float_blob, std::uint64_t, std::uint64_t>
-fence_off(adpsgd_ptr self, run_context& ctx, std::uint32_t id, std::uint32_t k,
-          std::uint64_t fence) {
+std::tuple<float_blob, std::uint64_t, std::uint64_t> fence_off(adpsgd_ptr self, run_context& ctx,
+                                                               std::uint32_t id, std::uint32_t k,
+                                                               std::uint64_t fence) {
   auto& st = self->state;
   ctx.events.record(ctx.ns(self), id, event_kind::restart, k, fence);
   std::tuple<float_blob, std::uint64_t, std::uint64_t> out{float_blob{st.x}, st.exchange_seq,
@@ -258,7 +258,7 @@ caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, cont
     [=](wake_atom, std::uint64_t step) {
       ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
       self->state.woke = true;
-      try_step(self, *ctx, id);                                       // 3
+      try_step(self, *ctx, id);  // 3
     },
     [=](deliver_atom, const packet& p) {
       auto& st = self->state;
@@ -301,7 +301,7 @@ caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, cont
   };
 }
 
-} // namespace
+}  // namespace
 
 std::vector<adpsgd_exchange> adpsgd_take_exchanges(const caf::actor_addr& worker) {
   return gossip::take_from_worker(worker, &adpsgd_state::ledger);
@@ -319,12 +319,12 @@ namespace {
   return split->at(i);
 }
 
-} // namespace
+}  // namespace
 
 node_actors spawn_adpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                               std::uint32_t i) {
-  return gossip::one_actor_node(parent->spawn(adpsgd_worker, i, is_active(ctx, i), ctx,
-                                              std::uint64_t{0}));
+  return gossip::one_actor_node(
+    parent->spawn(adpsgd_worker, i, is_active(ctx, i), ctx, std::uint64_t{0}));
 }
 
 caf::actor spawn_adpsgd_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
@@ -369,4 +369,4 @@ void wire_adpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
   gossip::wire_nodes(sup, ctx, nodes, links);
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -63,7 +63,7 @@ struct algorithm_entry {
   return e;
 }
 
-} // namespace
+}  // namespace
 
 bool algorithm_implemented(proto::AlgorithmSpec::KindCase kind) {
   return entry(kind).node != nullptr;
@@ -81,8 +81,8 @@ void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
     server = nodes.at(ctx->plan->spec.algorithm().async_ps().server()).hub;
 }
 
-caf::actor spawn_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
-                             std::uint32_t k, std::uint64_t incarnation) {
+caf::actor spawn_replacement(caf::event_based_actor* sup, const context_ptr& ctx, std::uint32_t k,
+                             std::uint64_t incarnation) {
   const auto& a = ctx->plan->spec.algorithm();
   if (a.has_async_ps())
     return spawn_async_ps_replacement(sup, ctx, k);
@@ -105,8 +105,8 @@ caf::actor spawn_replacement(caf::event_based_actor* sup, const context_ptr& ctx
   return {};
 }
 
-void join_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
-                      const worker_restart& r, restart_started started) {
+void join_replacement(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
+                      restart_started started) {
   const auto& a = ctx->plan->spec.algorithm();
   if (a.has_async_ps())
     join_async_ps_worker(sup, ctx, r, std::move(started));
@@ -142,4 +142,4 @@ caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* 
   return nodes;
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -48,8 +48,8 @@ namespace {
 struct allreduce_state : ring_worker_state {
   double gamma0 = 0;
   double decay = 0;
-  bool record = false;               // keep the ledger (test probe only)
-  allreduce_step open;               // the step in the ring, until its sum is in
+  bool record = false;  // keep the ledger (test probe only)
+  allreduce_step open;  // the step in the ring, until its sum is in
   std::vector<allreduce_step> ledger;
   static inline const char* name = "atrain_allreduce_worker";
 };
@@ -88,8 +88,7 @@ void descend(allreduce_ptr self, run_context& ctx) {
   const double gamma = gossip::step_size(st.gamma0, st.decay, st.steps++);
   const double count = st.ring->count();  // n with WAIT
   if (count > 0)
-    vec::axpy(static_cast<float>(-gamma / count), st.ring->sum().data(), st.x.data(),
-              st.x.size());
+    vec::axpy(static_cast<float>(-gamma / count), st.ring->sum().data(), st.x.data(), st.x.size());
   if (st.record) {
     st.open.sum = st.ring->sum();
     st.open.total = count;
@@ -100,7 +99,7 @@ void descend(allreduce_ptr self, run_context& ctx) {
   // next round has already reached it.
   const bool hold = st.hold.requested && !st.ring->called() && st.hold.stop_here();
   if (!st.computing && !hold)
-    ring_compute_next(self);                                 // 1.
+    ring_compute_next(self);  // 1.
   if (st.skip && st.ring->called())
     join(self, ctx);
 }
@@ -116,7 +115,7 @@ caf::behavior allreduce_worker(allreduce_ptr self, std::uint32_t id, context_ptr
   st.record = ctx->probe != nullptr;
   auto on_wake = [=] {
     auto& st = self->state;
-    if (!st.skip) {                                          // WAIT
+    if (!st.skip) {  // WAIT
       st.applied(st.read_at);
       return begin_step(self, *ctx, st.g.data(), 1);
     }
@@ -132,12 +131,12 @@ caf::behavior allreduce_worker(allreduce_ptr self, std::uint32_t id, context_ptr
     if (self->state.skip)
       join(self, *ctx);
   };
-  auto running =
-    ring_worker(self, id, ctx, st.skip, joining, on_wake, [=] { descend(self, *ctx); }, on_called);
+  auto running = ring_worker(
+    self, id, ctx, st.skip, joining, on_wake, [=] { descend(self, *ctx); }, on_called);
   return joining ? ring_joining(self, id, ctx, std::move(running)) : running;
 }
 
-} // namespace
+}  // namespace
 
 std::vector<allreduce_step> allreduce_take_steps(const caf::actor_addr& worker) {
   return gossip::take_from_worker(worker, &allreduce_state::ledger);
@@ -155,4 +154,4 @@ caf::actor spawn_allreduce_replacement(caf::event_based_actor* sup, const contex
   return sup->spawn(allreduce_worker, k, ctx, true);
 }
 
-} // namespace atrain
+}  // namespace atrain

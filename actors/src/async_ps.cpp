@@ -180,8 +180,8 @@ caf::behavior server_actor(server_ptr self, std::uint32_t node, context_ptr ctx)
     // from the dead incarnation is applied from now on (and the replacement's
     // version stamp is the version returned here). A direct route to the
     // dead worker (worker k shares node s with the server) is re-pointed.
-    [=](restart_atom, std::uint32_t k, const caf::actor_addr& dead, const caf::actor& w)
-      -> caf::result<float_blob, std::uint64_t, std::uint64_t> {
+    [=](restart_atom, std::uint32_t k, const caf::actor_addr& dead,
+        const caf::actor& w) -> caf::result<float_blob, std::uint64_t, std::uint64_t> {
       auto& st = self->state;
       if (k >= st.applied.size())
         return caf::make_error(caf::sec::invalid_argument, "no worker " + std::to_string(k));
@@ -191,8 +191,7 @@ caf::behavior server_actor(server_ptr self, std::uint32_t node, context_ptr ctx)
       st.applied[k] += 1;
       st.sent_version[k] = st.version;
       ctx->events.record(ctx->ns(self), st.node, event_kind::restart, k, st.version);
-      return {float_blob{std::vector<float>(st.x.begin(), st.x.end())}, st.version,
-              st.applied[k]};
+      return {float_blob{std::vector<float>(st.x.begin(), st.x.end())}, st.version, st.applied[k]};
     },
     [=](ckpt_state_atom) { return save_server(self->state); },
     [=](model_atom) {
@@ -228,7 +227,7 @@ using worker_ptr = caf::stateful_actor<worker_state>*;
 
 void compute(worker_ptr self) {
   auto& st = self->state;
-  const double wait = st.cu->gradient(self, st.x.data(), st.g);          // 1
+  const double wait = st.cu->gradient(self, st.x.data(), st.g);  // 1
   st.hold.wake_due = self->clock().now() + to_timespan(wait);
   send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value);
 }
@@ -249,8 +248,8 @@ void restore_worker(worker_state& st, const proto::NodeState& s) {
 /// Worker `id`; a replacement (`joining`) keeps every message until the
 /// supervisor starts it with the server's model, version and the seq to go
 /// on from, and its route to the server.
-caf::behavior worker_actor(worker_ptr self, std::uint32_t id, std::uint32_t server,
-                           context_ptr ctx, bool joining) {
+caf::behavior worker_actor(worker_ptr self, std::uint32_t id, std::uint32_t server, context_ptr ctx,
+                           bool joining) {
   const auto& plan = *ctx->plan;
   auto& st = self->state;
   st.cu.emplace(*ctx, id);
@@ -273,7 +272,7 @@ caf::behavior worker_actor(worker_ptr self, std::uint32_t id, std::uint32_t serv
     [=](wake_atom) {
       auto& st = self->state;
       ctx->events.record(ctx->ns(self), id, event_kind::wake, st.seq);
-      packet p;                                                          // 2
+      packet p;  // 2
       p.from = id;
       p.kind = async_ps_gradient;
       p.seq = ++st.seq;
@@ -282,7 +281,7 @@ caf::behavior worker_actor(worker_ptr self, std::uint32_t id, std::uint32_t serv
       st.waiting = true;
       st.out.send(self, *ctx, 0, std::move(p));
     },
-    [=](deliver_atom, const packet& p) {                                 // 3
+    [=](deliver_atom, const packet& p) {  // 3
       auto& st = self->state;
       ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
       if (!well_formed(p, async_ps_model, dim) || p.from != st.server || p.seq > st.seq ||
@@ -332,7 +331,7 @@ caf::behavior worker_actor(worker_ptr self, std::uint32_t id, std::uint32_t serv
   };
 }
 
-} // namespace
+}  // namespace
 
 std::optional<async_ps_view> async_ps_take(const caf::actor_addr& server) {
   auto handle = caf::actor_cast<caf::actor>(server);
@@ -385,4 +384,4 @@ void wire_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,
   wire_star(sup, ctx, links, ctx->plan->spec.algorithm().async_ps().server(), nodes);
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -48,11 +48,11 @@ void basp_stream_checker::check_header() {
   std::memcpy(&len, header_.data() + 4, sizeof len);
   len = ntohl(len);
   if (op > basp_last_operation)
-    reason_ = "unknown BASP operation " + std::to_string(op) + " in header " +
-              std::to_string(headers_ + 1);
+    reason_ =
+      "unknown BASP operation " + std::to_string(op) + " in header " + std::to_string(headers_ + 1);
   else if (headers_ == 0 && op != basp_client_handshake)
-    reason_ = "the first BASP header has operation " + std::to_string(op) +
-              ", not a client handshake (1)";
+    reason_ =
+      "the first BASP header has operation " + std::to_string(op) + ", not a client handshake (1)";
   else if (len > max_payload_)
     reason_ = "BASP header " + std::to_string(headers_ + 1) + " announces a payload of " +
               std::to_string(len) + " bytes (limit " + std::to_string(max_payload_) + ")";
@@ -85,7 +85,7 @@ struct relay {
   bool client_halted = false;
   bool inner_halted = false;
   relay(connection_handle c, connection_handle i, std::string p, std::uint32_t max)
-      : client{c}, inner{i}, peer{std::move(p)}, checker{max} {}
+    : client{c}, inner{i}, peer{std::move(p)}, checker{max} {}
 };
 
 struct guard_state {
@@ -114,8 +114,7 @@ void log(guard_ptr self, const std::string& line) {
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 &&
-      errno != EINPROGRESS) {
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno != EINPROGRESS) {
     const std::string why = std::strerror(errno);
     ::close(fd);
     return caf::make_error(caf::sec::cannot_connect_to_node, why);
@@ -164,8 +163,8 @@ caf::behavior guard(guard_ptr self, caf::io::doorman_ptr door, basp_guard_option
   return {
     [=](const caf::io::new_connection_msg& msg) {
       auto& st = self->state;
-      const auto peer = self->remote_addr(msg.handle) + ":" +
-                        std::to_string(self->remote_port(msg.handle));
+      const auto peer =
+        self->remote_addr(msg.handle) + ":" + std::to_string(self->remote_port(msg.handle));
       auto fd = connect_loopback(st.opts.basp_port);
       if (!fd) {
         log(self, "BASP guard: cannot reach the BASP port for " + peer + ": " +
@@ -227,7 +226,7 @@ caf::behavior guard(guard_ptr self, caf::io::doorman_ptr door, basp_guard_option
   };
 }
 
-} // namespace
+}  // namespace
 
 caf::expected<basp_guard> spawn_basp_guard(caf::actor_system& sys, basp_guard_options opts) {
   auto door = sys.middleman().backend().new_tcp_doorman(opts.port, opts.host.c_str(), true);
@@ -240,8 +239,7 @@ caf::expected<basp_guard> spawn_basp_guard(caf::actor_system& sys, basp_guard_op
 }
 
 caf::expected<void> replace_automatic_connection_port(caf::actor_system& sys,
-                                                     const std::string& host,
-                                                     std::uint16_t port) {
+                                                      const std::string& host, std::uint16_t port) {
   if (!caf::get_or(sys.config(), "middleman.enable-automatic-connections", false))
     return caf::unit;
   const std::string key = "basp.default-connectivity-tcp";
@@ -292,4 +290,4 @@ caf::expected<void> replace_automatic_connection_port(caf::actor_system& sys,
   return caf::unit;
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -54,8 +54,7 @@ void restore_sgd(sgd_state& st, const proto::NodeState& s) {
 
 /// `replacement`: a restarted worker, which keeps every message until the
 /// supervisor starts it with a checkpoint's state (join_centralized_worker).
-caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx,
-                         bool replacement) {
+caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx, bool replacement) {
   const auto& plan = *ctx->plan;
   const auto& algo = plan.spec.algorithm().centralized();
   self->state.cu.emplace(*ctx, 0);
@@ -85,9 +84,7 @@ caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx,
         compute_next(self);
     },
     [=](ckpt_state_atom) { return save_sgd(self->state); },
-    [=](model_atom) {
-      return compute_snapshot(0, *self->state.cu, self->state.x);
-    },
+    [=](model_atom) { return compute_snapshot(0, *self->state.cu, self->state.x); },
   };
   if (!replacement)
     return running;
@@ -109,7 +106,7 @@ caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx,
   };
 }
 
-} // namespace
+}  // namespace
 
 node_actors spawn_centralized_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                    std::uint32_t) {
@@ -136,8 +133,8 @@ void join_centralized_worker(caf::event_based_actor* sup, const context_ptr& ctx
             float_blob{std::vector<float>(s.params().begin(), s.params().end())}, s.wakes(),
             s.compute().SerializeAsString());
   started("checkpoint " + std::to_string(ck.number()) + " (taken at " +
-          std::to_string(ck.time_seconds()) + " s: its model after " +
-          std::to_string(s.wakes()) + " steps; the steps after it are lost)");
+          std::to_string(ck.time_seconds()) + " s: its model after " + std::to_string(s.wakes()) +
+          " steps; the steps after it are lost)");
 }
 
 void wire_centralized(caf::event_based_actor* sup, const context_ptr&,
@@ -145,4 +142,4 @@ void wire_centralized(caf::event_based_actor* sup, const context_ptr&,
   sup->send(nodes.at(0).worker, start_atom::value);
 }
 
-} // namespace atrain
+}  // namespace atrain

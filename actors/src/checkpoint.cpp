@@ -226,7 +226,7 @@ std::string check_node(const proto::NodeState& s, std::uint32_t i, const run_pla
   return {};
 }
 
-} // namespace
+}  // namespace
 
 std::string error_text(const caf::error& e) {
   const auto& m = e.context();
@@ -245,12 +245,13 @@ std::string error_text(const caf::error& e) {
     name = "error code " + std::to_string(e.code());
   std::replace(name.begin(), name.end(), '_', ' ');
   for (std::size_t i = 0; i < m.size(); ++i)
-    name += (i == 0 ? ": " : ", ") + (m.match_element<std::string>(i) ? m.get_as<std::string>(i)
-                                                                     : m.stringify(i));
+    name += (i == 0 ? ": " : ", ") +
+            (m.match_element<std::string>(i) ? m.get_as<std::string>(i) : m.stringify(i));
   return name;
 }
 
-caf::expected<std::uint64_t> write_checkpoint(const proto::Checkpoint& ck, const std::string& file) {
+caf::expected<std::uint64_t> write_checkpoint(const proto::Checkpoint& ck,
+                                              const std::string& file) {
   std::string payload;
   if (!ck.SerializeToString(&payload))
     return file_error(file, "cannot serialize the checkpoint");
@@ -303,7 +304,8 @@ std::string check_checkpoint_nodes(const proto::Checkpoint& ck, const run_plan& 
     while (!what.empty() && what.back() == '\n')
       what.pop_back();
     return "was taken by a different spec (only stop, checkpoint, out_dir, progress and the "
-           "deploy block may change; checkpoint -> this spec): " + what;
+           "deploy block may change; checkpoint -> this spec): " +
+           what;
   }
   for (auto i : ids) {
     if (i >= n)
@@ -319,7 +321,7 @@ std::string check_checkpoint_nodes(const proto::Checkpoint& ck, const run_plan& 
 }
 
 caf::expected<std::shared_ptr<const proto::Checkpoint>> load_checkpoint(const std::string& file,
-                                                                       const run_plan& plan) {
+                                                                        const run_plan& plan) {
   std::ifstream in{file, std::ios::binary};
   if (!in)
     return file_error(file, "cannot open the checkpoint");
@@ -539,7 +541,8 @@ void checkpointer::gather(caf::event_based_actor* self) {
     ask(links_[k], "a link", [link](const std::string& b) { return link->ParseFromString(b); });
   }
   auto* eval = ck->mutable_evaluator();
-  ask(evaluator_, "the evaluator", [eval](const std::string& b) { return eval->ParseFromString(b); });
+  ask(evaluator_, "the evaluator",
+      [eval](const std::string& b) { return eval->ParseFromString(b); });
 }
 
 std::string checkpointer::file_for(std::uint32_t number) const {
@@ -592,8 +595,8 @@ void checkpointer::finish(caf::event_based_actor* self, std::shared_ptr<proto::C
   records_.push_back(rec);
   log_event(self, *ctx_, "checkpoint",
             "\"number\": " + std::to_string(number) + ", \"requested_seconds\": " +
-              json::number(requested_) + ", \"file\": " + json::quote(file) + ", \"bytes\": " +
-              json::integer(static_cast<std::uint64_t>(*written)));
+              json::number(requested_) + ", \"file\": " + json::quote(file) +
+              ", \"bytes\": " + json::integer(static_cast<std::uint64_t>(*written)));
   last_ = ck;
   if (deferred_stop_) {
     active_ = false;
@@ -628,4 +631,4 @@ void checkpointer::add_to(proto::RunReport& r) const {
   }
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -196,7 +196,7 @@ public:
 private:
   mutable std::mutex mtx_;
   std::vector<std::vector<std::int64_t>> times_;
-  std::vector<std::uint64_t> first_;  // per node: the index of times_[node][0]
+  std::vector<std::uint64_t> first_;         // per node: the index of times_[node][0]
   std::vector<std::uint64_t> lost_through_;  // per node: the highest number `lose` took
   std::int64_t last_ns_ = std::numeric_limits<std::int64_t>::min();
   std::uint64_t before_last_ = 0;
@@ -217,27 +217,27 @@ constexpr double min_wait = 1e-6;
 
 struct dasgd_state : gossip::node_base {
   std::shared_ptr<creation_record> created;  // null: staleness not measured (multi-process)
-  double seq_rate = 0;  // see future_seq_rate
+  double seq_rate = 0;                       // see future_seq_rate
   std::uint32_t n = 0;
   double gamma = 0;
   double decay = 0;
   std::uint32_t every = 1;
-  std::uint64_t steps = 0;              // local gradients completed
-  std::int64_t read_ns = 0;             // when the running gradient was read
-  double read_staleness = 0;            // the running gradient's staleness
+  std::uint64_t steps = 0;    // local gradients completed
+  std::int64_t read_ns = 0;   // when the running gradient was read
+  double read_staleness = 0;  // the running gradient's staleness
   exactly_once dedup;
-  std::vector<packet> inbox;            // arrived, applied at the next wake
-  std::vector<float> batch;             // sum of gamma_k g not yet sent
+  std::vector<packet> inbox;  // arrived, applied at the next wake
+  std::vector<float> batch;   // sum of gamma_k g not yet sent
   std::uint32_t batch_count = 0;
-  std::uint64_t applied = 0;            // gradients applied to x (own + remote)
-  std::int64_t instant_ns = -1;         // the instant of `applied_now`
-  std::uint64_t applied_now = 0;        // applied ones created at instant_ns
-  bool record = false;                  // keep the ledger (test probe only)
+  std::uint64_t applied = 0;      // gradients applied to x (own + remote)
+  std::int64_t instant_ns = -1;   // the instant of `applied_now`
+  std::uint64_t applied_now = 0;  // applied ones created at instant_ns
+  bool record = false;            // keep the ledger (test probe only)
   dasgd_ledger ledger;
-  std::size_t used_total = 0;           // ledger.used entries ever recorded
+  std::size_t used_total = 0;  // ledger.used entries ever recorded
   std::size_t used_at_read = 0;
-  barrier_hold hold;                    // checkpoints
-  std::vector<std::uint64_t> highest;   // per origin: the highest gradient number seen
+  barrier_hold hold;                   // checkpoints
+  std::vector<std::uint64_t> highest;  // per origin: the highest gradient number seen
   /// Per origin: numbers lost with a dead worker (made, never sent), marked
   /// seen in `dedup` so its record stays contiguous, never applied.
   std::vector<std::set<std::uint64_t>> lost;
@@ -260,8 +260,7 @@ struct dasgd_state : gossip::node_base {
 using dasgd_ptr = caf::stateful_actor<dasgd_state>*;
 
 /// Bookkeeping of one gradient (origin, index) applied at `now_ns`.
-void note_applied(dasgd_state& st, std::uint32_t origin, std::uint64_t index,
-                  std::int64_t now_ns) {
+void note_applied(dasgd_state& st, std::uint32_t origin, std::uint64_t index, std::int64_t now_ns) {
   ++st.applied;
   if (st.created && st.created->at(origin, index) == now_ns) {
     if (st.instant_ns != now_ns) {
@@ -305,7 +304,7 @@ void wake(dasgd_ptr self, run_context& ctx, std::uint32_t id) {
   auto& st = self->state;
   const std::int64_t now = ctx.ns(self);
   const std::size_t dim = st.x.size();
-  for (const auto& p : st.inbox)                                      // 1
+  for (const auto& p : st.inbox)  // 1
     apply_packet(st, p, now);
   st.inbox.clear();
   const double gamma = gossip::step_size(st.gamma, st.decay, st.steps++);  // 2
@@ -317,7 +316,7 @@ void wake(dasgd_ptr self, run_context& ctx, std::uint32_t id) {
   note_applied(st, id, st.steps, now);
   if (st.record)
     st.ledger.made.push_back({st.steps, st.read_ns, now, gamma, st.used_at_read, st.g});
-  if (st.n > 1) {                                                     // 3
+  if (st.n > 1) {  // 3
     if (st.batch_count == 0)
       st.batch.assign(dim, 0.0f);
     vec::axpy(static_cast<float>(gamma), st.g.data(), st.batch.data(), dim);
@@ -347,8 +346,8 @@ void wake(dasgd_ptr self, run_context& ctx, std::uint32_t id) {
   const std::size_t dim = st.x.size();
   if ((p.kind != dasgd_gradients && p.kind != dasgd_relayed) || p.from >= st.n ||
       (p.from == id && p.kind != dasgd_relayed) || p.f.size() != dim || !p.d.empty() ||
-      p.scalars.empty() || p.scalars.size() > 2 ||
-      (p.scalars.size() == 2 && p.scalars[1] != 1) || !vec::all_finite(p.f.ptr(), dim))
+      p.scalars.empty() || p.scalars.size() > 2 || (p.scalars.size() == 2 && p.scalars[1] != 1) ||
+      !vec::all_finite(p.f.ptr(), dim))
     return false;
   const double c = p.scalars[0];
   return c >= 1 && c <= max_packet_gradients && c == std::floor(c) &&
@@ -705,7 +704,7 @@ caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
   };
 }
 
-} // namespace
+}  // namespace
 
 dasgd_ledger dasgd_take_ledger(const caf::actor_addr& worker) {
   return gossip::take_from_worker(worker, &dasgd_state::ledger);
@@ -722,9 +721,9 @@ std::string dasgd_check_checkpoint(const proto::Checkpoint& ck, const run_plan& 
              " nodes; the spec runs " + std::to_string(n);
     for (int j = 0; j < n; ++j)
       if (d.applied_from(j) > ck.nodes(j).wakes())
-        return at + "applied_from[" + std::to_string(j) + "] = " +
-               std::to_string(d.applied_from(j)) + " gradients, but node " + std::to_string(j) +
-               " made " + std::to_string(ck.nodes(j).wakes());
+        return at + "applied_from[" + std::to_string(j) +
+               "] = " + std::to_string(d.applied_from(j)) + " gradients, but node " +
+               std::to_string(j) + " made " + std::to_string(ck.nodes(j).wakes());
     if (s.dasgd_lost_size() % 2 != 0)
       return "node " + std::to_string(i) + ": dasgd_lost holds an odd number of values";
     for (int e = 0; e + 1 < s.dasgd_lost_size(); e += 2)
@@ -747,9 +746,8 @@ namespace {
 [[nodiscard]] std::shared_ptr<creation_record> shared_record(const context_ptr& ctx) {
   if (ctx->spans_processes)
     return nullptr;
-  return process_shared<creation_record>(*ctx, "dasgd.created", [&] {
-    return std::make_shared<creation_record>(ctx->plan->nodes());
-  });
+  return process_shared<creation_record>(
+    *ctx, "dasgd.created", [&] { return std::make_shared<creation_record>(ctx->plan->nodes()); });
 }
 
 /// A restart hand-over in progress at the supervisor (join_dasgd_worker).
@@ -845,8 +843,9 @@ void fence_others(caf::event_based_actor* sup, const context_ptr& ctx, const joi
   for (std::uint32_t o = 0; o < n; ++o) {
     if (o == j->r.node || o == j->donor)
       continue;
-    sup->request(j->r.nodes.at(o).worker, ctx->reply_timeout(), dasgd_fence_atom::value,
-                 j->r.node, j->sent, j->made)
+    sup
+      ->request(j->r.nodes.at(o).worker, ctx->reply_timeout(), dasgd_fence_atom::value, j->r.node,
+                j->sent, j->made)
       .then(
         [=](std::uint64_t sent) {
           j->fence[o] = sent;
@@ -879,8 +878,9 @@ void ask_donor(caf::event_based_actor* sup, const context_ptr& ctx, const join_p
               r.nodes.at(r.node).worker_routes, std::vector<std::uint64_t>(n, 0));
     return j->started("x^0 (no live node to copy from)");
   }
-  sup->request(r.nodes.at(candidate).worker, ctx->reply_timeout(), restart_atom::value, r.node,
-               j->sent, j->made)
+  sup
+    ->request(r.nodes.at(candidate).worker, ctx->reply_timeout(), restart_atom::value, r.node,
+              j->sent, j->made)
     .then(
       [=](const float_blob& x, const std::vector<std::vector<std::uint64_t>>& record,
           const std::vector<std::vector<std::uint64_t>>& lost, const std::vector<packet>& inbox,
@@ -898,7 +898,7 @@ void ask_donor(caf::event_based_actor* sup, const context_ptr& ctx, const join_p
       [=](const caf::error&) { ask_donor(sup, ctx, j, candidate + 1); });
 }
 
-} // namespace
+}  // namespace
 
 node_actors spawn_dasgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                              std::uint32_t i) {
@@ -913,8 +913,8 @@ caf::actor spawn_dasgd_replacement(caf::event_based_actor* sup, const context_pt
   return sup->spawn(dasgd_worker, k, ctx, shared_record(ctx), true);
 }
 
-void join_dasgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
-                       const worker_restart& r, restart_started started) {
+void join_dasgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
+                       restart_started started) {
   auto j = std::make_shared<dasgd_join>();
   j->r = r;
   j->started = std::move(started);
@@ -957,4 +957,4 @@ void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
     sup->send(w, start_atom::value);
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <fstream>
-#include <thread>
 #include <sstream>
+#include <thread>
 
 #include "atrain/actors/basp_guard.hpp"
 #include "atrain/actors/checkpoint.hpp"  // error_text
@@ -41,7 +41,7 @@ namespace {
   return p.empty() ? p : resolve_path(ls, p);
 }
 
-} // namespace
+}  // namespace
 
 caf::expected<void> check_tls_files(const tls_files& tls) {
   if (!tls.enabled())
@@ -137,8 +137,8 @@ caf::expected<deploy_options> deploy_options_of(const run_plan& plan, deploy_opt
     if (auto hp = split_host_port(h); !hp)
       return hp.error();
   if (!o.placement.empty() && o.placement.size() != plan.nodes())
-    return failure("the placement names " + std::to_string(o.placement.size()) +
-                   " hosts for " + std::to_string(plan.nodes()) + " nodes");
+    return failure("the placement names " + std::to_string(o.placement.size()) + " hosts for " +
+                   std::to_string(plan.nodes()) + " nodes");
   for (auto h : o.placement)
     if (h >= o.hosts.size())
       return failure("the placement names host " + std::to_string(h) + " of " +
@@ -244,4 +244,4 @@ std::vector<proto::Checkpoint> checkpoint_parts(const proto::Checkpoint& ck,
   return parts;
 }
 
-} // namespace atrain
+}  // namespace atrain

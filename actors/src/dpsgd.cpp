@@ -98,9 +98,9 @@ struct dpsgd_state : gossip::node_base {
   double decay = 0;
   bool skip = false;  // straggler_policy SKIP
   std::uint64_t round = 0;
-  bool woke = false;       // a gradient is done, not yet applied
-  bool computing = false;  // a gradient is in flight
-  bool sent = false;       // x^round was sent
+  bool woke = false;             // a gradient is done, not yet applied
+  bool computing = false;        // a gradient is in flight
+  bool sent = false;             // x^round was sent
   std::uint64_t read_round = 0;  // the round whose x the gradient read
   std::uint64_t late = 0;        // gradients applied in a later round than they read x
   /// Round -> the neighbours' models of that round (empty blob = not yet).
@@ -117,7 +117,7 @@ void begin_round(dpsgd_ptr self) {
   st.woke = false;
   st.computing = true;
   st.read_round = st.round;
-  const double wait = st.cu->gradient(self, st.x.data(), st.g);       // 1
+  const double wait = st.cu->gradient(self, st.x.data(), st.g);  // 1
   st.hold.wake_due = self->clock().now() + to_timespan(wait);
   send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value, st.round);
 }
@@ -299,9 +299,9 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
       ctx->events.record(ctx->ns(self), id, event_kind::wake, round);
       st.woke = true;
       st.computing = false;
-      if (!st.sent)                                                   // 2
+      if (!st.sent)  // 2
         send_model(self, *ctx, id);
-      try_finish_round(self, *ctx, id);                               // 3
+      try_finish_round(self, *ctx, id);  // 3
     },
     [=](deliver_atom, const packet& p) {
       auto& st = self->state;
@@ -346,8 +346,8 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
     return running;
   self->set_default_handler(caf::skip);
   return {
-    [=](start_atom, std::uint64_t round, const float_blob& x,
-        const std::vector<float_blob>& models, const std::vector<caf::actor>& routes) mutable {
+    [=](start_atom, std::uint64_t round, const float_blob& x, const std::vector<float_blob>& models,
+        const std::vector<caf::actor>& routes) mutable {
       auto& st = self->state;
       st.round = round;
       st.x = x.vec();
@@ -367,7 +367,7 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
   });
 }
 
-} // namespace
+}  // namespace
 
 std::vector<dpsgd_round> dpsgd_take_rounds(const caf::actor_addr& worker) {
   return gossip::take_from_worker(worker, &dpsgd_state::ledger);
@@ -383,8 +383,8 @@ caf::actor spawn_dpsgd_replacement(caf::event_based_actor* sup, const context_pt
   return sup->spawn(dpsgd_worker, k, ctx, shared_weights(ctx), true);
 }
 
-void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
-                       const worker_restart& r, restart_started started) {
+void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
+                       restart_started started) {
   // The round the neighbours wait in: one past the last model the dead
   // worker handed to its links (they deliver it, whatever happens to the
   // sender), or 0. Every link the dead worker sent on has seen the same
@@ -444,4 +444,4 @@ void wire_dpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
   gossip::wire_nodes(sup, ctx, nodes, links);
 }
 
-} // namespace atrain
+}  // namespace atrain

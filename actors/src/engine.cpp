@@ -55,18 +55,17 @@ std::optional<run_log_files> open_log(const run_plan& plan, const run_options& o
   if (!files)
     throw std::runtime_error(caf::to_string(files.error()));
   const auto& spec = plan.spec;
-  std::string line = "{\"event\": \"start\", \"time_seconds\": 0, \"name\": " +
-                     json::quote(spec.name()) + ", \"algorithm\": " +
-                     json::quote(plan.algorithm_name()) + ", \"clock\": " +
-                     json::quote(plan.virtual_clock() ? "VIRTUAL" : "REAL") + ", \"nodes\": " +
-                     json::integer(static_cast<std::uint64_t>(plan.nodes())) + ", \"seed\": " +
-                     json::integer(static_cast<std::uint64_t>(spec.seed())) +
-                     ", \"time_budget_seconds\": " + json::number(spec.stop().time_seconds()) +
-                     ", \"target_accuracy\": " + json::number(spec.stop().target_accuracy()) +
-                     (opts.resume_file.empty() ? std::string{}
-                                               : ", \"resumed_from\": " +
-                                                   json::quote(opts.resume_file)) +
-                     "}\n";
+  std::string line =
+    "{\"event\": \"start\", \"time_seconds\": 0, \"name\": " + json::quote(spec.name()) +
+    ", \"algorithm\": " + json::quote(plan.algorithm_name()) +
+    ", \"clock\": " + json::quote(plan.virtual_clock() ? "VIRTUAL" : "REAL") +
+    ", \"nodes\": " + json::integer(static_cast<std::uint64_t>(plan.nodes())) +
+    ", \"seed\": " + json::integer(static_cast<std::uint64_t>(spec.seed())) +
+    ", \"time_budget_seconds\": " + json::number(spec.stop().time_seconds()) +
+    ", \"target_accuracy\": " + json::number(spec.stop().target_accuracy()) +
+    (opts.resume_file.empty() ? std::string{}
+                              : ", \"resumed_from\": " + json::quote(opts.resume_file)) +
+    "}\n";
   std::fputs(line.c_str(), files->events.get());
   std::fflush(files->events.get());
   return std::move(*files);
@@ -83,7 +82,7 @@ void watch_supervisor(const run_context& ctx, const caf::actor& sup) {
     caf::anon_send(ctx.log, sup);
 }
 
-} // namespace
+}  // namespace
 
 // ---- stopping a run from outside
 
@@ -135,8 +134,9 @@ struct virtual_run::impl {
   caf::actor_addr sup_addr;  // for a stop request (sup is dropped while driving)
   std::shared_ptr<run_control> control;
 
-  explicit impl() : cfg(true, 1), sys(cfg),
-    sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
+  explicit impl()
+    : cfg(true, 1), sys(cfg),
+      sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
 };
 
 virtual_run::virtual_run(std::shared_ptr<const run_plan> plan, run_options opts)
@@ -148,8 +148,8 @@ virtual_run::virtual_run(std::shared_ptr<const run_plan> plan, run_options opts)
   if (ctx_->probe)
     ctx_->probe->assign_nodes(ctx_->plan->nodes());
   start_log(impl_->sys, *ctx_, open_log(*ctx_->plan, opts));
-  impl_->sup = spawn_supervisor(impl_->sys, ctx_, caf::actor{}, impl_->sink,
-                                want_progress(*ctx_->plan, opts));
+  impl_->sup =
+    spawn_supervisor(impl_->sys, ctx_, caf::actor{}, impl_->sink, want_progress(*ctx_->plan, opts));
   impl_->sup_addr = impl_->sup.address();
   watch_supervisor(*ctx_, impl_->sup);
   impl_->control = std::move(opts.control);
@@ -313,4 +313,4 @@ caf::expected<void> write_outputs(const proto::RunReport& report, const std::str
   return write("report.pb", pb);
 }
 
-} // namespace atrain
+}  // namespace atrain

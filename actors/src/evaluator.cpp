@@ -10,11 +10,11 @@
 
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
-#include "atrain/actors/rfast.hpp"
 #include "atrain/actors/progress.hpp"
+#include "atrain/actors/rfast.hpp"
 #include "atrain/actors/run_log.hpp"
-#include "atrain/messages/json.hpp"
 #include "atrain/kernels/vector_ops.hpp"
+#include "atrain/messages/json.hpp"
 
 namespace atrain {
 
@@ -58,7 +58,7 @@ struct eval_state {
   std::vector<model_snapshot> last;
   std::vector<model_snapshot> retired;
   std::map<std::size_t, std::string> fault_effects;  // describe() index -> what happened
-  std::vector<proto::FaultRecord> unplanned;          // nodes lost with their host
+  std::vector<proto::FaultRecord> unplanned;         // nodes lost with their host
   /// R-FAST on a tree pair: the current common root (changes with a
   /// re-rooting) and tracking epoch.
   std::uint32_t root = 0;
@@ -66,9 +66,9 @@ struct eval_state {
   /// A re-rooting's recovery: from the loss until the evaluated model's test
   /// accuracy is back at its last value before the loss.
   struct recovery {
-    std::uint64_t fault = 0;       // describe() index, or unplanned_fault
-    std::size_t unplanned = 0;     // unplanned_fault: its records are unplanned[unplanned ..
-    std::size_t records = 0;       //   unplanned + records) (one per node of the lost host)
+    std::uint64_t fault = 0;    // describe() index, or unplanned_fault
+    std::size_t unplanned = 0;  // unplanned_fault: its records are unplanned[unplanned ..
+    std::size_t records = 0;    //   unplanned + records) (one per node of the lost host)
     double lost_at = 0;
     double accuracy_before = 0;
     std::optional<double> back_at;
@@ -203,8 +203,8 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
     };
     // R-FAST buffers also count the packets they dropped for another epoch.
     if (st.ctx->plan->spec.algorithm().has_rfast())
-      self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value,
-                    epoch_atom::value)
+      self
+        ->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value, epoch_atom::value)
         .then(add_stats, stats_failed);
     else
       self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value)
@@ -215,33 +215,36 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
       continue;
     ++g->pending;
     self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), mass_atom::value)
-      .then([g, finish_one](mass_account& a) {
-              g->masses.push_back(std::move(a));
-              finish_one();
-            },
-            [self, i, fail, finish_one, lost_meanwhile](caf::error& e) {
-              if (!self->state.buffer_down[i] && !lost_meanwhile(e))
-                return fail("node " + std::to_string(i) + " buffer", e);
-              finish_one();
-            });
+      .then(
+        [g, finish_one](mass_account& a) {
+          g->masses.push_back(std::move(a));
+          finish_one();
+        },
+        [self, i, fail, finish_one, lost_meanwhile](caf::error& e) {
+          if (!self->state.buffer_down[i] && !lost_meanwhile(e))
+            return fail("node " + std::to_string(i) + " buffer", e);
+          finish_one();
+        });
   }
   if (st.server) {
     ++g->pending;
     self->request(st.server, st.ctx->reply_timeout(), model_atom::value)
-      .then([g, finish_one](model_snapshot& s) {
-              g->server = std::move(s);
-              finish_one();
-            },
-            [fail](caf::error& e) { fail("parameter server", e); });
+      .then(
+        [g, finish_one](model_snapshot& s) {
+          g->server = std::move(s);
+          finish_one();
+        },
+        [fail](caf::error& e) { fail("parameter server", e); });
   }
   for (const auto& link : st.links) {
     ++g->pending;
     self->request(link, st.ctx->reply_timeout(), stats_atom::value)
-      .then([g, finish_one](link_stats& s) {
-              g->links.push_back(s);
-              finish_one();
-            },
-            [fail](caf::error& e) { fail("link", e); });
+      .then(
+        [g, finish_one](link_stats& s) {
+          g->links.push_back(s);
+          finish_one();
+        },
+        [fail](caf::error& e) { fail("link", e); });
   }
   // Nothing to ask (centralized SGD while its only worker is down).
   if (g->pending == 0)
@@ -324,8 +327,8 @@ metric_sample evaluate(caf::stateful_actor<eval_state>* self, const gathering& g
       consensus += vec::squared_distance(s.params.ptr(), evaluated.data(), dim);
     row.consensus_error = consensus / static_cast<double>(alive.size());
   } else {
-    row.consensus_error = uses_push_sum(alive) ? push_sum_average(alive, evaluated)
-                                                  : node_average(alive, evaluated);
+    row.consensus_error =
+      uses_push_sum(alive) ? push_sum_average(alive, evaluated) : node_average(alive, evaluated);
   }
   single_threaded_kernels();
   if (plan.topo && plan.topo->tree) {
@@ -409,10 +412,10 @@ void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row,
   if (target > 0 && row.test_accuracy >= target && !st.report.has_time_to_target())
     st.report.set_time_to_target(row.time_seconds);
   if (st.progress)  // wall time for the display only, never for the run
-    print_progress(*st.ctx->plan, row,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - st.wall_start)
-                     .count(),
-                   last);
+    print_progress(
+      *st.ctx->plan, row,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - st.wall_start).count(),
+      last);
   if (st.ctx->log)
     self->send(st.ctx->log, metric_atom::value, row, replace);
   self->send(st.supervisor, metric_atom::value, row);
@@ -491,8 +494,8 @@ void log_faults_acting(caf::stateful_actor<eval_state>* self, const gathering& g
     const auto& d = described[i];
     log_event(self, *st.ctx, "fault",
               "\"kind\": " + json::quote(d.kind) + ", \"what\": " + json::quote(d.what) +
-                ", \"from_seconds\": " + json::number(d.from) + ", \"hits\": " +
-                json::integer(hits[i]));
+                ", \"from_seconds\": " + json::number(d.from) +
+                ", \"hits\": " + json::integer(hits[i]));
   }
 }
 
@@ -565,7 +568,7 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   r.set_packets_retransmitted(retransmitted);
   std::uint64_t rejected = g.rejected;  // by buffers
   for (const auto& s : g.models)
-    rejected += s.rejected;              // by workers that receive packets themselves
+    rejected += s.rejected;  // by workers that receive packets themselves
   if (g.server)
     rejected += g.server->rejected;
   r.set_packets_rejected(rejected);
@@ -611,10 +614,10 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
     r.set_evaluated_model("live nodes' average (the common root, node " + std::to_string(st.root) +
                           ", is down)");
   else if (plan.topo && plan.topo->tree)
-    r.set_evaluated_model("common root (node " + std::to_string(st.root) + ")" +
-                          (st.epoch > 0 ? ", since the re-rooting of tracking epoch " +
-                                            std::to_string(st.epoch)
-                                        : std::string{}));
+    r.set_evaluated_model(
+      "common root (node " + std::to_string(st.root) + ")" +
+      (st.epoch > 0 ? ", since the re-rooting of tracking epoch " + std::to_string(st.epoch)
+                    : std::string{}));
   else if ((algo.has_sgp() || algo.has_osgp()) && g.models.size() > 1)
     r.set_evaluated_model("push-sum average (sum x / sum w)");
   else
@@ -726,8 +729,8 @@ void restore_evaluator(caf::stateful_actor<eval_state>* self) {
   st.report.clear_stragglers();
   for (const auto& s : saved.report().stragglers())
     st.stragglers[s.node()] = s;
-  const auto beats = std::min(st.heartbeat.size(),
-                               static_cast<std::size_t>(saved.heartbeat_gradients_size()));
+  const auto beats =
+    std::min(st.heartbeat.size(), static_cast<std::size_t>(saved.heartbeat_gradients_size()));
   for (std::size_t i = 0; i < beats; ++i)
     st.heartbeat[i] = {saved.heartbeat_gradients(static_cast<int>(i)),
                        saved.heartbeat_busy(static_cast<int>(i))};
@@ -744,9 +747,8 @@ void restore_evaluator(caf::stateful_actor<eval_state>* self) {
   if (st.ctx->log)  // the rows so far, so that the live file holds the whole run
     for (const auto& m : st.report.metrics())
       self->send(st.ctx->log, metric_atom::value,
-                 metric_sample{m.time_seconds(), m.gradients(), m.train_loss(),
-                               m.test_accuracy(), m.consensus_error(), m.messages(), m.bytes(),
-                               m.dropped()},
+                 metric_sample{m.time_seconds(), m.gradients(), m.train_loss(), m.test_accuracy(),
+                               m.consensus_error(), m.messages(), m.bytes(), m.dropped()},
                  false);
   const auto due = saved.next_eval_ns() - st.ctx->ns(self);
   arm_eval(self, caf::timespan{std::max<std::int64_t>(0, due)});
@@ -854,8 +856,8 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
         const std::vector<std::uint32_t>& buffers_gone) {
       adopt_epoch(self->state, epoch, root, links, buffers_gone);
     },
-    [=](restart_atom, std::uint32_t k, caf::actor& worker, caf::actor& buffer,
-        std::uint64_t fault, std::string& effect) {
+    [=](restart_atom, std::uint32_t k, caf::actor& worker, caf::actor& buffer, std::uint64_t fault,
+        std::string& effect) {
       auto& st = self->state;
       st.nodes.at(k).worker = std::move(worker);
       st.nodes[k].buffer = std::move(buffer);
@@ -869,8 +871,8 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
     // links spawned for new edges, the relaying buffers retired with it, and
     // when the loss that caused it happened.
     [=](epoch_atom, std::uint32_t epoch, std::uint32_t root, std::vector<caf::actor>& links,
-        const std::vector<std::uint32_t>& buffers_gone, std::uint64_t fault,
-        std::uint32_t records, double lost_at) {
+        const std::vector<std::uint32_t>& buffers_gone, std::uint64_t fault, std::uint32_t records,
+        double lost_at) {
       auto& st = self->state;
       adopt_epoch(st, epoch, root, links, buffers_gone);
       eval_state::recovery rec;
@@ -914,7 +916,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
   };
 }
 
-} // namespace
+}  // namespace
 
 caf::actor spawn_evaluator(caf::event_based_actor* supervisor, const context_ptr& ctx,
                            std::vector<node_actors> nodes, std::vector<caf::actor> links,
@@ -923,4 +925,4 @@ caf::actor spawn_evaluator(caf::event_based_actor* supervisor, const context_ptr
                            std::move(server), caf::actor_cast<caf::actor>(supervisor), progress);
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -69,10 +69,9 @@ void hit(fault_schedule::hits* h, std::size_t index, std::size_t size) {
   ++(*h)[index];
 }
 
-} // namespace
+}  // namespace
 
-fault_schedule::fault_schedule(const proto::FaultSchedule& spec) : spec_(spec) {
-}
+fault_schedule::fault_schedule(const proto::FaultSchedule& spec) : spec_(spec) {}
 
 std::size_t fault_schedule::size() const {
   return static_cast<std::size_t>(spec_.straggle_size() + spec_.partition_size() +
@@ -94,7 +93,7 @@ struct bases {
       delay(loss + static_cast<std::size_t>(f.loss_burst_size())),
       bad(delay + static_cast<std::size_t>(f.delay_spike_size())) {}
 };
-} // namespace
+}  // namespace
 
 double fault_schedule::compute_factor(std::uint32_t node, double t, hits* h) const {
   double f = 1;
@@ -108,8 +107,8 @@ double fault_schedule::compute_factor(std::uint32_t node, double t, hits* h) con
   return f;
 }
 
-fault_schedule::link_effect fault_schedule::link(std::uint32_t from, std::uint32_t to,
-                                                 double t, hits* h) const {
+fault_schedule::link_effect fault_schedule::link(std::uint32_t from, std::uint32_t to, double t,
+                                                 hits* h) const {
   const bases b{spec_};
   link_effect e;
   for (int i = 0; i < spec_.partition_size(); ++i) {
@@ -138,8 +137,7 @@ fault_schedule::link_effect fault_schedule::link(std::uint32_t from, std::uint32
   return e;
 }
 
-bool fault_schedule::corrupt(std::uint32_t node, double t, float* g, std::size_t n,
-                             hits* h) const {
+bool fault_schedule::corrupt(std::uint32_t node, double t, float* g, std::size_t n, hits* h) const {
   const bases base{spec_};
   bool did = false;
   for (int i = 0; i < spec_.bad_gradients_size(); ++i) {
@@ -158,8 +156,7 @@ bool fault_schedule::corrupt(std::uint32_t node, double t, float* g, std::size_t
 }
 
 bool fault_schedule::touches_links() const {
-  return spec_.partition_size() > 0 || spec_.loss_burst_size() > 0 ||
-         spec_.delay_spike_size() > 0;
+  return spec_.partition_size() > 0 || spec_.loss_burst_size() > 0 || spec_.delay_spike_size() > 0;
 }
 
 bool fault_schedule::empty() const {
@@ -190,22 +187,22 @@ std::vector<fault_schedule::description> fault_schedule::describe() const {
                    "+" + num(d.extra_latency_seconds()) + " s latency on " + links_text(d.links()),
                    d.from_seconds(), d.to_seconds()});
   for (const auto& b : spec_.bad_gradients())
-    out.push_back({"bad_gradients",
-                   "node " + std::to_string(b.node()) +
-                     (b.kind() == proto::BadGradients::NOT_FINITE ? " sends NaN gradients"
-                                                                  : " gradients x" + num(b.factor())),
-                   b.from_seconds(), b.to_seconds()});
+    out.push_back(
+      {"bad_gradients",
+       "node " + std::to_string(b.node()) +
+         (b.kind() == proto::BadGradients::NOT_FINITE ? " sends NaN gradients"
+                                                      : " gradients x" + num(b.factor())),
+       b.from_seconds(), b.to_seconds()});
   for (const auto& c : spec_.crash())
-    out.push_back({"crash",
-                   "node " + std::to_string(c.node()) +
-                     (c.whole_node() ? " (worker and gradient buffer)" : " worker") +
-                     (c.has_restart_after_seconds()
-                        ? ", restart after " + num(c.restart_after_seconds()) + " s"
-                        : ", no restart"),
-                   c.at_seconds(),
-                   c.has_restart_after_seconds() ? c.at_seconds() + c.restart_after_seconds()
-                                                 : 0.0});
+    out.push_back(
+      {"crash",
+       "node " + std::to_string(c.node()) +
+         (c.whole_node() ? " (worker and gradient buffer)" : " worker") +
+         (c.has_restart_after_seconds() ? ", restart after " + num(c.restart_after_seconds()) + " s"
+                                        : ", no restart"),
+       c.at_seconds(),
+       c.has_restart_after_seconds() ? c.at_seconds() + c.restart_after_seconds() : 0.0});
   return out;
 }
 
-} // namespace atrain
+}  // namespace atrain

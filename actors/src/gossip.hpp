@@ -23,7 +23,7 @@ struct node_base {
   std::vector<float> x;
   std::vector<float> g;
   std::vector<std::uint32_t> neighbours;  // g_r.out(i) == g_r.in(i): the graph is symmetric
-  outbox out;                              // routes aligned with `neighbours`
+  outbox out;                             // routes aligned with `neighbours`
   std::uint64_t rejected = 0;
   staleness_stats staleness;
 };
@@ -58,8 +58,8 @@ inline void reject(caf::local_actor* self, run_context& ctx, node_base& st, std:
 }
 
 /// Sends `p` to neighbour `to` only (counted like a broadcast).
-inline void send_to(caf::event_based_actor* self, run_context& ctx, node_base& st,
-                    std::uint32_t to, packet p) {
+inline void send_to(caf::event_based_actor* self, run_context& ctx, node_base& st, std::uint32_t to,
+                    packet p) {
   st.out.send(self, ctx, *neighbour_index(st, to), std::move(p));
 }
 
@@ -176,8 +176,9 @@ struct ask_neighbours<std::tuple<Ts...>> {
         done(a->got);
     };
     for (std::size_t j = 0; j < neighbours.size(); ++j)
-      sup->request(r.nodes.at(neighbours[j]).worker, ctx->reply_timeout(), restart_atom::value,
-                   r.node, xs...)
+      sup
+        ->request(r.nodes.at(neighbours[j]).worker, ctx->reply_timeout(), restart_atom::value,
+                  r.node, xs...)
         .then(
           [a, j, one](const Ts&... ys) mutable {
             a->got[j].emplace(ys...);
@@ -187,4 +188,4 @@ struct ask_neighbours<std::tuple<Ts...>> {
   }
 };
 
-} // namespace atrain::gossip
+}  // namespace atrain::gossip

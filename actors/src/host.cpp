@@ -121,7 +121,8 @@ caf::expected<context_ptr> admit(spawner_ptr self, const spawn_request& r) {
   std::set<std::uint32_t> seen;
   for (auto k : r.nodes)
     if (k >= plan->nodes() || !seen.insert(k).second)
-      return refuse("node " + std::to_string(k) + " is out of range or requested twice (the run has " +
+      return refuse("node " + std::to_string(k) +
+                    " is out of range or requested twice (the run has " +
                     std::to_string(plan->nodes()) + " nodes)");
   if (!r.supervisor)
     return refuse("no supervisor to report to");
@@ -130,7 +131,8 @@ caf::expected<context_ptr> admit(spawner_ptr self, const spawn_request& r) {
   ctx->spans_processes = true;
   if (!r.checkpoint.empty()) {
     auto ck = std::make_shared<proto::Checkpoint>();
-    const auto label = r.checkpoint_label.empty() ? std::string{"the checkpoint"} : r.checkpoint_label;
+    const auto label =
+      r.checkpoint_label.empty() ? std::string{"the checkpoint"} : r.checkpoint_label;
     if (!ck->ParseFromString(r.checkpoint))
       return refuse("cannot resume: " + label + ": this host's part cannot be parsed");
     if (auto why = check_checkpoint_nodes(*ck, *ctx->plan, r.nodes); !why.empty())
@@ -151,16 +153,17 @@ caf::behavior spawner(spawner_ptr self, host_options opts) {
     for (const auto& k : *keepers)
       caf::anon_send_exit(k, caf::exit_reason::user_shutdown);
   });
-  self->set_default_handler([=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
-    auto& st = self->state;
-    if (++st.counters.unexpected <= 100) {
-      auto text = x.content().stringify();
-      if (text.size() > 200)
-        text = text.substr(0, 200) + "...";
-      log(self, "ignored a message of unexpected type from " + peer_of(self) + ": " + text);
-    }
-    return caf::sec::unexpected_message;
-  });
+  self->set_default_handler(
+    [=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
+      auto& st = self->state;
+      if (++st.counters.unexpected <= 100) {
+        auto text = x.content().stringify();
+        if (text.size() > 200)
+          text = text.substr(0, 200) + "...";
+        log(self, "ignored a message of unexpected type from " + peer_of(self) + ": " + text);
+      }
+      return caf::sec::unexpected_message;
+    });
   return {
     [=](spawn_atom, spawn_request& r) -> caf::result<spawn_reply> {
       auto& st = self->state;
@@ -214,10 +217,10 @@ caf::behavior spawner(spawner_ptr self, host_options opts) {
   };
 }
 
-} // namespace
+}  // namespace
 
 caf::actor spawn_host(caf::actor_system& sys, host_options opts) {
   return sys.spawn(spawner, std::move(opts));
 }
 
-} // namespace atrain
+}  // namespace atrain

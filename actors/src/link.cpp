@@ -127,9 +127,8 @@ double transmit(link_actor_ptr self, run_context& ctx, const packet& p, double e
   const double tx = transmission_seconds(st, p);
   st.busy_until = ctx.seconds(self) + tx;
   // A fixed number of draws per packet keeps the generator's stream aligned.
-  const double extra = st.gen.chance(st.model.reorder())
-                         ? st.gen.uniform() * st.model.reorder_delay_seconds()
-                         : 0.0;
+  const double extra =
+    st.gen.chance(st.model.reorder()) ? st.gen.uniform() * st.model.reorder_delay_seconds() : 0.0;
   const bool twice = st.gen.chance(st.model.duplicate());
   const double extra2 = st.gen.uniform() * st.model.reorder_delay_seconds();
   const double latency = st.model.latency_seconds() + extra_latency;
@@ -356,18 +355,20 @@ void restore_link(link_state& st, const proto::Checkpoint& ck) {
   }
 }
 
-caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t to,
-                         caf::actor dest, context_ptr ctx) {
+caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t to, caf::actor dest,
+                         context_ptr ctx) {
   auto& st = self->state;
   st.stats.from = from;
   st.stats.to = to;
   st.dest = std::move(dest);
   st.model = ctx->plan->spec.link();
   st.acknowledged = links_are_acknowledged(ctx->plan->spec);
-  st.coalesce = ctx->plan->spec.algorithm().has_dasgd() && ctx->plan->spec.algorithm().dasgd().coalesce();
+  st.coalesce =
+    ctx->plan->spec.algorithm().has_dasgd() && ctx->plan->spec.algorithm().dasgd().coalesce();
   st.replay_on_restart =
     ctx->plan->spec.algorithm().has_dpsgd() && links_follow_restarts(ctx->plan->spec);
-  st.gen.reseed(derive_seed(ctx->plan->spec.seed(), 0x4c494e4bULL + (std::uint64_t{from} << 20) + to));
+  st.gen.reseed(
+    derive_seed(ctx->plan->spec.seed(), 0x4c494e4bULL + (std::uint64_t{from} << 20) + to));
   if (ctx->resume)
     restore_link(st, *ctx->resume);
   return {
@@ -414,8 +415,8 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
       if (it == st.outstanding.end() || it->second.attempt != attempt_no)
         return;  // acknowledged meanwhile, or a newer attempt owns the timer
       ++st.stats.retransmitted;
-      ctx->events.record(ctx->ns(self), it->second.p.from, event_kind::retransmit,
-                         it->second.p.to, it->second.p.seq);
+      ctx->events.record(ctx->ns(self), it->second.p.from, event_kind::retransmit, it->second.p.to,
+                         it->second.p.seq);
       enqueue(self, *ctx, id);
     },
     [=](stats_atom) { return self->state.stats; },
@@ -448,13 +449,12 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
   };
 }
 
-} // namespace
+}  // namespace
 
 network::network(caf::event_based_actor* sup, const context_ptr& ctx,
                  const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges,
                  const std::vector<caf::actor>& receivers, std::vector<caf::actor>& links_out) {
-  const bool active = link_is_active(ctx->plan->spec.link()) ||
-                      ctx->plan->faults.touches_links() ||
+  const bool active = link_is_active(ctx->plan->spec.link()) || ctx->plan->faults.touches_links() ||
                       links_follow_restarts(ctx->plan->spec);
   for (const auto& [from, to] : edges) {
     if (routes_.count({from, to}) > 0)
@@ -473,9 +473,8 @@ caf::actor network::route(std::uint32_t from, std::uint32_t to) const {
   return routes_.at({from, to});
 }
 
-void wire_star(caf::event_based_actor* sup, const context_ptr& ctx,
-               std::vector<caf::actor>& links, std::uint32_t at,
-               std::vector<node_actors>& nodes) {
+void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<caf::actor>& links,
+               std::uint32_t at, std::vector<node_actors>& nodes) {
   const auto& hub = nodes.at(at).hub;
   const auto workers = workers_of(nodes);
   const auto n = static_cast<std::uint32_t>(workers.size());
@@ -546,7 +545,7 @@ void dispatch(outbox& out, caf::event_based_actor* self, run_context& ctx, std::
     .then([next] { next(); }, [next](const caf::error&) { next(); });
 }
 
-} // namespace
+}  // namespace
 
 void outbox::send(caf::event_based_actor* self, run_context& ctx, std::size_t k, packet p) {
   const auto& [node, handle] = routes.at(k);
@@ -592,4 +591,4 @@ model_snapshot make_snapshot(std::uint32_t node, const compute_unit& cu, const o
   return s;
 }
 
-} // namespace atrain
+}  // namespace atrain

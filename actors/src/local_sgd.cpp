@@ -65,7 +65,7 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
     const double gamma = gamma0 / (1.0 + decay * static_cast<double>(st.steps++));
     vec::axpy(static_cast<float>(-gamma), st.g.data(), st.x.data(), st.x.size());
   };
-  auto join = [=] {                                          // 2.
+  auto join = [=] {  // 2.
     auto& st = self->state;
     if (st.record)
       st.open = {st.averages, st.x, st.since_average, {}};
@@ -76,7 +76,7 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
     auto& st = self->state;
     return st.hold.requested && !st.ring->called() && st.hold.stop_here();
   };
-  auto average = [=] {                                       // 3.
+  auto average = [=] {  // 3.
     auto& st = self->state;
     const auto& sum = st.ring->sum();
     std::transform(sum.begin(), sum.end(), st.x.begin(), [=](float v) { return v * inv_n; });
@@ -97,7 +97,7 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
     if (skip && st.ring->called())
       (void)join();  // never done at once: the ring needs this rank's chunks (n > 1)
   };
-  auto local_step = [=] {                                    // 1.
+  auto local_step = [=] {  // 1.
     auto& st = self->state;
     if (st.ring->active()) {  // SKIP: joined the average early, apply after it
       st.late_gradient = true;
@@ -121,7 +121,7 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
   return joining ? ring_joining(self, id, ctx, std::move(running)) : running;
 }
 
-} // namespace
+}  // namespace
 
 std::vector<local_sgd_average> local_sgd_take_averages(const caf::actor_addr& worker) {
   return gossip::take_from_worker(worker, &local_sgd_state::ledger);
@@ -139,4 +139,4 @@ caf::actor spawn_local_sgd_replacement(caf::event_based_actor* sup, const contex
   return sup->spawn(local_sgd_worker, k, ctx, true);
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -111,8 +111,8 @@ std::vector<std::uint32_t> loscar_sample(std::uint64_t run_seed, std::uint64_t r
   return idx;
 }
 
-void loscar_merge(std::vector<float>& x, const std::vector<std::uint32_t>& sample,
-                  const float* y_s, const float* mean, bool naive) {
+void loscar_merge(std::vector<float>& x, const std::vector<std::uint32_t>& sample, const float* y_s,
+                  const float* mean, bool naive) {
   for (std::size_t j = 0; j < sample.size(); ++j) {
     float& v = x[sample[j]];
     v = naive ? mean[j] : v + (mean[j] - y_s[j]);
@@ -125,18 +125,17 @@ std::vector<loscar_steps> loscar_schedule(const run_plan& plan) {
   const std::uint32_t a = algo.aggregator();
   const auto& link = plan.spec.link();
   const double bytes = 24.0 + 4.0 * static_cast<double>(loscar_k(algo.sparsity(), plan.dim()));
-  const double hop = link.latency_seconds() + (link.bandwidth_bytes_per_second() > 0
-                                                 ? bytes / link.bandwidth_bytes_per_second()
-                                                 : 0.0);
+  const double hop =
+    link.latency_seconds() +
+    (link.bandwidth_bytes_per_second() > 0 ? bytes / link.bandwidth_bytes_per_second() : 0.0);
   std::vector<loscar_steps> out(n);
   std::vector<double> tau(n), busy(n);
   double arrive = 0;  // max_j (N_j tau_j + up_j)
   for (std::size_t i = 0; i < n; ++i) {
     tau[i] = plan.tau[i] * plan.slowdown[i];
-    out[i].local = algo.has_local_steps()
-                     ? algo.local_steps()
-                     : static_cast<std::uint32_t>(std::max<long long>(
-                         1, std::llround(algo.round_seconds() / tau[i])));
+    out[i].local = algo.has_local_steps() ? algo.local_steps()
+                                          : static_cast<std::uint32_t>(std::max<long long>(
+                                              1, std::llround(algo.round_seconds() / tau[i])));
     busy[i] = out[i].local * tau[i];
     arrive = std::max(arrive, busy[i] + (i == a ? 0.0 : hop));
   }
@@ -148,7 +147,8 @@ std::vector<loscar_steps> loscar_schedule(const run_plan& plan) {
     else {
       const double window = arrive + (i == a ? 0.0 : hop) - busy[i];
       // 1e-9: a window of exactly q steps computed in floating point still fits q.
-      out[i].overlap = static_cast<std::uint32_t>(std::max(0.0, std::floor(window / tau[i] + 1e-9)));
+      out[i].overlap =
+        static_cast<std::uint32_t>(std::max(0.0, std::floor(window / tau[i] + 1e-9)));
     }
   }
   return out;
@@ -174,18 +174,18 @@ struct loscar_worker_state : gossip::node_base {
   double gamma = 0;
   double decay = 0;
   std::uint64_t seed = 0;
-  std::uint64_t steps = 0;    // local steps so far (step-size schedule)
+  std::uint64_t steps = 0;        // local steps so far (step-size schedule)
   std::uint64_t snapshot_at = 0;  // `steps` when y_i was taken
   std::uint64_t round = 0;
   phase at = phase::local;
-  std::uint32_t done = 0;     // steps done in the current phase
+  std::uint32_t done = 0;  // steps done in the current phase
   std::vector<std::uint32_t> sample;
   std::vector<float> y_s;
   std::vector<float> mean;
   bool have_mean = false;
-  bool record = false;        // keep the merge ledger (test probe only)
+  bool record = false;  // keep the merge ledger (test probe only)
   std::vector<loscar_merge_record> ledger;
-  barrier_hold hold;          // checkpoints
+  barrier_hold hold;  // checkpoints
   static inline const char* name = "atrain_loscar_worker";
 };
 using worker_ptr = caf::stateful_actor<loscar_worker_state>*;
@@ -200,7 +200,7 @@ void next_gradient(worker_ptr self) {
   send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value, st.steps);
 }
 
-void begin_round(worker_ptr self, const run_plan& plan) {                // 1.
+void begin_round(worker_ptr self, const run_plan& plan) {  // 1.
   auto& st = self->state;
   st.sample = loscar_sample(plan.spec.seed(), st.round, plan.dim(), st.k);
   st.at = phase::local;
@@ -252,9 +252,9 @@ void on_wake(worker_ptr self, run_context& ctx, std::uint32_t id) {
   vec::axpy(static_cast<float>(-gamma), st.g.data(), st.x.data(), st.x.size());
   ++st.done;
   if (st.at == phase::local && st.done == st.counts.local)
-    send_snapshot(self, ctx, id);                                         // 2.
+    send_snapshot(self, ctx, id);  // 2.
   else if (st.at == phase::overlap && st.done == st.counts.overlap)
-    st.at = phase::waiting;                                               // 3.
+    st.at = phase::waiting;  // 3.
   if (st.at == phase::waiting)
     return try_merge(self, *ctx.plan);
   next_gradient(self);
@@ -312,8 +312,8 @@ void restore_worker(loscar_worker_state& st, const proto::NodeState& s, const ru
 
 /// Worker `id`; a replacement (`joining`, after a crash) keeps every
 /// message until the aggregator starts it: (start_atom, round, A, route).
-caf::behavior loscar_worker(worker_ptr self, std::uint32_t id, loscar_steps counts,
-                            context_ptr ctx, bool joining) {
+caf::behavior loscar_worker(worker_ptr self, std::uint32_t id, loscar_steps counts, context_ptr ctx,
+                            bool joining) {
   const auto& plan = *ctx->plan;
   const auto& algo = plan.spec.algorithm().loscar();
   auto& st = self->state;
@@ -396,15 +396,15 @@ struct loscar_aggregator_state {
   std::uint32_t node = 0;  // hosting node a
   std::size_t n = 0;
   std::size_t k = 1;
-  std::uint64_t round = 0;                  // the round being collected
-  std::vector<std::vector<float>> got;      // per sender; empty = not yet
+  std::uint64_t round = 0;              // the round being collected
+  std::vector<std::vector<float>> got;  // per sender; empty = not yet
   std::size_t count = 0;
-  outbox out;                               // routes to every worker, by node
+  outbox out;  // routes to every worker, by node
   std::uint64_t rejected = 0;
-  bool sent_since_drain = false;            // means sent since the last drain answer
-  std::uint64_t seed = 0;                   // the run's (S_r)
-  std::vector<float> average;               // A: every coordinate's newest mean (x^0 first)
-  std::vector<bool> dropped;                // per node: out of the round being collected
+  bool sent_since_drain = false;  // means sent since the last drain answer
+  std::uint64_t seed = 0;         // the run's (S_r)
+  std::vector<float> average;     // A: every coordinate's newest mean (x^0 first)
+  std::vector<bool> dropped;      // per node: out of the round being collected
   std::size_t dropped_count = 0;
   /// Replacements waiting for the round being collected: node -> (worker,
   /// its route to the aggregator).
@@ -554,7 +554,9 @@ caf::behavior loscar_aggregator(aggregator_ptr self, context_ptr ctx) {
       return std::make_tuple(st.out.messages, st.out.bytes, st.rejected);
     },
     // Asked by worker a during a checkpoint's drain: busy once after means went out.
-    [=](ckpt_drain_atom) { return std::exchange(self->state.sent_since_drain, false) ? 0.0 : -1.0; },
+    [=](ckpt_drain_atom) {
+      return std::exchange(self->state.sent_since_drain, false) ? 0.0 : -1.0;
+    },
     [=](ckpt_state_atom) { return save_aggregator(self->state); },
     [=](restart_atom, std::uint32_t k, const caf::actor_addr& dead, const caf::actor& w,
         const caf::actor& route) -> caf::result<std::uint64_t, bool> {
@@ -566,7 +568,7 @@ caf::behavior loscar_aggregator(aggregator_ptr self, context_ptr ctx) {
   };
 }
 
-} // namespace
+}  // namespace
 
 std::vector<loscar_merge_record> loscar_take_merges(const caf::actor_addr& worker) {
   auto handle = caf::actor_cast<caf::actor>(worker);
@@ -586,7 +588,7 @@ namespace {
   });
 }
 
-} // namespace
+}  // namespace
 
 std::string loscar_check_checkpoint(const proto::Checkpoint& ck, const run_plan& plan) {
   const auto& algo = plan.spec.algorithm().loscar();
@@ -659,4 +661,4 @@ void wire_loscar(caf::event_based_actor* sup, const context_ptr& ctx,
   wire_star(sup, ctx, links, ctx->plan->spec.algorithm().loscar().aggregator(), nodes);
 }
 
-} // namespace atrain
+}  // namespace atrain

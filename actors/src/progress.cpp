@@ -39,7 +39,7 @@ std::string short_duration(double s) {
   return buf;
 }
 
-} // namespace
+}  // namespace
 
 /// One line of at most 79 columns, e.g.
 /// `VIRT t=12.5/30s wall 3s 1.2k grad/s loss 0.3312 acc 0.8412/0.845 ETA 4s`:
@@ -60,9 +60,9 @@ void print_progress(const run_plan& plan, const metric_sample& row, double wall,
   if (stop.time_seconds() > 0 && t > 0)
     left = wall * (stop.time_seconds() - t) / t;
   if (stop.gradients() > 0 && row.gradients > 0) {
-    const double by_grads = wall * (static_cast<double>(stop.gradients()) -
-                                    static_cast<double>(row.gradients)) /
-                            static_cast<double>(row.gradients);
+    const double by_grads =
+      wall * (static_cast<double>(stop.gradients()) - static_cast<double>(row.gradients)) /
+      static_cast<double>(row.gradients);
     left = left < 0 ? by_grads : std::min(left, by_grads);
   }
   char line[160];
@@ -71,10 +71,11 @@ void print_progress(const run_plan& plan, const metric_sample& row, double wall,
                 short_duration(wall).c_str(),
                 short_count(t > 0 ? static_cast<double>(row.gradients) / t : 0).c_str(),
                 row.train_loss, row.test_accuracy, target,
-                last ? "done" : left < 0 ? "?" : short_duration(std::max(0.0, left)).c_str());
+                last       ? "done"
+                : left < 0 ? "?"
+                           : short_duration(std::max(0.0, left)).c_str());
   std::fprintf(stderr, "\r%-79.79s%s", line, last ? "\n" : "");
   std::fflush(stderr);
 }
 
-
-} // namespace atrain
+}  // namespace atrain

@@ -228,7 +228,9 @@ double mass_residual(const std::vector<const rfast_tracker*>& trackers, double* 
 
 namespace {
 
-[[nodiscard]] bool finite(const float* x, std::size_t n) { return vec::all_finite(x, n); }
+[[nodiscard]] bool finite(const float* x, std::size_t n) {
+  return vec::all_finite(x, n);
+}
 
 [[nodiscard]] bool finite(const double* x, std::size_t n) {
   for (std::size_t k = 0; k < n; ++k)
@@ -248,11 +250,11 @@ struct buffer_state {
   /// worker uses its own x instead).
   std::vector<float_blob> v_hat;
   std::vector<std::uint64_t> v_seq;
-  std::vector<std::uint64_t> v_age;    // own wakes since v^_j was refreshed
+  std::vector<std::uint64_t> v_age;  // own wakes since v^_j was refreshed
   std::uint64_t rejected = 0;
-  std::uint64_t old_epoch = 0;         // packets dropped for another tracking epoch
-  std::uint64_t tracks = 0;            // wakes served (a restarted worker resumes from it)
-  double seq_rate = 0;                 // see future_seq_rate
+  std::uint64_t old_epoch = 0;  // packets dropped for another tracking epoch
+  std::uint64_t tracks = 0;     // wakes served (a restarted worker resumes from it)
+  double seq_rate = 0;          // see future_seq_rate
   static inline const char* name = "atrain_rfast_buffer";
 };
 
@@ -427,10 +429,10 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
       auto& st = self->state;
       auto& tr = *st.tracker;
       ++st.tracks;
-      tr.correct(g.ptr());                                   // 4
-      push_mass(self, id, *ctx);                             // 5
-      auto d = float_blob{tr.direction()};                   // (for 1)
-      tr.absorb();                                           // 3
+      tr.correct(g.ptr());                  // 4
+      push_mass(self, id, *ctx);            // 5
+      auto d = float_blob{tr.direction()};  // (for 1)
+      tr.absorb();                          // 3
       std::vector<std::uint64_t> ages = st.v_age;
       for (auto& a : st.v_age)
         ++a;
@@ -489,8 +491,7 @@ void schedule_next(caf::stateful_actor<worker_state>* self) {
   auto& st = self->state;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);
   st.hold.wake_due = self->clock().now() + to_timespan(wait);
-  send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value,
-             float_blob{st.g});
+  send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value, float_blob{st.g});
 }
 
 /// `x_start` empty: a fresh worker (x = x^0, initialises the tracker);
@@ -542,7 +543,7 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
                   const std::vector<std::uint64_t>& ages, const std::vector<double>& r) {
           auto& st = self->state;
           const double gamma = st.gamma / (1.0 + st.decay * static_cast<double>(st.seq));
-          std::vector<float> v(dim);                         // 1. local descent
+          std::vector<float> v(dim);  // 1. local descent
           const float* dir = d.ptr();
           const auto step = static_cast<float>(gamma);
           for (std::size_t k = 0; k < dim; ++k)
@@ -553,8 +554,8 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
           p.seq = ++st.seq;
           p.f = float_blob{v};
           p.epoch = st.epoch;
-          st.out_r.broadcast(self, *ctx, p);                 //    send v at once
-          std::vector<const float*> parts{v.data()};         // 2. pull consensus
+          st.out_r.broadcast(self, *ctx, p);          //    send v at once
+          std::vector<const float*> parts{v.data()};  // 2. pull consensus
           std::vector<double> weights{r.at(0)};
           double kept = r[0];
           // A new epoch's in-neighbour that has sent nothing yet counts as
@@ -578,8 +579,8 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
                 w /= kept;  // row stochastic again over the neighbours kept
             vec::weighted_sum(parts, weights, st.x.data(), dim);
           }
-          if (!st.hold.stop_here())                          // (a checkpoint holds here)
-            schedule_next(self);                             // next gradient at x
+          if (!st.hold.stop_here())  // (a checkpoint holds here)
+            schedule_next(self);     // next gradient at x
         });
     },
     [=](model_atom) {
@@ -605,7 +606,7 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
   };
 }
 
-} // namespace
+}  // namespace
 
 node_actors spawn_rfast_node(caf::event_based_actor* parent, const context_ptr& ctx,
                              std::uint32_t i) {
@@ -674,4 +675,4 @@ void start_respawned_rfast_node(caf::event_based_actor* sup, const node_actors& 
   sup->send(node.worker, start_atom::value, std::vector<caf::actor>{});
 }
 
-} // namespace atrain
+}  // namespace atrain

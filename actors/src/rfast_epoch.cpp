@@ -14,14 +14,22 @@ namespace {
   switch (t.builder()) {
     case proto::TopologySpec::TREE_PAIR:
       return "tree pair of arity " + std::to_string(t.arity() == 0 ? 2 : t.arity());
-    case proto::TopologySpec::STAR: return "star";
-    case proto::TopologySpec::RING: return "ring";
-    case proto::TopologySpec::DIRECTED_RING: return "directed ring";
-    case proto::TopologySpec::EXPONENTIAL: return "exponential graph";
-    case proto::TopologySpec::COMPLETE: return "complete graph";
-    case proto::TopologySpec::TORUS: return "torus";
-    case proto::TopologySpec::RANDOM_REGULAR: return "random regular graph";
-    default: return "explicit graph pair";
+    case proto::TopologySpec::STAR:
+      return "star";
+    case proto::TopologySpec::RING:
+      return "ring";
+    case proto::TopologySpec::DIRECTED_RING:
+      return "directed ring";
+    case proto::TopologySpec::EXPONENTIAL:
+      return "exponential graph";
+    case proto::TopologySpec::COMPLETE:
+      return "complete graph";
+    case proto::TopologySpec::TORUS:
+      return "torus";
+    case proto::TopologySpec::RANDOM_REGULAR:
+      return "random regular graph";
+    default:
+      return "explicit graph pair";
   }
 }
 
@@ -39,12 +47,23 @@ namespace {
       auto up = down.reversed();
       return make_topology(std::move(down), std::move(up), true);
     }
-    case proto::TopologySpec::STAR: g = make_star(m, root); break;
-    case proto::TopologySpec::RING: g = make_ring(m); break;
-    case proto::TopologySpec::DIRECTED_RING: g = make_directed_ring(m); break;
-    case proto::TopologySpec::EXPONENTIAL: g = make_exponential(m); break;
-    case proto::TopologySpec::COMPLETE: g = make_complete(m); break;
-    default: return std::nullopt;
+    case proto::TopologySpec::STAR:
+      g = make_star(m, root);
+      break;
+    case proto::TopologySpec::RING:
+      g = make_ring(m);
+      break;
+    case proto::TopologySpec::DIRECTED_RING:
+      g = make_directed_ring(m);
+      break;
+    case proto::TopologySpec::EXPONENTIAL:
+      g = make_exponential(m);
+      break;
+    case proto::TopologySpec::COMPLETE:
+      g = make_complete(m);
+      break;
+    default:
+      return std::nullopt;
   }
   auto copy = g;
   return make_topology(std::move(g), std::move(copy), false);
@@ -61,8 +80,10 @@ constexpr const char* rebuildable_kinds =
     case proto::TopologySpec::RING:
     case proto::TopologySpec::DIRECTED_RING:
     case proto::TopologySpec::EXPONENTIAL:
-    case proto::TopologySpec::COMPLETE: return true;
-    default: return false;
+    case proto::TopologySpec::COMPLETE:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -86,7 +107,7 @@ constexpr const char* rebuildable_kinds =
   return "{" + s + "}";
 }
 
-} // namespace
+}  // namespace
 
 rfast_epoch_plan first_rfast_epoch(const run_plan& plan) {
   rfast_epoch_plan e;
@@ -106,9 +127,9 @@ std::vector<std::uint32_t> surviving_roots(const rfast_epoch_plan& e,
   std::vector<std::uint32_t> keep;  // compact ids of e
   for (auto id : survivors)
     keep.push_back(index_of(e.members, id));
-  return run_ids(common_roots(induced_subgraph(e.topo->g_r, keep),
-                              induced_subgraph(e.topo->g_c, keep)),
-                 survivors);
+  return run_ids(
+    common_roots(induced_subgraph(e.topo->g_r, keep), induced_subgraph(e.topo->g_c, keep)),
+    survivors);
 }
 
 caf::expected<rfast_epoch_plan> next_rfast_epoch(const run_plan& plan, const rfast_epoch_plan& e,
@@ -158,9 +179,13 @@ caf::expected<rfast_epoch_plan> rejoin_rfast_epoch(const run_plan& plan, const r
   if (members.size() < plan.nodes()) {
     if (!rebuildable(plan.spec.topology()))
       return caf::make_error(caf::sec::invalid_argument,
-                             "not every node is back (" + id_list(members) + " are in the run) "
-                               "and a " + e.kind + " cannot be rebuilt over other nodes than "
-                               "the spec's (" + rebuildable_kinds + ")");
+                             "not every node is back (" + id_list(members) +
+                               " are in the run) "
+                               "and a " +
+                               e.kind +
+                               " cannot be rebuilt over other nodes than "
+                               "the spec's (" +
+                               rebuildable_kinds + ")");
     return next_rfast_epoch(plan, e, members, worker_up);
   }
   auto next = first_rfast_epoch(plan);
@@ -235,4 +260,4 @@ void start_rfast_epoch(caf::event_based_actor* sup, const context_ptr& ctx,
   }
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -32,9 +32,9 @@ bool ring_allreduce::called() const {
 
 std::uint32_t ring_allreduce::sent_chunk(std::uint32_t rank, std::uint32_t step) const {
   if (step < n_ - 1)
-    return (rank + n_ - step) % n_;             // reduce-scatter: (r - s) mod n
+    return (rank + n_ - step) % n_;  // reduce-scatter: (r - s) mod n
   const std::uint32_t s = step - (n_ - 1);
-  return (rank + 1 + n_ - s) % n_;              // all-gather: (r + 1 - s) mod n
+  return (rank + 1 + n_ - s) % n_;  // all-gather: (r + 1 - s) mod n
 }
 
 ring_allreduce::send ring_allreduce::make_send(std::uint32_t step) const {
@@ -73,10 +73,10 @@ void ring_allreduce::run(std::vector<send>& out) {
     const auto c = sent_chunk(predecessor, next_);
     const auto [b, e] = ring_chunk(dim_, n_, c);
     const float* in = it->second.first.ptr();
-    if (next_ < n_ - 1) {                            // reduce-scatter: add
+    if (next_ < n_ - 1) {  // reduce-scatter: add
       vec::axpy(1.0F, in, buf_.data() + b, e - b);
       counts_[c] += it->second.second;
-    } else {                                         // all-gather: copy
+    } else {  // all-gather: copy
       std::copy(in, in + (e - b), buf_.begin() + static_cast<std::ptrdiff_t>(b));
       counts_[c] = it->second.second;
     }
@@ -186,8 +186,8 @@ bool ring_endpoint::deliver(caf::event_based_actor* self, run_context& ctx, cons
 
 // ---------------------------------------------------------------- wiring
 
-void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx,
-               std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<node_actors>& nodes,
+               std::vector<caf::actor>& links) {
   const auto n = static_cast<std::uint32_t>(nodes.size());
   const auto workers = workers_of(nodes);
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
@@ -205,10 +205,10 @@ void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx,
 
 // ---------------------------------------------------------------- restart
 
-void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx,
-                      const worker_restart& r, restart_started started) {
-  using frozen = std::tuple<std::uint64_t, float_blob, double, float_blob, std::uint64_t,
-                            std::uint64_t>;
+void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
+                      restart_started started) {
+  using frozen =
+    std::tuple<std::uint64_t, float_blob, double, float_blob, std::uint64_t, std::uint64_t>;
   struct answers {
     std::size_t pending = 0;
     std::vector<std::optional<frozen>> got;
@@ -269,8 +269,8 @@ void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx,
     };
     sup->request(r.nodes[j].worker, ctx->reply_timeout(), restart_atom::value, r.node)
       .then(
-        [a, j, one](std::uint64_t rounds, const float_blob& sum, double count,
-                    const float_blob& x, std::uint64_t steps, std::uint64_t averages) {
+        [a, j, one](std::uint64_t rounds, const float_blob& sum, double count, const float_blob& x,
+                    std::uint64_t steps, std::uint64_t averages) {
           a->got[j].emplace(rounds, sum, count, x, steps, averages);
           one();
         },
@@ -278,4 +278,4 @@ void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx,
   }
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -67,11 +67,12 @@ std::string evaluation_event(const metric_sample& m, bool replaces) {
   using json::integer;
   using json::number;
   return "{\"event\": \"evaluation\", \"time_seconds\": " + number(m.time_seconds) +
-         ", \"gradients\": " + integer(m.gradients) + ", \"train_loss\": " +
-         number(m.train_loss) + ", \"test_accuracy\": " + number(m.test_accuracy) +
-         ", \"consensus_error\": " + number(m.consensus_error) + ", \"messages\": " +
-         integer(m.messages) + ", \"bytes\": " + integer(m.bytes) + ", \"dropped\": " +
-         integer(m.dropped) + (replaces ? ", \"replaces_previous\": true}\n" : "}\n");
+         ", \"gradients\": " + integer(m.gradients) + ", \"train_loss\": " + number(m.train_loss) +
+         ", \"test_accuracy\": " + number(m.test_accuracy) +
+         ", \"consensus_error\": " + number(m.consensus_error) +
+         ", \"messages\": " + integer(m.messages) + ", \"bytes\": " + integer(m.bytes) +
+         ", \"dropped\": " + integer(m.dropped) +
+         (replaces ? ", \"replaces_previous\": true}\n" : "}\n");
 }
 
 caf::behavior run_log_actor(caf::stateful_actor<log_state>* self, run_log_files files) {
@@ -96,7 +97,7 @@ caf::behavior run_log_actor(caf::stateful_actor<log_state>* self, run_log_files 
   };
 }
 
-} // namespace
+}  // namespace
 
 caf::actor spawn_run_log(caf::actor_system& sys, run_log_files files) {
   return sys.spawn(run_log_actor, std::move(files));
@@ -106,11 +107,11 @@ void log_event(caf::local_actor* self, const run_context& ctx, const std::string
                const std::string& fields) {
   if (!ctx.log)
     return;
-  std::string line = "{\"event\": " + json::quote(kind) +
-                     ", \"time_seconds\": " + json::number(ctx.seconds(self));
+  std::string line =
+    "{\"event\": " + json::quote(kind) + ", \"time_seconds\": " + json::number(ctx.seconds(self));
   if (!fields.empty())
     line += ", " + fields;
   caf::anon_send(ctx.log, log_atom::value, line + "}");
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -25,8 +25,7 @@ std::string algorithm_name_of(const proto::ExperimentSpec& spec) {
     case proto::AlgorithmSpec::kDasgd:
       return "dasgd";
     case proto::AlgorithmSpec::kLoscar:
-      return spec.algorithm().loscar().merge() == proto::Loscar::NAIVE ? "loscar_naive"
-                                                                      : "loscar";
+      return spec.algorithm().loscar().merge() == proto::Loscar::NAIVE ? "loscar_naive" : "loscar";
     case proto::AlgorithmSpec::kSgp:
       return "sgp";
     case proto::AlgorithmSpec::kOsgp:
@@ -59,8 +58,8 @@ void check_sha256(const loaded_spec& ls, const std::string& field, const std::st
     refuse(ls, field, e.what());
   }
   if (got != expected)
-    refuse(ls, field, path + ": sha256 of the decompressed contents is " + got + ", expected " +
-                        expected);
+    refuse(ls, field,
+           path + ": sha256 of the decompressed contents is " + got + ", expected " + expected);
 }
 
 std::shared_ptr<const dataset> load(const loaded_spec& ls, bool test, std::size_t dim) {
@@ -93,13 +92,27 @@ topology build_topology(const loaded_spec& ls, std::size_t n) {
   try {
     digraph g;
     switch (t.builder()) {
-      case proto::TopologySpec::RING: g = make_ring(n); break;
-      case proto::TopologySpec::DIRECTED_RING: g = make_directed_ring(n); break;
-      case proto::TopologySpec::EXPONENTIAL: g = make_exponential(n); break;
-      case proto::TopologySpec::STAR: g = make_star(n, t.root()); break;
-      case proto::TopologySpec::TORUS: g = make_torus(t.rows(), t.cols()); break;
-      case proto::TopologySpec::COMPLETE: g = make_complete(n); break;
-      case proto::TopologySpec::RANDOM_REGULAR: g = make_random_regular(n, t.degree(), seed); break;
+      case proto::TopologySpec::RING:
+        g = make_ring(n);
+        break;
+      case proto::TopologySpec::DIRECTED_RING:
+        g = make_directed_ring(n);
+        break;
+      case proto::TopologySpec::EXPONENTIAL:
+        g = make_exponential(n);
+        break;
+      case proto::TopologySpec::STAR:
+        g = make_star(n, t.root());
+        break;
+      case proto::TopologySpec::TORUS:
+        g = make_torus(t.rows(), t.cols());
+        break;
+      case proto::TopologySpec::COMPLETE:
+        g = make_complete(n);
+        break;
+      case proto::TopologySpec::RANDOM_REGULAR:
+        g = make_random_regular(n, t.degree(), seed);
+        break;
       case proto::TopologySpec::TREE_PAIR: {
         auto tree = make_tree(n, t.arity() == 0 ? 2 : t.arity(), t.root());
         auto up = tree.reversed();
@@ -132,11 +145,12 @@ void check_gossip(const loaded_spec& ls, const topology& topo) {
   if (!topo.g_r.is_symmetric())
     refuse(ls, "topology", name + " gossips over an undirected graph; this one is not symmetric");
   if (spec.algorithm().has_adpsgd() && !bipartite_split(topo.g_r))
-    refuse(ls, "topology", "adpsgd needs a bipartite graph for its active/passive split "
-                           "(e.g. RING with an even number of nodes); this one is not");
+    refuse(ls, "topology",
+           "adpsgd needs a bipartite graph for its active/passive split "
+           "(e.g. RING with an even number of nodes); this one is not");
 }
 
-} // namespace
+}  // namespace
 
 std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   validate(ls);
@@ -149,8 +163,7 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   plan->base_dir = ls.base_dir;
   const auto& spec = ls.spec;
   plan->train = load(ls, false, spec.dataset().dimension());
-  plan->test = spec.dataset().test_path().empty() ? plan->train
-                                                  : load(ls, true, plan->train->dim);
+  plan->test = spec.dataset().test_path().empty() ? plan->train : load(ls, true, plan->train->dim);
   if (plan->test->dim != plan->train->dim)
     refuse(ls, "dataset.test_path",
            "test features have dimension " + std::to_string(plan->test->dim) +
@@ -161,11 +174,12 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   const bool single = spec.algorithm().has_centralized();
   const std::size_t n = single ? 1 : spec.nodes();
   if (single && spec.nodes() != 1)
-    plan->warnings.push_back("centralized runs on one node; nodes = " +
-                             std::to_string(spec.nodes()) + " ignored");
+    plan->warnings.push_back(
+      "centralized runs on one node; nodes = " + std::to_string(spec.nodes()) + " ignored");
   if (n > plan->train->size())
-    refuse(ls, "nodes", "more nodes (" + std::to_string(n) + ") than training samples (" +
-                          std::to_string(plan->train->size()) + ")");
+    refuse(ls, "nodes",
+           "more nodes (" + std::to_string(n) + ") than training samples (" +
+             std::to_string(plan->train->size()) + ")");
   const std::uint64_t shard_seed = derive_seed(spec.seed(), 0x53484152ULL);
   if (spec.shard().policy() == proto::ShardSpec::LABEL_SKEW)
     plan->shard = shard_label_skew(plan->train->labels, plan->train->classes, n,
@@ -202,9 +216,8 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
     plan->prototype = make_logistic_regression(plan->train->dim, m.logistic_regression().l2());
   } else {
     std::vector<std::size_t> hidden(m.mlp().hidden().begin(), m.mlp().hidden().end());
-    plan->prototype =
-      make_mlp(plan->train->dim, hidden, std::max<std::size_t>(2, plan->train->classes),
-               m.mlp().l2());
+    plan->prototype = make_mlp(plan->train->dim, hidden,
+                               std::max<std::size_t>(2, plan->train->classes), m.mlp().l2());
   }
   plan->x0.resize(plan->prototype->num_params());
   plan->prototype->init_params(plan->x0.data(), derive_seed(spec.seed(), 0x494e4954ULL));
@@ -221,4 +234,4 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   return plan;
 }
 
-} // namespace atrain
+}  // namespace atrain

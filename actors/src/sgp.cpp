@@ -91,16 +91,16 @@ namespace {
 struct sgp_state : gossip::node_base {
   pushsum_node ps;
   std::uint32_t n = 1;
-  bool overlap = false;        // OSGP
-  std::uint64_t max_ahead = 0; // OSGP: tau; SGP: 0
+  bool overlap = false;         // OSGP
+  std::uint64_t max_ahead = 0;  // OSGP: tau; SGP: 0
   double gamma = 0;
   double decay = 0;
-  bool computing = false;      // a gradient is in progress
-  exactly_once seen;           // incoming seqs (one stream per receiver)
-  std::uint64_t highest_seen = 0;  // the highest incoming seq received (0: none)
-  double seq_rate = 0;             // see future_seq_rate
+  bool computing = false;                // a gradient is in progress
+  exactly_once seen;                     // incoming seqs (one stream per receiver)
+  std::uint64_t highest_seen = 0;        // the highest incoming seq received (0: none)
+  double seq_rate = 0;                   // see future_seq_rate
   std::map<std::uint64_t, packet> held;  // SGP: messages of steps not completed yet
-  barrier_hold hold;           // checkpoints
+  barrier_hold hold;                     // checkpoints
   /// Per out-slot a (to neighbours[a]): messages and weight sent since that
   /// neighbour last (re)joined (what a restart reports lost with it).
   std::vector<std::uint64_t> sent_count;
@@ -124,7 +124,7 @@ constexpr double min_wait = 1e-6;
 void begin_step(sgp_ptr self) {
   auto& st = self->state;
   const std::size_t dim = st.x.size();
-  for (std::size_t k = 0; k < dim; ++k)                                 // 1
+  for (std::size_t k = 0; k < dim; ++k)  // 1
     st.x[k] = static_cast<float>(st.ps.x[k] / st.ps.w);
   st.computing = true;
   const double wait = std::max(st.cu->gradient(self, st.x.data(), st.g), min_wait);
@@ -171,11 +171,11 @@ void on_wake(sgp_ptr self, run_context& ctx, std::uint32_t id) {
   auto& ps = st.ps;
   const std::size_t dim = ps.x.size();
   const std::uint64_t k = ps.steps;
-  const double gamma = gossip::step_size(st.gamma, st.decay, k);        // 2
+  const double gamma = gossip::step_size(st.gamma, st.decay, k);  // 2
   vec::axpy(-gamma, st.g.data(), ps.x.data(), dim);
   if (ps.record)
     ps.descents.push_back({k, gamma, st.g});
-  if (st.n > 1) {                                                       // 3
+  if (st.n > 1) {  // 3
     vec::scale(0.5, ps.x.data(), dim);
     ps.w *= 0.5;
     packet p;
@@ -232,7 +232,7 @@ void on_deliver(sgp_ptr self, run_context& ctx, std::uint32_t id, const packet& 
   if (!st.overlap && p.seq > st.ps.steps)
     st.held.emplace(p.seq - 1, p);  // SGP: added once this node completes that step
   else
-    add(st, p);                                                         // 4
+    add(st, p);  // 4
   try_start(self);
 }
 
@@ -436,7 +436,7 @@ caf::behavior sgp_worker(sgp_ptr self, std::uint32_t id, context_ptr ctx, bool j
   };
 }
 
-} // namespace
+}  // namespace
 
 node_actors spawn_sgp_node(caf::event_based_actor* parent, const context_ptr& ctx,
                            std::uint32_t i) {
@@ -454,9 +454,9 @@ namespace {
 struct sgp_join {
   std::size_t pending = 0;
   bool any_sent = false;
-  std::uint64_t last_sent = 0;        // the dead worker's highest seq on its links
-  std::vector<std::uint64_t> fence;   // per in-slot
-  std::uint64_t lost_messages = 0;    // sent to node k since it last joined
+  std::uint64_t last_sent = 0;       // the dead worker's highest seq on its links
+  std::vector<std::uint64_t> fence;  // per in-slot
+  std::uint64_t lost_messages = 0;   // sent to node k since it last joined
   double lost_w = 0;
   std::vector<std::uint32_t> dead_sources;  // in-neighbours that did not answer
 };
@@ -467,8 +467,8 @@ void find_donor(caf::event_based_actor* sup, const context_ptr& ctx, const worke
                 std::shared_ptr<std::vector<std::uint32_t>> candidates, std::size_t next,
                 std::function<void(double_blob, double, std::uint32_t, std::string)> done) {
   if (next == candidates->size())
-    return done(double_blob{std::vector<double>(ctx->plan->x0.begin(), ctx->plan->x0.end())},
-                1.0, r.node, "x^0 with a fresh weight 1 (no live node to take half from)");
+    return done(double_blob{std::vector<double>(ctx->plan->x0.begin(), ctx->plan->x0.end())}, 1.0,
+                r.node, "x^0 with a fresh weight 1 (no live node to take half from)");
   const auto j = (*candidates)[next];
   sup->request(r.nodes.at(j).worker, ctx->reply_timeout(), donate_atom::value, r.node)
     .then(
@@ -482,10 +482,10 @@ void find_donor(caf::event_based_actor* sup, const context_ptr& ctx, const worke
       [=](const caf::error&) { find_donor(sup, ctx, r, candidates, next + 1, done); });
 }
 
-} // namespace
+}  // namespace
 
-void join_sgp_worker(caf::event_based_actor* sup, const context_ptr& ctx,
-                     const worker_restart& r, restart_started started) {
+void join_sgp_worker(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
+                     restart_started started) {
   const auto k = r.node;
   const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
   const auto m = pushsum_period(n);
@@ -565,8 +565,8 @@ void join_sgp_worker(caf::event_based_actor* sup, const context_ptr& ctx,
   }
 }
 
-void wire_sgp(caf::event_based_actor* sup, const context_ptr& ctx,
-              std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+void wire_sgp(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<node_actors>& nodes,
+              std::vector<caf::actor>& links) {
   const auto n = static_cast<std::uint32_t>(nodes.size());
   std::vector<std::vector<std::uint32_t>> out(n);
   for (std::uint32_t i = 0; i < n; ++i)
@@ -575,4 +575,4 @@ void wire_sgp(caf::event_based_actor* sup, const context_ptr& ctx,
   gossip::wire_nodes(sup, ctx, nodes, links, out);
 }
 
-} // namespace atrain
+}  // namespace atrain

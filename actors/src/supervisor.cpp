@@ -191,7 +191,7 @@ void fail(sup_ptr self, const std::string& what) {
 /// when the survivors need a new epoch (started once the evaluator knows of
 /// the loss).
 struct rfast_loss {
-  std::string effect;                      // appended to the fault's effect
+  std::string effect;  // appended to the fault's effect
   std::optional<rfast_epoch_plan> next;
   std::vector<std::uint32_t> buffers_gone;  // relaying buffers retired with the re-rooting
 };
@@ -249,18 +249,17 @@ void retire_relaying_buffers(sup_ptr self, const rfast_epoch_plan& e,
   for (auto m : e.members)
     if (st.rfast_out.count(m) == 0)
       survivors.push_back(m);
-  const std::string lost = gone.size() == 1 ? (was_root ? "root node " : "node ") +
-                                                std::to_string(gone.front())
-                                            : std::string{"these nodes"} +
-                                                (was_root ? " (the root among them)" : "");
+  const std::string lost =
+    gone.size() == 1 ? (was_root ? "root node " : "node ") + std::to_string(gone.front())
+                     : std::string{"these nodes"} + (was_root ? " (the root among them)" : "");
   if (survivors.empty()) {
     fail(self, lost + " " + how + " at " + std::to_string(t) + " s: no node is left");
     return std::nullopt;
   }
   rfast_loss loss;
   const auto roots = surviving_roots(e, survivors);
-  const bool reroot = !plan.spec.algorithm().rfast().has_reroot() ||
-                      plan.spec.algorithm().rfast().reroot();
+  const bool reroot =
+    !plan.spec.algorithm().rfast().has_reroot() || plan.spec.algorithm().rfast().reroot();
   // A whole node takes its buffer's tracker mass (and the mass in flight to
   // it) along: even when a common root survives, the tracked sum no longer
   // equals the survivors' gradients and R-FAST settles off the optimum
@@ -277,29 +276,33 @@ void retire_relaying_buffers(sup_ptr self, const rfast_epoch_plan& e,
   }
   if (renewed) {
     retire_relaying_buffers(self, e, gone, loss);
-    loss.effect = "; " + lost + " " + how + " (its gradient buffer's tracker mass with it); "
-                  "new tracking epoch " + std::to_string(renewed->epoch) + " over the " +
-                  std::to_string(survivors.size()) + " survivors to restore the tracked sum: " +
-                  renewed->kind + " with root " + std::to_string(renewed->root);
+    loss.effect = "; " + lost + " " + how +
+                  " (its gradient buffer's tracker mass with it); "
+                  "new tracking epoch " +
+                  std::to_string(renewed->epoch) + " over the " + std::to_string(survivors.size()) +
+                  " survivors to restore the tracked sum: " + renewed->kind + " with root " +
+                  std::to_string(renewed->root);
     loss.next = std::move(*renewed);
     return loss;
   }
   if (!roots.empty() || !reroot) {
-    const std::string why =
-      !roots.empty()
-        ? "the survivors still share the common root " + std::to_string(roots.front()) +
-            ": no re-rooting"
-                     : "the survivors share no common root and re-rooting is off "
-                       "(algorithm.rfast.reroot: false): the run goes on without one";
+    const std::string why = !roots.empty()
+                              ? "the survivors still share the common root " +
+                                  std::to_string(roots.front()) + ": no re-rooting"
+                              : "the survivors share no common root and re-rooting is off "
+                                "(algorithm.rfast.reroot: false): the run goes on without one";
     if (whole) {
-      loss.effect = "; " + lost + " " + how + " (its gradient buffer's state with it), the "
-                    "others go on (" + why + no_renewal + ")";
+      loss.effect = "; " + lost + " " + how +
+                    " (its gradient buffer's state with it), the "
+                    "others go on (" +
+                    why + no_renewal + ")";
       return loss;
     }
     for (auto k : gone)
       self->send(st.nodes[k].buffer, retire_atom::value);
     loss.effect = "; worker lost for good: its gradient buffer withdrew the node's gradient from "
-                  "the tracked sum and relays tracker mass, the others go on (" + why + ")";
+                  "the tracked sum and relays tracker mass, the others go on (" +
+                  why + ")";
     return loss;
   }
   // Re-root. A buffer without its worker has no model to hand on: retire it
@@ -310,8 +313,7 @@ void retire_relaying_buffers(sup_ptr self, const rfast_epoch_plan& e,
       kill_child(self, st.nodes[k].buffer);
   auto next = next_rfast_epoch(plan, e, survivors, workers_up(st));
   if (!next) {
-    fail(self, lost + " " + how + " at " + std::to_string(t) + " s: " +
-                 error_text(next.error()));
+    fail(self, lost + " " + how + " at " + std::to_string(t) + " s: " + error_text(next.error()));
     return std::nullopt;
   }
   loss.effect = "; " + lost + " " + how +
@@ -378,7 +380,8 @@ void inject_crash(sup_ptr self, int i) {
     kill_child(self, node.hub);
     fail(self, "node " + std::to_string(k) + " crashed whole at " + std::to_string(t) +
                  " s with the parameter server it holds: the model it serves lives nowhere "
-                 "else, " + plan.algorithm_name() + " cannot go on without it");
+                 "else, " +
+                 plan.algorithm_name() + " cannot go on without it");
     return;
   }
   std::string effect = "killed at " + std::to_string(t) + " s";
@@ -542,10 +545,11 @@ void rejoin_rfast_node(sup_ptr self, int i, std::vector<float> x, const std::str
   const auto epoch = next->epoch;
   const auto root = next->root;
   const bool all_back = members.size() == st.nodes.size();
-  effect += "; restarted" + at + " with " + source + " and a fresh gradient buffer: new tracking "
-            "epoch " + std::to_string(epoch) + " with node " + std::to_string(k) + " back: " +
-            next->kind + " over " + (all_back ? "all " : "the ") +
-            std::to_string(members.size()) + " nodes" +
+  effect += "; restarted" + at + " with " + source +
+            " and a fresh gradient buffer: new tracking "
+            "epoch " +
+            std::to_string(epoch) + " with node " + std::to_string(k) + " back: " + next->kind +
+            " over " + (all_back ? "all " : "the ") + std::to_string(members.size()) + " nodes" +
             (all_back ? " (the spec's pair)" : " in the run") + ", root " + std::to_string(root);
   // A worker's restart event, with the epoch that takes the whole node back.
   st.ctx->events.record(st.ctx->ns(self), k, event_kind::restart, static_cast<std::uint64_t>(i),
@@ -686,8 +690,8 @@ void arm_crashes(sup_ptr self) {
     const auto at = static_cast<std::size_t>(i);
     if (st.crash_fired[at] || held[at])
       continue;
-    self->delayed_send(self, delay_until(ctx, self, crashes.Get(i).at_seconds()),
-                       crash_atom::value, static_cast<std::uint64_t>(i));
+    self->delayed_send(self, delay_until(ctx, self, crashes.Get(i).at_seconds()), crash_atom::value,
+                       static_cast<std::uint64_t>(i));
   }
 }
 
@@ -749,7 +753,8 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::ac
     return {};
   char mib[32];
   std::snprintf(mib, sizeof mib, "%.1f", static_cast<double>(st.request_bytes[h]) / (1 << 20));
-  return std::string{" (resuming, it was sent "} + mib + " MiB in one message, the spec and its "
+  return std::string{" (resuming, it was sent "} + mib +
+         " MiB in one message, the spec and its "
          "nodes' part of the checkpoint: above its --max-message-mb?)";
 }
 
@@ -779,7 +784,9 @@ void spawn_on_hosts(sup_ptr self) {
     r.spec = spec_bytes;
     r.spec_label = st.ctx->plan->spec_file;
     // Absolute: the host's working directory is not ours.
-    r.base_dir = std::filesystem::absolute(st.ctx->plan->base_dir.empty() ? "." : st.ctx->plan->base_dir).string();
+    r.base_dir =
+      std::filesystem::absolute(st.ctx->plan->base_dir.empty() ? "." : st.ctx->plan->base_dir)
+        .string();
     r.run_seconds = st.ctx->seconds(self);
     r.supervisor = caf::actor_cast<caf::actor>(self);
     if (!parts.empty()) {
@@ -799,8 +806,8 @@ void spawn_on_hosts(sup_ptr self) {
           self->state.keepers.at(h) = std::move(reply.keeper);
           for (auto& x : reply.nodes)
             if (x.node < nodes->size())
-              (*nodes)[x.node] = node_actors{std::move(x.worker), std::move(x.buffer),
-                                             std::move(x.hub), {}};
+              (*nodes)[x.node] =
+                node_actors{std::move(x.worker), std::move(x.buffer), std::move(x.hub), {}};
           if (--*pending > 0 || self->state.stopping)
             return;
           for (std::size_t k = 0; k < nodes->size(); ++k)
@@ -849,8 +856,8 @@ void host_lost(sup_ptr self, std::uint32_t h) {
       d.host_of[plan.spec.algorithm().async_ps().server()] == h)
     return fail(self, what + ": the parameter server was on it");
   if (const auto why = needs_every_node(plan.spec.algorithm()); !why.empty())
-    return fail(self, what + ": " + plan.algorithm_name() + " cannot go on without them (" +
-                        why + ")");
+    return fail(self,
+                what + ": " + plan.algorithm_name() + " cannot go on without them (" + why + ")");
   std::optional<rfast_loss> loss;
   if (st.rfast) {
     loss = lose_rfast_nodes(self, gone, true, t);
@@ -940,7 +947,8 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
       if (!st.lost_hosts.empty()) {  // (without this, the drain poll would time out)
         const auto h = *st.lost_hosts.begin();
         return fail(self, "checkpoint at " + std::to_string(at) + " s: host " +
-                            st.ctx->deploy->names[h] + " was lost earlier with its nodes and "
+                            st.ctx->deploy->names[h] +
+                            " was lost earlier with its nodes and "
                             "the run went on without them; a checkpoint needs every node's state");
       }
       st.ckpt->begin(self, at);
@@ -953,7 +961,7 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
   };
 }
 
-} // namespace
+}  // namespace
 
 caf::actor spawn_supervisor(caf::actor_system& sys, context_ptr ctx, caf::actor listener,
                             std::shared_ptr<run_sink> sink, bool progress) {
@@ -961,4 +969,4 @@ caf::actor spawn_supervisor(caf::actor_system& sys, context_ptr ctx, caf::actor 
                    progress);
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -61,8 +61,8 @@ std::string reason_of(const SSL* ssl, const watched& w) {
   }
   const long verify = SSL_get_verify_result(ssl);
   if (verify != X509_V_OK)
-    out += std::string{out.empty() ? "" : " "} + "(certificate check: " +
-           X509_verify_cert_error_string(verify) + ")";
+    out += std::string{out.empty() ? "" : " "} +
+           "(certificate check: " + X509_verify_cert_error_string(verify) + ")";
   if (!w.alert.empty())
     out += std::string{out.empty() ? "" : "; "} + w.alert;
   return out.empty() ? "the handshake failed without a reason from OpenSSL" : out;
@@ -111,12 +111,11 @@ void on_free(void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) {
   delete static_cast<watched*>(ptr);
 }
 
-} // namespace
+}  // namespace
 
 void watch_tls_handshakes() {
-  std::call_once(installed, [] {
-    index = SSL_get_ex_new_index(0, nullptr, on_new, nullptr, on_free);
-  });
+  std::call_once(installed,
+                 [] { index = SSL_get_ex_new_index(0, nullptr, on_new, nullptr, on_free); });
 }
 
 void on_tls_refusal(std::function<void(const tls_refusal&)> s) {
@@ -133,4 +132,4 @@ std::string last_outgoing_tls_refusal() {
   return last_outgoing;
 }
 
-} // namespace atrain
+}  // namespace atrain

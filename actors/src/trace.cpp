@@ -16,7 +16,7 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   return h ^ (h >> 31);
 }
 
-} // namespace
+}  // namespace
 
 void trace::record(std::int64_t t_ns, std::uint32_t node, event_kind kind, std::uint64_t a,
                    std::uint64_t b) {
@@ -44,4 +44,4 @@ std::string trace::hex() const {
   return buf;
 }
 
-} // namespace atrain
+}  // namespace atrain

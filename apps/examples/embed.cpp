@@ -46,7 +46,7 @@ caf::behavior listener(caf::stateful_actor<listener_state>* self, int max_evalua
   };
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {

@@ -7,8 +7,8 @@
 #include <iostream>
 
 #include "atrain/engine.hpp"
-#include "options.hpp"
 #include "interrupt.hpp"
+#include "options.hpp"
 #include "summary.hpp"
 
 namespace atrain::cli {
@@ -45,7 +45,7 @@ std::string default_out_dir(const std::string& name) {
   return dir;
 }
 
-} // namespace
+}  // namespace
 
 int run(const parsed& p) {
   auto control = std::make_shared<run_control>();
@@ -53,8 +53,7 @@ int run(const parsed& p) {
   return run(p, control, interrupt);
 }
 
-int run(const parsed& p, const std::shared_ptr<run_control>& control,
-        interrupt_guard& interrupt) {
+int run(const parsed& p, const std::shared_ptr<run_control>& control, interrupt_guard& interrupt) {
   loaded_spec spec;
   auto plan = prepare(p, &spec);
   if (!plan)
@@ -116,7 +115,8 @@ int run(const parsed& p, const std::shared_ptr<run_control>& control,
   }
   const auto written = write_outputs(*report, out);
   if (written)
-    std::cout << "wrote           " << out << "/report.json, metrics.csv, events.jsonl, report.pb\n";
+    std::cout << "wrote           " << out
+              << "/report.json, metrics.csv, events.jsonl, report.pb\n";
   print_summary(*report, std::cout);  // its last line says when nodes were lost
   if (!written) {
     std::cerr << "atrain run: " << error_text(written.error()) << "\n";
@@ -165,12 +165,11 @@ int check(const parsed& p) {
   auto plan = prepare(p);
   if (!plan)
     return 2;
-  std::cout << p.spec << ": OK (" << plan->algorithm_name() << ", " << plan->nodes()
-            << " nodes, " << plan->train->size() << " training samples, " << plan->dim()
-            << " parameters)\n";
+  std::cout << p.spec << ": OK (" << plan->algorithm_name() << ", " << plan->nodes() << " nodes, "
+            << plan->train->size() << " training samples, " << plan->dim() << " parameters)\n";
   for (const auto& w : plan->warnings)
     std::cout << "warning: " << w << "\n";
   return 0;
 }
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

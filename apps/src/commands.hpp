@@ -29,7 +29,7 @@ struct parsed {
   std::vector<std::string> hosts;
   std::string secret_file;
   std::string tls_cert, tls_key, tls_ca;
-  std::string resume;  // atrain run --resume FILE: a checkpoint of this spec
+  std::string resume;       // atrain run --resume FILE: a checkpoint of this spec
   std::size_t threads = 0;  // --threads: REAL-clock scheduler threads (0: one per core)
   caf_passthrough caf;
 };
@@ -43,4 +43,4 @@ class interrupt_guard;
 [[nodiscard]] int topology(const parsed& p);
 [[nodiscard]] int check(const parsed& p);
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

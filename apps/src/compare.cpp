@@ -31,10 +31,10 @@
 #include <sstream>
 
 #include "atrain/engine.hpp"
-#include "options.hpp"
 #include "atrain/messages/json.hpp"
-#include "interrupt.hpp"
 #include "compare_bands.hpp"
+#include "interrupt.hpp"
+#include "options.hpp"
 #include "plot.hpp"
 
 #ifndef ATRAIN_SOURCE_DIR
@@ -52,9 +52,9 @@ namespace fs = std::filesystem;
 namespace atrain::cli {
 
 const std::vector<std::string>& compare_algorithm_names() {
-  static const std::vector<std::string> names{
-    "rfast",     "dasgd",   "loscar", "loscar_naive", "allreduce", "dpsgd",
-    "adpsgd",    "sgp",     "osgp",   "local_sgd",    "async_ps",  "centralized"};
+  static const std::vector<std::string> names{"rfast",     "dasgd",     "loscar",   "loscar_naive",
+                                              "allreduce", "dpsgd",     "adpsgd",   "sgp",
+                                              "osgp",      "local_sgd", "async_ps", "centralized"};
   return names;
 }
 
@@ -174,7 +174,7 @@ std::string bytes_text(double b) {
   return fixed(b, 0) + " B";
 }
 
-} // namespace
+}  // namespace
 
 std::string markdown_table(const std::vector<algorithm_result>& results, double target) {
   std::ostringstream out;
@@ -311,12 +311,14 @@ loaded_spec combined_spec(const compare_args& a, const std::string& config,
 
 /// The JSON mapping of report.json (messages/json.hpp): integers as
 /// numbers, shortest round-trip doubles, null when not finite.
-std::string json_string(const std::string& s) { return json::quote(s); }
+std::string json_string(const std::string& s) {
+  return json::quote(s);
+}
 
 /// A count held as a double (a mean of counts stays a double).
 std::string json_count(double x) {
   return x >= 0 && x < 1.8e19 && x == std::floor(x) ? json::integer(static_cast<std::uint64_t>(x))
-                                                     : json::number(x);
+                                                    : json::number(x);
 }
 
 /// %.Ng of x, or `not_finite` (JSON null, CSV nan).
@@ -328,20 +330,21 @@ std::string number_text(double x, int digits, const char* not_finite) {
   return buf;
 }
 
-std::string json_number(double x) { return json::number(x); }
+std::string json_number(double x) {
+  return json::number(x);
+}
 
 std::string json_summary(const summary& s) {
-  return "{\"n\": " + std::to_string(s.n) + ", \"mean\": " +
-         (s.n ? json_number(s.mean) : "null") + ", \"std\": " +
-         (s.n > 1 ? json_number(s.std) : "null") + "}";
+  return "{\"n\": " + std::to_string(s.n) + ", \"mean\": " + (s.n ? json_number(s.mean) : "null") +
+         ", \"std\": " + (s.n > 1 ? json_number(s.std) : "null") + "}";
 }
 
 std::string run_json(const run_figures& r, const std::string& name) {
   std::ostringstream o;
-  o << "        {\"seed\": " << json::integer(r.seed) << ", \"dir\": "
-    << json_string(name + "_seed" + std::to_string(r.seed)) << ", \"completed\": "
-    << (r.completed ? "true" : "false") << ", \"error\": " << json_string(r.error)
-    << ",\n         \"time_to_target\": "
+  o << "        {\"seed\": " << json::integer(r.seed)
+    << ", \"dir\": " << json_string(name + "_seed" + std::to_string(r.seed))
+    << ", \"completed\": " << (r.completed ? "true" : "false")
+    << ", \"error\": " << json_string(r.error) << ",\n         \"time_to_target\": "
     << (r.time_to_target ? json_number(*r.time_to_target) : "null")
     << ", \"final_accuracy\": " << json_number(r.final_accuracy)
     << ", \"final_train_loss\": " << json_number(r.final_train_loss)
@@ -507,8 +510,8 @@ std::string series_gp(const std::vector<algorithm_result>& results,
          "\"\nseeds = \"" + ss + "\"\ntarget = " + csv_number(target) +
          "\ntime_to_target_max = " + csv_number(ttt_max) +
          "\nstaleness_max = " + csv_number(stale_max) + "\nstaleness_names = \"" + stale_names +
-         "\"\nstaleness_colours = \"" + stale_colours + "\"\nscenario = " +
-         gnuplot_lines(scenario) + "\n";
+         "\"\nstaleness_colours = \"" + stale_colours +
+         "\"\nscenario = " + gnuplot_lines(scenario) + "\n";
 }
 
 void append_curves(std::string& csv, const std::string& name, const proto::RunReport& r) {
@@ -516,8 +519,8 @@ void append_curves(std::string& csv, const std::string& name, const proto::RunRe
     char line[256];
     std::snprintf(line, sizeof line, ",%llu,%.9g,%llu,%.9g,%.9g,%.9g\n",
                   static_cast<unsigned long long>(r.seed()), m.time_seconds(),
-                  static_cast<unsigned long long>(m.gradients()), m.train_loss(),
-                  m.test_accuracy(), m.consensus_error());
+                  static_cast<unsigned long long>(m.gradients()), m.train_loss(), m.test_accuracy(),
+                  m.consensus_error());
     csv += name + line;
   }
 }
@@ -585,8 +588,7 @@ void draw_figures(const std::string& dir, const std::vector<algorithm_result>& r
     _exit(127);
   }
   int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-      WEXITSTATUS(status) != 0) {
+  if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::cerr << "atrain: gnuplot failed; figures may be missing (" << later << ")\n";
     return;
   }
@@ -622,8 +624,8 @@ bool plan_all(const compare_args& a, std::vector<planned>& plans) {
   for (const auto& n : a.algorithms) {
     planned p{n, find_config(n), {}};
     if (p.config.empty()) {
-      std::cerr << "atrain: config/algorithms/" << n
-                << ".textproto not found (looked under " << roots_text() << ")\n";
+      std::cerr << "atrain: config/algorithms/" << n << ".textproto not found (looked under "
+                << roots_text() << ")\n";
       return false;
     }
     try {
@@ -633,7 +635,7 @@ bool plan_all(const compare_args& a, std::vector<planned>& plans) {
         notes.push_back("--set " + s + " not applied to " + n);
       // Prepared to be refused now rather than after hours of other runs;
       // dropped at once (a plan holds the data set) and prepared again per run.
-      (void) prepare_run(p.spec);
+      (void)prepare_run(p.spec);
     } catch (const spec_error& e) {
       std::cerr << "atrain: invalid spec for " << n << " (" << a.common.spec << " + " << p.config
                 << "):\n"
@@ -717,7 +719,7 @@ bool write_summary(const compare_args& a, const std::string& dir, const loaded_s
          ok;
 }
 
-} // namespace
+}  // namespace
 
 int compare(const compare_args& a) {
   std::vector<planned> plans;
@@ -727,9 +729,8 @@ int compare(const compare_args& a) {
   std::vector<std::uint64_t> seeds;
   for (std::uint32_t k = 0; k < a.seeds; ++k)
     seeds.push_back(base.spec.seed() + k);
-  const std::string dir = !a.common.out.empty()
-                            ? a.common.out
-                            : "compare_" + fs::path{a.common.spec}.stem().string();
+  const std::string dir =
+    !a.common.out.empty() ? a.common.out : "compare_" + fs::path{a.common.spec}.stem().string();
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
@@ -784,4 +785,4 @@ int compare(const compare_args& a) {
   return interrupt.exit_status(all_completed && ok ? 0 : 1);
 }
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

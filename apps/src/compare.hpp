@@ -68,9 +68,7 @@ struct algorithm_result {
   /// allreduce's mean time to target / this one's, when both reached it in every run.
   std::optional<double> speedup;
 
-  [[nodiscard]] bool all_reached() const noexcept {
-    return completed > 0 && reached == completed;
-  }
+  [[nodiscard]] bool all_reached() const noexcept { return completed > 0 && reached == completed; }
 };
 
 /// Fills the aggregates of every result from its runs, then the speed-ups
@@ -98,4 +96,4 @@ struct invocation;
 
 [[nodiscard]] int compare(const compare_args& a);
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

@@ -78,7 +78,7 @@ std::string band_csv(const std::map<std::uint64_t, curve>& seeds, bool& positive
   return csv;
 }
 
-} // namespace
+}  // namespace
 
 std::string make_bands(const std::string& curves_csv, const std::vector<std::string>& algorithms,
                        band_files& out) {
@@ -114,7 +114,8 @@ std::string make_bands(const std::string& curves_csv, const std::vector<std::str
     if (it == curves.end())
       continue;  // no run produced data: no line, no legend entry
     for (auto& [seed, c] : it->second)
-      std::stable_sort(c.begin(), c.end(), [](const auto& x, const auto& y) { return x[0] < y[0]; });
+      std::stable_sort(c.begin(), c.end(),
+                       [](const auto& x, const auto& y) { return x[0] < y[0]; });
     bool positive = false;
     out.csv[it->first] = band_csv(it->second, positive);
     append(names, it->first);
@@ -130,4 +131,4 @@ std::string make_bands(const std::string& curves_csv, const std::vector<std::str
   return {};
 }
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

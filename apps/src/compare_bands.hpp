@@ -19,4 +19,4 @@ struct band_files {
 [[nodiscard]] std::string make_bands(const std::string& curves_csv,
                                      const std::vector<std::string>& algorithms, band_files& out);
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

@@ -22,7 +22,7 @@ void on_signal(int sig) {
   [[maybe_unused]] auto n = write(pipe_fds[1], &b, 1);
 }
 
-} // namespace
+}  // namespace
 
 interrupt_guard::interrupt_guard(std::shared_ptr<run_control> control)
   : control_(std::move(control)) {
@@ -38,8 +38,9 @@ interrupt_guard::interrupt_guard(std::shared_ptr<run_control> control)
       if (b == 0)
         return;  // the guard ends
       first_signal = b;
-      std::fprintf(stderr, "\natrain: %s: stopping the run (the report is still written; "
-                           "again to exit at once)\n",
+      std::fprintf(stderr,
+                   "\natrain: %s: stopping the run (the report is still written; "
+                   "again to exit at once)\n",
                    b == SIGINT ? "SIGINT" : "SIGTERM");
       control->stop("interrupted");
     }
@@ -51,7 +52,9 @@ interrupt_guard::interrupt_guard(std::shared_ptr<run_control> control)
   sigaction(SIGTERM, &sa, &old_term);
 }
 
-interrupt_guard::~interrupt_guard() { finish(); }
+interrupt_guard::~interrupt_guard() {
+  finish();
+}
 
 void interrupt_guard::finish() {
   if (!watcher_.joinable())
@@ -66,7 +69,9 @@ void interrupt_guard::finish() {
   pipe_fds[0] = pipe_fds[1] = -1;
 }
 
-int interrupt_guard::signal() const noexcept { return first_signal; }
+int interrupt_guard::signal() const noexcept {
+  return first_signal;
+}
 
 int interrupt_guard::exit_status(int otherwise) const noexcept {
   return first_signal ? 128 + first_signal : otherwise;
@@ -81,4 +86,4 @@ sigset_t block_stop_signals() {
   return stop_signals;
 }
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

@@ -37,4 +37,4 @@ private:
   std::thread watcher_;
 };
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

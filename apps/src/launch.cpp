@@ -126,8 +126,8 @@ public:
       auto& c = children_[i];
       std::string line;
       while (line.find('\n') == std::string::npos) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - clock_type::now());
+        const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
         if (interrupted())
           return (why = "interrupted while the nodes started"), false;
         pollfd p{c.out, POLLIN, 0};
@@ -135,7 +135,8 @@ public:
           why = name(i) + " printed no port within " + std::to_string(start_bound.count()) + " s";
           return false;
         }
-        const int ready = poll(&p, 1, static_cast<int>(std::min<long>(left.count(), poll_slice_ms)));
+        const int ready =
+          poll(&p, 1, static_cast<int>(std::min<long>(left.count(), poll_slice_ms)));
         if (ready <= 0)
           continue;  // a slice passed (or EINTR): check the deadline and signals again
         char buf[256];
@@ -175,8 +176,7 @@ public:
       int status = 0;
       if (!c.reaped && waitpid(c.pid, &status, WNOHANG) == c.pid) {
         c.reaped = true;
-        std::cerr << "atrain launch: " << name(i) << " had ended (" << status_text(status)
-                  << ")\n";
+        std::cerr << "atrain launch: " << name(i) << " had ended (" << status_text(status) << ")\n";
       }
       if (!c.reaped)
         kill(c.pid, SIGTERM);
@@ -214,8 +214,8 @@ private:
 
 /// The `atrain node` command line of every child.
 std::vector<std::string> node_argv(const launch_args& a, const std::string& secret) {
-  std::vector<std::string> argv{"atrain", "node", "--listen", "127.0.0.1:0", "--secret-file",
-                                secret};
+  std::vector<std::string> argv{"atrain",      "node",          "--listen",
+                                "127.0.0.1:0", "--secret-file", secret};
   if (a.run.threads > 0)
     argv.insert(argv.end(), {"--threads", std::to_string(a.run.threads)});
   if (!a.run.caf.config_file.empty())
@@ -224,7 +224,7 @@ std::vector<std::string> node_argv(const launch_args& a, const std::string& secr
   return argv;
 }
 
-} // namespace
+}  // namespace
 
 int launch(const launch_args& a) {
   try {  // refused before any process starts: a bad spec, a virtual clock
@@ -269,4 +269,4 @@ int launch(const launch_args& a) {
   return finish(run(p, control, interrupt));
 }
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

@@ -17,4 +17,4 @@ struct launch_args {
 /// Returns the run's exit status (1 when the nodes cannot be started).
 [[nodiscard]] int launch(const launch_args& a);
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

@@ -19,21 +19,20 @@
 #include <caf/openssl/all.hpp>
 
 #include "atrain/actors/basp_guard.hpp"
+#include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/deploy.hpp"
 #include "atrain/actors/host.hpp"
-#include "atrain/actors/checkpoint.hpp"
-#include "interrupt.hpp"
-#include "options.hpp"
 #include "atrain/actors/tls_watch.hpp"
 #include "commands.hpp"
+#include "interrupt.hpp"
+#include "options.hpp"
 
 namespace atrain::cli {
 
 namespace {
 
 [[nodiscard]] bool is_loopback(const std::string& host) {
-  return host == "127.0.0.1" || host == "localhost" || host == "::1" ||
-         host.rfind("127.", 0) == 0;
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
 /// Puts the BASP guard on the public address in front of CAF's BASP port
@@ -71,7 +70,7 @@ void log_counters(caf::actor_system& sys, const caf::actor& spawner, bool tls) {
   std::cerr << line + "\n" << std::flush;
 }
 
-} // namespace
+}  // namespace
 
 int node(const node_args& n) {
   auto hp = split_host_port(n.listen);
@@ -136,7 +135,7 @@ int node(const node_args& n) {
   const bool guarded = !n.tls.enabled() && n.guard;
   auto port = n.tls.enabled() ? caf::openssl::publish(spawner, hp->second, hp->first.c_str(), true)
               : guarded       ? sys.middleman().publish(spawner, 0, "127.0.0.1", true)
-                              : sys.middleman().publish(spawner, hp->second, hp->first.c_str(), true);
+                        : sys.middleman().publish(spawner, hp->second, hp->first.c_str(), true);
   basp_guard guard;
   if (port && guarded) {
     auto g = serve_through_guard(sys, *hp, *port, n.max_message_mb);
@@ -158,9 +157,9 @@ int node(const node_args& n) {
   }
   std::cout << "atrain node: listening on " << hp->first << ":" << *port << " ("
             << (n.tls.enabled() ? "mutual TLS"
-                : guarded       ? "shared secret, BASP guard up to " +
-                                    std::to_string(n.max_message_mb) + " MiB"
-                                : "shared secret, no guard")
+                : guarded
+                  ? "shared secret, BASP guard up to " + std::to_string(n.max_message_mb) + " MiB"
+                  : "shared secret, no guard")
             << ")" << std::endl;
   int sig = 0;
   sigwait(&stop_signals, &sig);
@@ -172,4 +171,4 @@ int node(const node_args& n) {
   return 0;
 }
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

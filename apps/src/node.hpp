@@ -26,4 +26,4 @@ struct node_args {
 /// Serves as a host of multi-host runs until SIGINT or SIGTERM.
 [[nodiscard]] int node(const node_args& n);
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

@@ -17,8 +17,8 @@
 #include "atrain/engine.hpp"
 #include "compare.hpp"
 #include "launch.hpp"
-#include "plot.hpp"
 #include "node.hpp"
+#include "plot.hpp"
 #include "shards.hpp"
 
 #ifndef ATRAIN_VERSION
@@ -39,8 +39,9 @@ std::string cores_text() {
 }
 
 void spec_options(po::options_description& d) {
-  d.add_options()("set", po::value<std::vector<std::string>>()->value_name("field.path=value")->composing(),
-                  "override a field of SPEC, e.g. --set link.loss=0.1 (repeatable; default: none)");
+  d.add_options()(
+    "set", po::value<std::vector<std::string>>()->value_name("field.path=value")->composing(),
+    "override a field of SPEC, e.g. --set link.loss=0.1 (repeatable; default: none)");
 }
 
 void progress_options(po::options_description& d) {
@@ -91,7 +92,8 @@ void run_options_of(po::options_description& d) {
 }
 
 void compare_options(po::options_description& d) {
-  d.add_options()("algorithms", po::value<std::vector<std::string>>()->value_name("NAME,...")->composing(),
+  d.add_options()("algorithms",
+                  po::value<std::vector<std::string>>()->value_name("NAME,...")->composing(),
                   "the algorithms to compare (required; repeatable)")(
     "seeds", po::value<std::string>()->default_value("1")->value_name("N"),
     "runs per algorithm, seeds seed..seed+N-1 (1..1000)");
@@ -121,7 +123,8 @@ void plot_options(po::options_description& d) {
 
 void node_options(po::options_description& d) {
   const node_args n;
-  d.add_options()("listen", po::value<std::string>()->default_value(n.listen)->value_name("HOST:PORT"),
+  d.add_options()("listen",
+                  po::value<std::string>()->default_value(n.listen)->value_name("HOST:PORT"),
                   "where peers connect (port 0 picks a free one and prints it)")(
     "secret-file", po::value<std::string>()->value_name("FILE"),
     "the shared secret peers present (default: none; required without TLS)")(
@@ -133,7 +136,8 @@ void node_options(po::options_description& d) {
     "tls-ca", po::value<std::string>()->value_name("FILE"), "the CA (default: none)")(
     "allow-remote", po::bool_switch(),
     "without TLS, listen beyond loopback; the secret crosses in clear (default: off)")(
-    "max-runs", po::value<std::string>()->default_value(std::to_string(n.max_runs))->value_name("N"),
+    "max-runs",
+    po::value<std::string>()->default_value(std::to_string(n.max_runs))->value_name("N"),
     "runs served at once (1..64)")(
     "max-message-mb",
     po::value<std::string>()->default_value(std::to_string(n.max_message_mb))->value_name("N"),
@@ -339,8 +343,8 @@ int node_main(const invocation& in) {
   n.allow_remote = vm["allow-remote"].as<bool>();
   n.guard = !vm["no-guard"].as<bool>();
   n.max_runs = count_of("--max-runs", text_of(vm, "max-runs"), 1, 64);
-  n.max_message_mb =
-    static_cast<std::uint32_t>(count_of("--max-message-mb", text_of(vm, "max-message-mb"), 1, 4095));
+  n.max_message_mb = static_cast<std::uint32_t>(
+    count_of("--max-message-mb", text_of(vm, "max-message-mb"), 1, 4095));
   n.threads = threads_of(vm);
   n.caf = in.caf;
   return node(n);
@@ -389,7 +393,7 @@ const char* const launch_details =
   "after 5 s), also on SIGINT/SIGTERM or when a node dies before it prints its port.\n"
   "The exit status is the run's. The spec must use clock: REAL (--set clock=REAL).\n";
 
-} // namespace
+}  // namespace
 
 unsigned long count_of(const std::string& what, const std::string& n, unsigned long lo,
                        unsigned long hi) {
@@ -404,16 +408,16 @@ const std::vector<subcommand>& subcommands() {
   static const std::vector<subcommand> table{
     {"run", "SPEC", 1, 1, "run an experiment (SPEC's clock: virtual or real)", run_details,
      run_options_of, run_main, true},
-    {"compare", "SPEC", 1, 1, "run SPEC's task under several algorithms and seeds",
-     compare_details, compare_options, compare_main, true},
+    {"compare", "SPEC", 1, 1, "run SPEC's task under several algorithms and seeds", compare_details,
+     compare_options, compare_main, true},
     {"check", "SPEC", 1, 1, "load, validate and prepare SPEC; run nothing", "", spec_options,
      check_main},
     {"topology", "SPEC", 1, 1, "print the run's graphs G_R and G_C", "", topology_options,
      topology_main},
     {"shards", "SPEC", 1, 1, "write the run's data split as JSON (for peers outside atrain)", "",
      shards_options, shards_main},
-    {"node", "", 0, 0, "serve as a host of multi-host runs", node_details, node_options,
-     node_main, true},
+    {"node", "", 0, 0, "serve as a host of multi-host runs", node_details, node_options, node_main,
+     true},
     {"plot", "RUN_DIR", 1, 1, "draw one run's curves (PNG and SVG)", plot_details, plot_options,
      plot_main},
     {"launch", "SPEC", 1, 1, "run SPEC across N local `atrain node` processes", launch_details,
@@ -561,4 +565,4 @@ int dispatch(const std::vector<std::string>& args) {
   }
 }
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

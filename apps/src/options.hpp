@@ -68,4 +68,4 @@ struct subcommand {
 [[nodiscard]] unsigned long count_of(const std::string& what, const std::string& n,
                                      unsigned long lo, unsigned long hi);
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

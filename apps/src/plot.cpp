@@ -167,8 +167,9 @@ std::vector<window> windows_of(const proto::RunReport& r, double t_end) {
     add(f.from_seconds(), f.has_to_seconds() ? f.to_seconds() : t_end, f.kind(), f.what());
   for (const auto& s : r.stragglers())
     add(s.detected_seconds(), s.has_recovered_seconds() ? s.recovered_seconds() : t_end,
-        "straggler", "node " + std::to_string(s.node()) + " detected (x" +
-                       num(std::round(s.slowest_factor() * 10) / 10) + ")");
+        "straggler",
+        "node " + std::to_string(s.node()) + " detected (x" +
+          num(std::round(s.slowest_factor() * 10) / 10) + ")");
   for (const auto& q : r.quarantined())
     add(q.since_seconds(), t_end, "quarantine",
         "node " + std::to_string(q.node()) + " (" + std::to_string(q.gradients_refused()) +
@@ -179,9 +180,9 @@ std::vector<window> windows_of(const proto::RunReport& r, double t_end) {
 /// One colour per kind of window (the same in every figure).
 std::string colour_of(const std::string& kind) {
   static const std::map<std::string, std::string> colours{
-    {"partition", "#d62728"},  {"loss_burst", "#ff7f0e"}, {"delay_spike", "#9467bd"},
-    {"straggle", "#8c564b"},   {"straggler", "#bcbd22"},  {"crash", "#7f7f7f"},
-    {"host_lost", "#000000"},  {"bad_gradients", "#e377c2"}, {"quarantine", "#17becf"}};
+    {"partition", "#d62728"}, {"loss_burst", "#ff7f0e"},    {"delay_spike", "#9467bd"},
+    {"straggle", "#8c564b"},  {"straggler", "#bcbd22"},     {"crash", "#7f7f7f"},
+    {"host_lost", "#000000"}, {"bad_gradients", "#e377c2"}, {"quarantine", "#17becf"}};
   const auto it = colours.find(kind);
   return it == colours.end() ? "#1f77b4" : it->second;
 }
@@ -195,8 +196,8 @@ std::string quote(const std::string& s) {
 }
 
 std::string title_of(const proto::RunReport& r) {
-  std::string t = (r.name().empty() ? std::string{"run"} : r.name()) + ": " + r.algorithm() +
-                  ", " + std::to_string(r.nodes()) + " nodes, seed " + std::to_string(r.seed()) +
+  std::string t = (r.name().empty() ? std::string{"run"} : r.name()) + ": " + r.algorithm() + ", " +
+                  std::to_string(r.nodes()) + " nodes, seed " + std::to_string(r.seed()) +
                   (r.clock().empty() ? "" : ", " + r.clock() + " clock");
   std::string sub = r.error().empty() ? "stopped: " + r.stop_reason() : "failed: " + r.error();
   if (sub.size() > 140)
@@ -206,15 +207,14 @@ std::string title_of(const proto::RunReport& r) {
 
 /// run_plot.gp: everything run.gp draws from.
 std::string series_text(const fs::path& csv, const fs::path& out, const metrics_info& m,
-                        const proto::RunReport& r, double t_end,
-                        const std::vector<window>& wins) {
+                        const proto::RunReport& r, double t_end, const std::vector<window>& wins) {
   std::ostringstream s;
   s << "# written by atrain plot; read by apps/plot/run.gp\n"
     << "csv = " << quote(csv.string()) << "\nout = " << quote(out.string())
-    << "\ncol_time = " << m.time << "\ncol_accuracy = " << m.accuracy
-    << "\ncol_loss = " << m.loss << "\ncol_consensus = " << m.consensus
-    << "\ncol_bytes = " << m.bytes << "\nconsensus_positive = " << m.consensus_positive
-    << "\nt_end = " << num(t_end) << "\ntarget = " << num(r.target_accuracy())
+    << "\ncol_time = " << m.time << "\ncol_accuracy = " << m.accuracy << "\ncol_loss = " << m.loss
+    << "\ncol_consensus = " << m.consensus << "\ncol_bytes = " << m.bytes
+    << "\nconsensus_positive = " << m.consensus_positive << "\nt_end = " << num(t_end)
+    << "\ntarget = " << num(r.target_accuracy())
     << "\ntime_to_target = " << (r.has_time_to_target() ? num(r.time_to_target()) : "NaN")
     << "\ntitle = " << title_of(r) << "\nnwin = " << wins.size() << "\n";
   if (!wins.empty()) {
@@ -228,8 +228,8 @@ std::string series_text(const fs::path& csv, const fs::path& out, const metrics_
       label += sep + quote(w.label);
     }
     s << "array win_from[" << n << "] = [" << from << "]\narray win_to[" << n << "] = [" << to
-      << "]\narray win_colour[" << n << "] = [" << colour << "]\narray win_label[" << n
-      << "] = [" << label << "]\n";
+      << "]\narray win_colour[" << n << "] = [" << colour << "]\narray win_label[" << n << "] = ["
+      << label << "]\n";
   }
   return s.str();
 }
@@ -259,7 +259,7 @@ int run_gnuplot(const std::string& script, const std::string& assignment) {
   return WEXITSTATUS(status);
 }
 
-} // namespace
+}  // namespace
 
 int plot_run(const std::string& run_dir, const std::string& out_dir) {
   auto fail = [](const std::string& why, int status) {
@@ -320,4 +320,4 @@ bool on_path(const std::string& program) {
   return false;
 }
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

@@ -17,4 +17,4 @@ namespace atrain::cli {
 /// plot's and compare's figures).
 [[nodiscard]] bool on_path(const std::string& program);
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

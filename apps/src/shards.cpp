@@ -43,7 +43,7 @@ void index_list(std::ostream& out, const std::vector<std::uint32_t>& rows) {
   out << ']';
 }
 
-} // namespace
+}  // namespace
 
 std::string shards_json(const loaded_spec& spec, const run_plan& plan) {
   const auto& d = plan.spec.dataset();
@@ -101,9 +101,9 @@ int shards(const parsed& p) {
     std::cerr << "atrain: " << p.out << ": cannot write\n";
     return 1;
   }
-  std::cerr << "wrote " << p.out << " (" << plan->nodes() << " shards of "
-            << plan->train->size() << " training rows)\n";
+  std::cerr << "wrote " << p.out << " (" << plan->nodes() << " shards of " << plan->train->size()
+            << " training rows)\n";
   return 0;
 }
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

@@ -18,4 +18,4 @@ namespace atrain::cli {
 /// atrain shards SPEC [--set ...]... --out FILE (FILE "-" or no --out: stdout).
 [[nodiscard]] int shards(const parsed& p);
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

@@ -69,7 +69,7 @@ void print_faults(const proto::RunReport& r, std::ostream& out) {
         << ": " << q.gradients_refused() << " non-finite gradients refused\n";
 }
 
-} // namespace
+}  // namespace
 
 std::string human_bytes(double b) {
   if (b >= 1e9)
@@ -97,8 +97,8 @@ std::string lost_nodes_line(const proto::RunReport& r) {
   }
   if (nodes.empty())
     return {};
-  std::string line = "lost " + std::to_string(nodes.size()) + " of " + std::to_string(r.nodes()) +
-                     " nodes (";
+  std::string line =
+    "lost " + std::to_string(nodes.size()) + " of " + std::to_string(r.nodes()) + " nodes (";
   for (std::size_t i = 0; i < what.size(); ++i)
     line += (i ? ", " : "") + what[i];
   return line + ")";
@@ -113,8 +113,8 @@ void print_summary(const proto::RunReport& r, std::ostream& out) {
       << "final           train_loss=" << std::setprecision(6) << r.final().train_loss()
       << " test_accuracy=" << r.final().test_accuracy() << " (evaluated at the stop)\n";
   if (r.metrics_size() > 0 && r.best_test_accuracy() > r.final().test_accuracy())
-    out << "best            test_accuracy=" << r.best_test_accuracy() << " at t="
-        << r.best_test_accuracy_seconds() << " s\n";
+    out << "best            test_accuracy=" << r.best_test_accuracy()
+        << " at t=" << r.best_test_accuracy_seconds() << " s\n";
   if (r.target_accuracy() > 0) {
     out << "time to " << r.target_accuracy() << "  ";
     if (r.has_time_to_target())
@@ -144,8 +144,8 @@ void print_summary(const proto::RunReport& r, std::ostream& out) {
         << " s)\n";
   for (const auto& c : r.checkpoints())
     out << "checkpoint " << c.number() << "    requested at t=" << c.requested_seconds()
-        << " s, taken at t=" << c.taken_seconds() << " s (drain " << c.drain_seconds()
-        << " s) -> " << c.file() << " (" << human_bytes(static_cast<double>(c.bytes())) << ")\n";
+        << " s, taken at t=" << c.taken_seconds() << " s (drain " << c.drain_seconds() << " s) -> "
+        << c.file() << " (" << human_bytes(static_cast<double>(c.bytes())) << ")\n";
   out << "trace hash      " << r.trace_hash() << " (" << r.trace_events() << " events)\n";
   print_faults(r, out);
   for (const auto& w : r.warnings())
@@ -156,4 +156,4 @@ void print_summary(const proto::RunReport& r, std::ostream& out) {
     out << lost << "\n";
 }
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

@@ -20,4 +20,4 @@ namespace atrain::cli {
 
 void print_summary(const proto::RunReport& r, std::ostream& out);
 
-} // namespace atrain::cli
+}  // namespace atrain::cli

@@ -9,7 +9,8 @@
 namespace atrain::detail {
 
 /// "PATH:LINE: reason" (text formats).
-[[noreturn]] inline void fail_line(const std::string& path, std::size_t line, const std::string& reason) {
+[[noreturn]] inline void fail_line(const std::string& path, std::size_t line,
+                                   const std::string& reason) {
   throw dataset_error(path + ":" + std::to_string(line) + ": " + reason);
 }
 
@@ -30,9 +31,10 @@ namespace atrain::detail {
 struct pixel_table {
   float v[256];
   pixel_table() noexcept {
-    for (int i = 0; i < 256; ++i) v[i] = static_cast<float>(i) / 255.0f;
+    for (int i = 0; i < 256; ++i)
+      v[i] = static_cast<float>(i) / 255.0f;
   }
   float operator()(char c) const noexcept { return v[static_cast<unsigned char>(c)]; }
 };
 
-} // namespace atrain::detail
+}  // namespace atrain::detail

@@ -18,19 +18,25 @@ namespace {
 std::string read_file(const std::string& path) {
   errno = 0;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw dataset_error(path + ": cannot open: " + std::strerror(errno));
+  if (!f)
+    throw dataset_error(path + ": cannot open: " + std::strerror(errno));
   struct stat st {};
-  if (fstat(fileno(f.get()), &st) != 0) throw dataset_error(path + ": cannot open: " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) throw dataset_error(path + ": cannot open: " + std::strerror(EISDIR));
+  if (fstat(fileno(f.get()), &st) != 0)
+    throw dataset_error(path + ": cannot open: " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode))
+    throw dataset_error(path + ": cannot open: " + std::strerror(EISDIR));
   std::string out;
-  if (S_ISREG(st.st_mode) && st.st_size > 0) out.reserve(static_cast<std::size_t>(st.st_size));
+  if (S_ISREG(st.st_mode) && st.st_size > 0)
+    out.reserve(static_cast<std::size_t>(st.st_size));
   char chunk[1 << 16];
   for (;;) {
     const std::size_t got = std::fread(chunk, 1, sizeof chunk, f.get());
     out.append(chunk, got);
-    if (got < sizeof chunk) break;
+    if (got < sizeof chunk)
+      break;
   }
-  if (std::ferror(f.get())) throw dataset_error(path + ": read error: " + std::strerror(errno));
+  if (std::ferror(f.get()))
+    throw dataset_error(path + ": read error: " + std::strerror(errno));
   return out;
 }
 
@@ -47,18 +53,21 @@ std::string gunzip(const std::string& path, const std::string& in) {
   if (n >= 18) {
     const std::size_t isize = std::size_t{src[n - 4]} | (std::size_t{src[n - 3]} << 8) |
                               (std::size_t{src[n - 2]} << 16) | (std::size_t{src[n - 1]} << 24);
-    if (isize >= n / 2) guess = isize;
+    if (isize >= n / 2)
+      guess = isize;
   }
   std::string out(std::max<std::size_t>(guess, 64), '\0');
   std::size_t produced = 0;
 
   z_stream zs{};
-  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw dataset_error(path + ": gzip: inflateInit failed");
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+    throw dataset_error(path + ": gzip: inflateInit failed");
   std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&zs, &inflateEnd);
 
   std::size_t consumed = 0;  // input bytes handed to zlib and used
   for (;;) {
-    if (produced == out.size()) out.resize(out.size() * 2);
+    if (produced == out.size())
+      out.resize(out.size() * 2);
     const std::size_t in_left = n - consumed;
     const std::size_t out_left = out.size() - produced;
     zs.next_in = const_cast<unsigned char*>(src + consumed);
@@ -72,17 +81,20 @@ std::string gunzip(const std::string& path, const std::string& in) {
     produced += avail_out_before - zs.avail_out;
 
     if (rc == Z_STREAM_END) {
-      if (consumed == n) break;
+      if (consumed == n)
+        break;
       const std::size_t rest = n - consumed;
       if (rest >= 2 && src[consumed] == 0x1f && src[consumed + 1] == 0x8b) {
         inflateReset(&zs);  // next gzip member
         continue;
       }
-      if (all_zero(src + consumed, rest)) break;  // padding
+      if (all_zero(src + consumed, rest))
+        break;  // padding
       throw dataset_error(path + ": gzip: trailing garbage after the compressed data at byte " +
                           std::to_string(consumed));
     }
-    if (rc == Z_OK) continue;
+    if (rc == Z_OK)
+      continue;
     if (rc == Z_BUF_ERROR) {
       if (consumed == n) {
         throw dataset_error(path + ": gzip: truncated stream (unexpected end of file after " +
@@ -90,10 +102,11 @@ std::string gunzip(const std::string& path, const std::string& in) {
       }
       continue;  // output full: grown at the top of the loop
     }
-    if (rc == Z_MEM_ERROR) throw dataset_error(path + ": gzip: out of memory");
+    if (rc == Z_MEM_ERROR)
+      throw dataset_error(path + ": gzip: out of memory");
     // Z_DATA_ERROR, Z_NEED_DICT, Z_STREAM_ERROR
-    throw dataset_error(path + ": gzip: corrupt data at compressed byte " + std::to_string(consumed) +
-                        ": " + (zs.msg ? zs.msg : "invalid stream"));
+    throw dataset_error(path + ": gzip: corrupt data at compressed byte " +
+                        std::to_string(consumed) + ": " + (zs.msg ? zs.msg : "invalid stream"));
   }
   out.resize(produced);
   return out;
@@ -102,16 +115,18 @@ std::string gunzip(const std::string& path, const std::string& in) {
 // ---- SHA-256
 
 constexpr std::uint32_t k_round[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+  0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+  0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+  0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+  0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-constexpr std::uint32_t rotr(std::uint32_t x, int k) noexcept { return (x >> k) | (x << (32 - k)); }
+constexpr std::uint32_t rotr(std::uint32_t x, int k) noexcept {
+  return (x >> k) | (x << (32 - k));
+}
 
 void sha256_block(std::uint32_t h[8], const unsigned char* p) noexcept {
   std::uint32_t w[64];
@@ -151,7 +166,7 @@ void sha256_block(std::uint32_t h[8], const unsigned char* p) noexcept {
   h[7] += hh;
 }
 
-} // namespace
+}  // namespace
 
 std::string read_maybe_gzip(const std::string& path) {
   std::string raw = read_file(path);
@@ -168,7 +183,8 @@ std::string sha256_hex(const std::string& bytes) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   const std::size_t n = bytes.size();
   std::size_t off = 0;
-  for (; off + 64 <= n; off += 64) sha256_block(h, p + off);
+  for (; off + 64 <= n; off += 64)
+    sha256_block(h, p + off);
 
   // Padding: 0x80, zeros, then the bit length big-endian (one or two blocks).
   unsigned char tail[128] = {};
@@ -177,15 +193,18 @@ std::string sha256_hex(const std::string& bytes) {
   tail[rest] = 0x80;
   const std::size_t tail_len = rest + 1 + 8 <= 64 ? 64 : 128;
   const std::uint64_t bits = static_cast<std::uint64_t>(n) * 8;
-  for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-  for (std::size_t b = 0; b < tail_len; b += 64) sha256_block(h, tail + b);
+  for (int i = 0; i < 8; ++i)
+    tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
+  for (std::size_t b = 0; b < tail_len; b += 64)
+    sha256_block(h, tail + b);
 
   static const char digits[] = "0123456789abcdef";
   std::string hex(64, '0');
   for (int i = 0; i < 8; ++i) {
-    for (int j = 0; j < 8; ++j) hex[8 * i + j] = digits[(h[i] >> (28 - 4 * j)) & 0xf];
+    for (int j = 0; j < 8; ++j)
+      hex[8 * i + j] = digits[(h[i] >> (28 - 4 * j)) & 0xf];
   }
   return hex;
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -8,7 +8,7 @@ namespace atrain::detail {
 
 bound_primitive::bound_primitive(dnnl::primitive prim, const dnnl::engine& eng,
                                  const std::vector<std::pair<int, dnnl::memory::desc>>& slots)
-    : prim_(std::move(prim)) {
+  : prim_(std::move(prim)) {
   for (const auto& [arg, md] : slots) {
     mems_.emplace_back(md, eng, static_cast<void*>(DNNL_MEMORY_NONE));
     args_.emplace(arg, mems_.back());
@@ -19,7 +19,8 @@ void bound_primitive::run(dnnl::stream& s, std::initializer_list<const float*> p
   assert(ptrs.size() == mems_.size());
   auto m = mems_.begin();
   // oneDNN takes non-const handles; sources are only read.
-  for (const float* p : ptrs) (m++)->set_data_handle(const_cast<float*>(p));
+  for (const float* p : ptrs)
+    (m++)->set_data_handle(const_cast<float*>(p));
   prim_.execute(s, args_);
   s.wait();
 }
@@ -37,17 +38,20 @@ using fbuf = std::unique_ptr<float[], aligned_free>;
 fbuf make_buf(std::size_t n) {
   const std::size_t bytes = ((n * sizeof(float) + 63) / 64) * 64;
   void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
-  if (p == nullptr) throw std::bad_alloc();
+  if (p == nullptr)
+    throw std::bad_alloc();
   return fbuf(static_cast<float*>(p));
 }
 
-} // namespace
+}  // namespace
 
 namespace {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
-dnnl::memory::dim dim(std::size_t v) { return static_cast<dnnl::memory::dim>(v); }
-} // namespace
+dnnl::memory::dim dim(std::size_t v) {
+  return static_cast<dnnl::memory::dim>(v);
+}
+}  // namespace
 
 /// Primitives and buffers of one layer for one chunk row count.
 struct layer_plan {
@@ -55,7 +59,8 @@ struct layer_plan {
   dnnl::inner_product_forward::primitive_desc fwd_pd;
   bound_primitive fwd;       // dst = act(src W + b): {SRC, WEIGHTS, BIAS, DST}
   bound_primitive bwd_data;  // diff_src = diff_dst W^T: {DIFF_DST, WEIGHTS, DIFF_SRC}
-  bound_primitive bwd_w;     // dW = src^T diff_dst, db = colsum: {SRC, DIFF_DST, DIFF_WEIGHTS, DIFF_BIAS}
+  bound_primitive
+    bwd_w;  // dW = src^T diff_dst, db = colsum: {SRC, DIFF_DST, DIFF_WEIGHTS, DIFF_BIAS}
 };
 
 struct dense_net::plan {
@@ -67,7 +72,7 @@ struct dense_net::plan {
 };
 
 dense_net::dense_net(std::vector<std::size_t> widths)
-    : widths_(std::move(widths)), eng_(dnnl::engine::kind::cpu, 0), strm_(eng_) {
+  : widths_(std::move(widths)), eng_(dnnl::engine::kind::cpu, 0), strm_(eng_) {
   std::size_t off = 0;
   for (std::size_t l = 0; l + 1 < widths_.size(); ++l) {
     weight_off_.push_back(off);
@@ -88,8 +93,9 @@ dense_net::plan& dense_net::plan_for(std::size_t rows) {
     }
   }
   if (plans_.size() >= max_plans) {
-    auto lru = std::min_element(plans_.begin(), plans_.end(),
-                                [](const auto& a, const auto& b) { return a->last_use < b->last_use; });
+    auto lru = std::min_element(plans_.begin(), plans_.end(), [](const auto& a, const auto& b) {
+      return a->last_use < b->last_use;
+    });
     plans_.erase(lru);
   }
   auto p = std::make_unique<plan>();
@@ -107,13 +113,14 @@ dense_net::plan& dense_net::plan_for(std::size_t rows) {
     lp.bias = {{dim(out)}, dt::f32, tag::x};
     lp.dst = {{dim(rows), dim(out)}, dt::f32, tag::nc};
     dnnl::post_ops po;
-    if (l + 1 < L) po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    if (l + 1 < L)
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
     dnnl::primitive_attr attr;
     attr.set_post_ops(po);
     lp.fwd_pd = dnnl::inner_product_forward::primitive_desc(
-        dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, lp.src, lp.weights,
-                                          lp.bias, lp.dst),
-        attr, eng_);
+      dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, lp.src, lp.weights,
+                                        lp.bias, lp.dst),
+      attr, eng_);
     lp.fwd = bound_primitive(dnnl::inner_product_forward(lp.fwd_pd), eng_,
                              {{DNNL_ARG_SRC, lp.src},
                               {DNNL_ARG_WEIGHTS, lp.weights},
@@ -129,7 +136,8 @@ const float* dense_net::forward(plan& p, const float* x, const float* params) {
   const std::size_t L = layers();
   for (std::size_t l = 0; l < L; ++l) {
     const float* src = l == 0 ? x : p.act[l].get();
-    p.layer[l].fwd.run(strm_, {src, params + weight_off_[l], params + bias_off_[l], p.act[l + 1].get()});
+    p.layer[l].fwd.run(strm_,
+                       {src, params + weight_off_[l], params + bias_off_[l], p.act[l + 1].get()});
   }
   return p.act[L].get();
 }
@@ -137,23 +145,26 @@ const float* dense_net::forward(plan& p, const float* x, const float* params) {
 float* dense_net::delta_out(plan& p) {
   const std::size_t L = layers();
   if (!p.delta[L]) {
-    for (std::size_t l = 1; l <= L; ++l) p.delta[l] = make_buf(p.rows * widths_[l]);
+    for (std::size_t l = 1; l <= L; ++l)
+      p.delta[l] = make_buf(p.rows * widths_[l]);
     for (std::size_t l = 0; l < L; ++l) {
       auto& lp = p.layer[l];
       lp.bwd_w = bound_primitive(
-          dnnl::inner_product_backward_weights(dnnl::inner_product_backward_weights::primitive_desc(
-              dnnl::inner_product_backward_weights::desc(lp.src, lp.weights, lp.bias, lp.dst), eng_,
-              lp.fwd_pd)),
-          eng_,
-          {{DNNL_ARG_SRC, lp.src},
-           {DNNL_ARG_DIFF_DST, lp.dst},
-           {DNNL_ARG_DIFF_WEIGHTS, lp.weights},
-           {DNNL_ARG_DIFF_BIAS, lp.bias}});
-      if (l == 0) continue;  // no gradient for the input
+        dnnl::inner_product_backward_weights(dnnl::inner_product_backward_weights::primitive_desc(
+          dnnl::inner_product_backward_weights::desc(lp.src, lp.weights, lp.bias, lp.dst), eng_,
+          lp.fwd_pd)),
+        eng_,
+        {{DNNL_ARG_SRC, lp.src},
+         {DNNL_ARG_DIFF_DST, lp.dst},
+         {DNNL_ARG_DIFF_WEIGHTS, lp.weights},
+         {DNNL_ARG_DIFF_BIAS, lp.bias}});
+      if (l == 0)
+        continue;  // no gradient for the input
       lp.bwd_data = bound_primitive(
-          dnnl::inner_product_backward_data(dnnl::inner_product_backward_data::primitive_desc(
-              dnnl::inner_product_backward_data::desc(lp.src, lp.weights, lp.dst), eng_, lp.fwd_pd)),
-          eng_, {{DNNL_ARG_DIFF_DST, lp.dst}, {DNNL_ARG_WEIGHTS, lp.weights}, {DNNL_ARG_DIFF_SRC, lp.src}});
+        dnnl::inner_product_backward_data(dnnl::inner_product_backward_data::primitive_desc(
+          dnnl::inner_product_backward_data::desc(lp.src, lp.weights, lp.dst), eng_, lp.fwd_pd)),
+        eng_,
+        {{DNNL_ARG_DIFF_DST, lp.dst}, {DNNL_ARG_WEIGHTS, lp.weights}, {DNNL_ARG_DIFF_SRC, lp.src}});
     }
   }
   return p.delta[L].get();
@@ -166,18 +177,21 @@ void dense_net::backward(plan& p, const float* x, const float* params, float* gr
     const float* src = l == 0 ? x : p.act[l].get();
     const float* dout = p.delta[l + 1].get();
     lp.bwd_w.run(strm_, {src, dout, grad + weight_off_[l], grad + bias_off_[l]});
-    if (l == 0) break;
+    if (l == 0)
+      break;
     float* din = p.delta[l].get();
     lp.bwd_data.run(strm_, {dout, params + weight_off_[l], din});
     const float* a = p.act[l].get();  // post-ReLU: the derivative is 1 where a > 0
     const std::size_t n = rows * widths_[l];
-    for (std::size_t i = 0; i < n; ++i) din[i] = a[i] > 0.0f ? din[i] : 0.0f;
+    for (std::size_t i = 0; i < n; ++i)
+      din[i] = a[i] > 0.0f ? din[i] : 0.0f;
   }
 }
 
 void dense_net::add(const float* from, float* to) const {
   const std::size_t n = num_params();
-  for (std::size_t i = 0; i < n; ++i) to[i] += from[i];
+  for (std::size_t i = 0; i < n; ++i)
+    to[i] += from[i];
 }
 
-} // namespace atrain::detail
+}  // namespace atrain::detail

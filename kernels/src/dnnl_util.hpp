@@ -64,7 +64,9 @@ public:
 
   [[nodiscard]] const std::vector<std::size_t>& widths() const noexcept { return widths_; }
   [[nodiscard]] std::size_t layers() const noexcept { return widths_.size() - 1; }
-  [[nodiscard]] std::size_t num_params() const noexcept { return bias_off_.back() + widths_.back(); }
+  [[nodiscard]] std::size_t num_params() const noexcept {
+    return bias_off_.back() + widths_.back();
+  }
   [[nodiscard]] std::size_t weight_offset(std::size_t l) const noexcept { return weight_off_[l]; }
   [[nodiscard]] std::size_t bias_offset(std::size_t l) const noexcept { return bias_off_[l]; }
   [[nodiscard]] std::size_t in() const noexcept { return widths_.front(); }
@@ -88,7 +90,8 @@ public:
       const float* logits = forward(p, x, params);
       float* dlogits = grad != nullptr ? delta_out(p) : nullptr;
       total += head(logits, y, rows, dlogits);
-      if (grad == nullptr) continue;
+      if (grad == nullptr)
+        continue;
       if (start == 0) {
         backward(p, x, params, grad);
       } else {  // later chunks: into scratch, then added
@@ -118,4 +121,4 @@ private:
   std::vector<float> scratch_;
 };
 
-} // namespace atrain::detail
+}  // namespace atrain::detail

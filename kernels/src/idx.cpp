@@ -19,20 +19,24 @@ std::string hex32(std::uint32_t v) {
 std::uint32_t check_header(const std::string& path, const std::string& bytes, std::uint32_t magic,
                            std::size_t header, const char* what) {
   if (bytes.size() < 4) {
-    detail::fail_offset(path, bytes.size(), "truncated header: file has " + std::to_string(bytes.size()) +
-                                                " bytes, need " + std::to_string(header));
+    detail::fail_offset(path, bytes.size(),
+                        "truncated header: file has " + std::to_string(bytes.size()) +
+                          " bytes, need " + std::to_string(header));
   }
   const std::uint32_t got = detail::load_be32(bytes.data());
   if (got != magic) {
-    detail::fail_offset(path, 0, "bad magic " + hex32(got) + " (" + std::to_string(got) + "), expected " +
-                                     hex32(magic) + " (" + std::to_string(magic) + ") for IDX " + what);
+    detail::fail_offset(path, 0,
+                        "bad magic " + hex32(got) + " (" + std::to_string(got) + "), expected " +
+                          hex32(magic) + " (" + std::to_string(magic) + ") for IDX " + what);
   }
   if (bytes.size() < header) {
-    detail::fail_offset(path, bytes.size(), "truncated header: file has " + std::to_string(bytes.size()) +
-                                                " bytes, need " + std::to_string(header));
+    detail::fail_offset(path, bytes.size(),
+                        "truncated header: file has " + std::to_string(bytes.size()) +
+                          " bytes, need " + std::to_string(header));
   }
   const std::uint32_t count = detail::load_be32(bytes.data() + 4);
-  if (count == 0) detail::fail_offset(path, 4, std::string("no ") + what + " (count is 0)");
+  if (count == 0)
+    detail::fail_offset(path, 4, std::string("no ") + what + " (count is 0)");
   return count;
 }
 
@@ -41,25 +45,30 @@ void check_length(const std::string& path, const std::string& bytes, std::uint64
                   const char* what) {
   if (bytes.size() < expected) {
     detail::fail_offset(path, bytes.size(),
-                        std::string("truncated ") + what + ": expected " + std::to_string(expected) +
-                            " bytes, file has " + std::to_string(bytes.size()));
+                        std::string("truncated ") + what + ": expected " +
+                          std::to_string(expected) + " bytes, file has " +
+                          std::to_string(bytes.size()));
   }
   if (bytes.size() > expected) {
     detail::fail_offset(path, expected,
-                        std::to_string(bytes.size() - expected) + " trailing bytes after the " + what);
+                        std::to_string(bytes.size() - expected) + " trailing bytes after the " +
+                          what);
   }
 }
 
-} // namespace
+}  // namespace
 
-dataset load_idx(const std::string& images_path, const std::string& labels_path, std::size_t max_rows) {
+dataset load_idx(const std::string& images_path, const std::string& labels_path,
+                 std::size_t max_rows) {
   const std::string img = read_maybe_gzip(images_path);
   const std::string lab = read_maybe_gzip(labels_path);
 
   constexpr std::size_t img_header = 16;
   constexpr std::size_t lab_header = 8;
-  const std::uint32_t n_img = check_header(images_path, img, 2051, img_header, "images (u8, 3 dims)");
-  const std::uint32_t n_lab = check_header(labels_path, lab, 2049, lab_header, "labels (u8, 1 dim)");
+  const std::uint32_t n_img =
+    check_header(images_path, img, 2051, img_header, "images (u8, 3 dims)");
+  const std::uint32_t n_lab =
+    check_header(labels_path, lab, 2049, lab_header, "labels (u8, 1 dim)");
   const std::uint32_t rows = detail::load_be32(img.data() + 8);
   const std::uint32_t cols = detail::load_be32(img.data() + 12);
   if (rows == 0 || cols == 0) {
@@ -71,8 +80,8 @@ dataset load_idx(const std::string& images_path, const std::string& labels_path,
   check_length(labels_path, lab, lab_header + std::uint64_t{n_lab}, "label data");
   if (n_img != n_lab) {
     detail::fail_offset(images_path, 4,
-                        "image count " + std::to_string(n_img) + " != label count " + std::to_string(n_lab) +
-                            " in " + labels_path);
+                        "image count " + std::to_string(n_img) + " != label count " +
+                          std::to_string(n_lab) + " in " + labels_path);
   }
 
   const auto* lp = reinterpret_cast<const unsigned char*>(lab.data() + lab_header);
@@ -90,4 +99,4 @@ dataset load_idx(const std::string& images_path, const std::string& labels_path,
   return d;
 }
 
-} // namespace atrain
+}  // namespace atrain

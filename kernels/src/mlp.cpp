@@ -18,11 +18,14 @@ namespace {
 
 std::vector<std::size_t> layer_widths(std::size_t dim, const std::vector<std::size_t>& hidden,
                                       std::size_t classes) {
-  if (dim == 0) throw std::invalid_argument("mlp: dim must be > 0");
-  if (classes < 2) throw std::invalid_argument("mlp: classes must be >= 2");
+  if (dim == 0)
+    throw std::invalid_argument("mlp: dim must be > 0");
+  if (classes < 2)
+    throw std::invalid_argument("mlp: classes must be >= 2");
   std::vector<std::size_t> w{dim};
   for (auto h : hidden) {
-    if (h == 0) throw std::invalid_argument("mlp: hidden width must be > 0");
+    if (h == 0)
+      throw std::invalid_argument("mlp: hidden width must be > 0");
     w.push_back(h);
   }
   w.push_back(classes);
@@ -33,9 +36,11 @@ std::vector<std::size_t> layer_widths(std::size_t dim, const std::vector<std::si
 /// (softmax - onehot) * scale into it. Log-sum-exp shifted by the max.
 inline double softmax_xent(const float* z, std::int32_t y, std::size_t k, float* dz, float scale) {
   float m = z[0];
-  for (std::size_t j = 1; j < k; ++j) m = std::max(m, z[j]);
+  for (std::size_t j = 1; j < k; ++j)
+    m = std::max(m, z[j]);
   double s = 0;
-  for (std::size_t j = 0; j < k; ++j) s += std::exp(static_cast<double>(z[j]) - m);
+  for (std::size_t j = 0; j < k; ++j)
+    s += std::exp(static_cast<double>(z[j]) - m);
   const double lse = m + std::log(s);
   if (dz != nullptr) {
     for (std::size_t j = 0; j < k; ++j)
@@ -48,8 +53,9 @@ inline double softmax_xent(const float* z, std::int32_t y, std::size_t k, float*
 class mlp final : public model {
 public:
   mlp(std::size_t dim, const std::vector<std::size_t>& hidden, std::size_t classes, double l2)
-      : hidden_(hidden), l2_(l2), net_(layer_widths(dim, hidden, classes)) {
-    if (!(l2 >= 0)) throw std::invalid_argument("mlp: l2 must be >= 0");
+    : hidden_(hidden), l2_(l2), net_(layer_widths(dim, hidden, classes)) {
+    if (!(l2 >= 0))
+      throw std::invalid_argument("mlp: l2 must be >= 0");
   }
 
   std::size_t num_params() const noexcept override { return net_.num_params(); }
@@ -68,7 +74,8 @@ public:
     for (std::size_t l = 0; l < net_.layers(); ++l) {
       const double a = std::sqrt(6.0 / static_cast<double>(w[l]));
       float* W = params + net_.weight_offset(l);
-      for (std::size_t i = 0; i < w[l] * w[l + 1]; ++i) W[i] = static_cast<float>(gen.uniform(-a, a));
+      for (std::size_t i = 0; i < w[l] * w[l + 1]; ++i)
+        W[i] = static_cast<float>(gen.uniform(-a, a));
       std::fill(params + net_.bias_offset(l), params + net_.bias_offset(l) + w[l + 1], 0.0f);
     }
   }
@@ -77,13 +84,13 @@ public:
     check(batch);
     const std::size_t k = net_.out();
     const auto scale = static_cast<float>(1.0 / static_cast<double>(batch.rows));
-    const double sum = net_.run(batch, params, grad,
-                                [&](const float* z, const std::int32_t* y, std::size_t rows, float* dz) {
-                                  double s = 0;
-                                  for (std::size_t i = 0; i < rows; ++i)
-                                    s += softmax_xent(z + i * k, y[i], k, dz + i * k, scale);
-                                  return s;
-                                });
+    const double sum = net_.run(
+      batch, params, grad, [&](const float* z, const std::int32_t* y, std::size_t rows, float* dz) {
+        double s = 0;
+        for (std::size_t i = 0; i < rows; ++i)
+          s += softmax_xent(z + i * k, y[i], k, dz + i * k, scale);
+        return s;
+      });
     if (l2_ != 0) {
       for (std::size_t l = 0; l < net_.layers(); ++l) {
         const std::size_t off = net_.weight_offset(l);
@@ -96,29 +103,29 @@ public:
   double loss(const batch_view& batch, const float* params) override {
     check(batch);
     const std::size_t k = net_.out();
-    const double sum = net_.run(batch, params, nullptr,
-                                [&](const float* z, const std::int32_t* y, std::size_t rows, float*) {
-                                  double s = 0;
-                                  for (std::size_t i = 0; i < rows; ++i)
-                                    s += softmax_xent(z + i * k, y[i], k, nullptr, 0.0f);
-                                  return s;
-                                });
+    const double sum = net_.run(
+      batch, params, nullptr, [&](const float* z, const std::int32_t* y, std::size_t rows, float*) {
+        double s = 0;
+        for (std::size_t i = 0; i < rows; ++i)
+          s += softmax_xent(z + i * k, y[i], k, nullptr, 0.0f);
+        return s;
+      });
     return sum / static_cast<double>(batch.rows) + regulariser(params);
   }
 
   double accuracy(const batch_view& batch, const float* params) override {
     check(batch);
     const std::size_t k = net_.out();
-    const double correct = net_.run(batch, params, nullptr,
-                                    [&](const float* z, const std::int32_t* y, std::size_t rows, float*) {
-                                      std::size_t c = 0;
-                                      for (std::size_t i = 0; i < rows; ++i) {
-                                        const float* row = z + i * k;
-                                        const auto pred = std::max_element(row, row + k) - row;
-                                        c += pred == y[i] ? 1 : 0;
-                                      }
-                                      return static_cast<double>(c);
-                                    });
+    const double correct = net_.run(
+      batch, params, nullptr, [&](const float* z, const std::int32_t* y, std::size_t rows, float*) {
+        std::size_t c = 0;
+        for (std::size_t i = 0; i < rows; ++i) {
+          const float* row = z + i * k;
+          const auto pred = std::max_element(row, row + k) - row;
+          c += pred == y[i] ? 1 : 0;
+        }
+        return static_cast<double>(c);
+      });
     return correct / static_cast<double>(batch.rows);
   }
 
@@ -132,16 +139,19 @@ private:
   void check(const batch_view& batch) const {
     if (batch.dim != net_.in())
       throw std::invalid_argument(name() + ": batch has dim " + std::to_string(batch.dim));
-    if (batch.rows == 0) throw std::invalid_argument(name() + ": empty batch");
+    if (batch.rows == 0)
+      throw std::invalid_argument(name() + ": empty batch");
     const auto k = static_cast<std::int32_t>(net_.out());
     for (std::size_t i = 0; i < batch.rows; ++i)
       if (batch.y[i] < 0 || batch.y[i] >= k)
         throw std::invalid_argument(name() + ": label " + std::to_string(batch.y[i]) + " at row " +
-                                    std::to_string(i) + " is outside [0, " + std::to_string(k) + ")");
+                                    std::to_string(i) + " is outside [0, " + std::to_string(k) +
+                                    ")");
   }
 
   double regulariser(const float* params) const {
-    if (l2_ == 0) return 0.0;
+    if (l2_ == 0)
+      return 0.0;
     double s = 0;
     for (std::size_t l = 0; l < net_.layers(); ++l)
       s += vec::squared_norm(params + net_.weight_offset(l), weights_in(l));
@@ -153,11 +163,11 @@ private:
   detail::dense_net net_;
 };
 
-} // namespace
+}  // namespace
 
 std::unique_ptr<model> make_mlp(std::size_t dim, const std::vector<std::size_t>& hidden,
                                 std::size_t classes, double l2) {
   return std::make_unique<mlp>(dim, hidden, classes, l2);
 }
 
-} // namespace atrain
+}  // namespace atrain

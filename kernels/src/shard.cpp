@@ -15,14 +15,17 @@ constexpr std::uint64_t iid_stream = 0x5348'4152'4449'4944ULL;   // "SHARDIID"
 constexpr std::uint64_t skew_stream = 0x5348'4152'4453'4b57ULL;  // "SHARDSKW"
 
 void sort_all(shards& s) {
-  for (auto& v : s) std::sort(v.begin(), v.end());
+  for (auto& v : s)
+    std::sort(v.begin(), v.end());
 }
 
-} // namespace
+}  // namespace
 
 shards shard_iid(std::size_t samples, std::size_t nodes, std::uint64_t seed) {
-  if (nodes == 0) throw std::invalid_argument("shard_iid: nodes must be > 0");
-  if (samples > UINT32_MAX) throw std::invalid_argument("shard_iid: too many samples for 32-bit indices");
+  if (nodes == 0)
+    throw std::invalid_argument("shard_iid: nodes must be > 0");
+  if (samples > UINT32_MAX)
+    throw std::invalid_argument("shard_iid: too many samples for 32-bit indices");
   std::vector<std::uint32_t> perm(samples);
   std::iota(perm.begin(), perm.end(), std::uint32_t{0});
   rng gen(derive_seed(seed, iid_stream));
@@ -42,9 +45,10 @@ shards shard_iid(std::size_t samples, std::size_t nodes, std::uint64_t seed) {
   return out;
 }
 
-shards shard_label_skew(const std::vector<std::int32_t>& labels, std::size_t classes, std::size_t nodes,
-                        double alpha, std::uint64_t seed) {
-  if (nodes == 0) throw std::invalid_argument("shard_label_skew: nodes must be > 0");
+shards shard_label_skew(const std::vector<std::int32_t>& labels, std::size_t classes,
+                        std::size_t nodes, double alpha, std::uint64_t seed) {
+  if (nodes == 0)
+    throw std::invalid_argument("shard_label_skew: nodes must be > 0");
   if (!(alpha > 0) || !std::isfinite(alpha)) {
     throw std::invalid_argument("shard_label_skew: alpha must be finite and > 0");
   }
@@ -61,7 +65,8 @@ shards shard_label_skew(const std::vector<std::int32_t>& labels, std::size_t cla
     const std::int32_t c = labels[i];
     if (c < 0 || static_cast<std::size_t>(c) >= classes) {
       throw std::invalid_argument("shard_label_skew: label " + std::to_string(c) + " at index " +
-                                  std::to_string(i) + " outside [0, " + std::to_string(classes) + ")");
+                                  std::to_string(i) + " outside [0, " + std::to_string(classes) +
+                                  ")");
     }
     by_class[static_cast<std::size_t>(c)].push_back(static_cast<std::uint32_t>(i));
   }
@@ -74,7 +79,8 @@ shards shard_label_skew(const std::vector<std::int32_t>& labels, std::size_t cla
     // for every class (even an empty one) so the stream does not depend on
     // which classes happen to be present.
     double sum = 0;
-    for (auto& x : p) sum += (x = gen.gamma(alpha));
+    for (auto& x : p)
+      sum += (x = gen.gamma(alpha));
     if (!(sum > 0) || !std::isfinite(sum)) {  // all draws underflowed (tiny alpha)
       std::fill(p.begin(), p.end(), 0.0);
       p[gen.below(nodes)] = 1.0;
@@ -87,7 +93,9 @@ shards shard_label_skew(const std::vector<std::int32_t>& labels, std::size_t cla
     std::size_t begin = 0;
     for (std::size_t k = 0; k < nodes; ++k) {
       cum += p[k];
-      std::size_t end = k + 1 == nodes ? n : static_cast<std::size_t>(std::floor(static_cast<double>(n) * cum / sum));
+      std::size_t end =
+        k + 1 == nodes ? n
+                       : static_cast<std::size_t>(std::floor(static_cast<double>(n) * cum / sum));
       end = std::min(std::max(end, begin), n);
       out[k].insert(out[k].end(), members.begin() + static_cast<std::ptrdiff_t>(begin),
                     members.begin() + static_cast<std::ptrdiff_t>(end));
@@ -98,10 +106,12 @@ shards shard_label_skew(const std::vector<std::int32_t>& labels, std::size_t cla
   // Every node non-empty: move a random sample from the largest shard (lowest
   // node id on ties). samples >= nodes guarantees the largest has >= 2.
   for (std::size_t k = 0; k < nodes; ++k) {
-    if (!out[k].empty()) continue;
+    if (!out[k].empty())
+      continue;
     std::size_t big = 0;
     for (std::size_t j = 1; j < nodes; ++j) {
-      if (out[j].size() > out[big].size()) big = j;
+      if (out[j].size() > out[big].size())
+        big = j;
     }
     auto& from = out[big];
     const std::size_t pick = static_cast<std::size_t>(gen.below(from.size()));
@@ -113,4 +123,4 @@ shards shard_label_skew(const std::vector<std::int32_t>& labels, std::size_t cla
   return out;
 }
 
-} // namespace atrain
+}  // namespace atrain

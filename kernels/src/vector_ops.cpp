@@ -33,9 +33,11 @@ using cmapf = Eigen::Map<const vecf>;
 using mapd = Eigen::Map<vecd>;
 using cmapd = Eigen::Map<const vecd>;
 
-Eigen::Index ix(std::size_t n) { return static_cast<Eigen::Index>(n); }
+Eigen::Index ix(std::size_t n) {
+  return static_cast<Eigen::Index>(n);
+}
 
-} // namespace
+}  // namespace
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__AVX2__)
 #define ATRAIN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -44,31 +46,38 @@ Eigen::Index ix(std::size_t n) { return static_cast<Eigen::Index>(n); }
 #endif
 
 ATRAIN_CLONES void axpy(float a, const float* x, float* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) y[i] += a * x[i];
+  for (std::size_t i = 0; i < n; ++i)
+    y[i] += a * x[i];
 }
 
 ATRAIN_CLONES void axpy(double a, const double* x, double* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) y[i] += a * x[i];
+  for (std::size_t i = 0; i < n; ++i)
+    y[i] += a * x[i];
 }
 
 ATRAIN_CLONES void axpy(double a, const float* x, double* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) y[i] += a * static_cast<double>(x[i]);
+  for (std::size_t i = 0; i < n; ++i)
+    y[i] += a * static_cast<double>(x[i]);
 }
 
 ATRAIN_CLONES void scale(float a, float* x, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) x[i] *= a;
+  for (std::size_t i = 0; i < n; ++i)
+    x[i] *= a;
 }
 
 ATRAIN_CLONES void scale(double a, double* x, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) x[i] *= a;
+  for (std::size_t i = 0; i < n; ++i)
+    x[i] *= a;
 }
 
 ATRAIN_CLONES void copy(const double* x, float* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);
+  for (std::size_t i = 0; i < n; ++i)
+    y[i] = static_cast<float>(x[i]);
 }
 
 ATRAIN_CLONES void copy(const float* x, double* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) y[i] = static_cast<double>(x[i]);
+  for (std::size_t i = 0; i < n; ++i)
+    y[i] = static_cast<double>(x[i]);
 }
 
 ATRAIN_CLONES void weighted_sum(const std::vector<const float*>& xs, const std::vector<double>& w,
@@ -85,9 +94,11 @@ ATRAIN_CLONES void weighted_sum(const std::vector<const float*>& xs, const std::
     for (std::size_t k = 0; k < xs.size(); ++k) {
       const float* x = xs[k] + start;
       const double wk = w[k];
-      for (std::size_t i = 0; i < len; ++i) acc[i] += wk * static_cast<double>(x[i]);
+      for (std::size_t i = 0; i < len; ++i)
+        acc[i] += wk * static_cast<double>(x[i]);
     }
-    for (std::size_t i = 0; i < len; ++i) y[start + i] = static_cast<float>(acc[i]);
+    for (std::size_t i = 0; i < len; ++i)
+      y[start + i] = static_cast<float>(acc[i]);
   }
 }
 
@@ -103,18 +114,23 @@ ATRAIN_INLINE inline double lane_sum(std::size_t n, F&& f) {
   double acc[lanes] = {};
   std::size_t i = 0;
   for (; i + lanes <= n; i += lanes)
-    for (std::size_t j = 0; j < lanes; ++j) acc[j] += f(i + j);
+    for (std::size_t j = 0; j < lanes; ++j)
+      acc[j] += f(i + j);
   double tail = 0;
-  for (; i < n; ++i) tail += f(i);
+  for (; i < n; ++i)
+    tail += f(i);
   double s = 0;
-  for (double a : acc) s += a;
+  for (double a : acc)
+    s += a;
   return s + tail;
 }
 
-} // namespace
+}  // namespace
 
 ATRAIN_CLONES double dot(const float* x, const float* y, std::size_t n) {
-  return lane_sum(n, [=](std::size_t i) ATRAIN_INLINE { return static_cast<double>(x[i]) * static_cast<double>(y[i]); });
+  return lane_sum(n, [=](std::size_t i) ATRAIN_INLINE {
+    return static_cast<double>(x[i]) * static_cast<double>(y[i]);
+  });
 }
 
 ATRAIN_CLONES double squared_norm(const float* x, std::size_t n) {
@@ -131,7 +147,9 @@ ATRAIN_CLONES double squared_distance(const float* x, const float* y, std::size_
   });
 }
 
-double sum(const double* x, std::size_t n) { return cmapd(x, ix(n)).sum(); }
+double sum(const double* x, std::size_t n) {
+  return cmapd(x, ix(n)).sum();
+}
 
 bool all_finite(const float* x, std::size_t n) {
   // Inf and NaN are the floats whose exponent bits are all ones.
@@ -145,24 +163,28 @@ bool all_finite(const float* x, std::size_t n) {
       std::memcpy(&bits, x + start + i, sizeof bits);
       bad |= static_cast<std::uint32_t>((bits & exp_mask) == exp_mask);
     }
-    if (bad != 0) return false;
+    if (bad != 0)
+      return false;
   }
   return true;
 }
 
 void gather(const float* x, const std::vector<std::uint32_t>& idx, float* out) {
   mapf o(out, ix(idx.size()));
-  for (Eigen::Index k = 0; k < o.size(); ++k) o[k] = x[idx[static_cast<std::size_t>(k)]];
+  for (Eigen::Index k = 0; k < o.size(); ++k)
+    o[k] = x[idx[static_cast<std::size_t>(k)]];
 }
 
 void scatter(const float* v, const std::vector<std::uint32_t>& idx, float* x) {
   cmapf vv(v, ix(idx.size()));
-  for (Eigen::Index k = 0; k < vv.size(); ++k) x[idx[static_cast<std::size_t>(k)]] = vv[k];
+  for (Eigen::Index k = 0; k < vv.size(); ++k)
+    x[idx[static_cast<std::size_t>(k)]] = vv[k];
 }
 
 void scatter_add(float a, const float* v, const std::vector<std::uint32_t>& idx, float* x) {
   cmapf vv(v, ix(idx.size()));
-  for (Eigen::Index k = 0; k < vv.size(); ++k) x[idx[static_cast<std::size_t>(k)]] += a * vv[k];
+  for (Eigen::Index k = 0; k < vv.size(); ++k)
+    x[idx[static_cast<std::size_t>(k)]] += a * vv[k];
 }
 
-} // namespace atrain::vec
+}  // namespace atrain::vec

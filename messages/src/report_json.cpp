@@ -15,11 +15,21 @@ std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -50,8 +60,12 @@ std::string number(double x) {
   return buf;
 }
 
-std::string integer(std::uint64_t x) { return std::to_string(x); }
-std::string integer(std::int64_t x) { return std::to_string(x); }
+std::string integer(std::uint64_t x) {
+  return std::to_string(x);
+}
+std::string integer(std::int64_t x) {
+  return std::to_string(x);
+}
 
 namespace {
 
@@ -93,15 +107,15 @@ void write_value(const pb::Message& m, const pb::FieldDescriptor* f, int index, 
       out += std::to_string(rep ? r->GetRepeatedInt32(m, f, index) : r->GetInt32(m, f));
       break;
     case FD::CPPTYPE_INT64:
-      out += integer(static_cast<std::int64_t>(rep ? r->GetRepeatedInt64(m, f, index)
-                                                   : r->GetInt64(m, f)));
+      out += integer(
+        static_cast<std::int64_t>(rep ? r->GetRepeatedInt64(m, f, index) : r->GetInt64(m, f)));
       break;
     case FD::CPPTYPE_UINT32:
       out += std::to_string(rep ? r->GetRepeatedUInt32(m, f, index) : r->GetUInt32(m, f));
       break;
     case FD::CPPTYPE_UINT64:
-      out += integer(static_cast<std::uint64_t>(rep ? r->GetRepeatedUInt64(m, f, index)
-                                                    : r->GetUInt64(m, f)));
+      out += integer(
+        static_cast<std::uint64_t>(rep ? r->GetRepeatedUInt64(m, f, index) : r->GetUInt64(m, f)));
       break;
     case FD::CPPTYPE_DOUBLE:
       out += number(rep ? r->GetRepeatedDouble(m, f, index) : r->GetDouble(m, f));
@@ -123,8 +137,8 @@ void write_value(const pb::Message& m, const pb::FieldDescriptor* f, int index, 
       break;
     }
     case FD::CPPTYPE_MESSAGE:
-      write_message(rep ? r->GetRepeatedMessage(m, f, index) : r->GetMessage(m, f), indent,
-                    depth, out);
+      write_message(rep ? r->GetRepeatedMessage(m, f, index) : r->GetMessage(m, f), indent, depth,
+                    out);
       break;
   }
 }

@@ -20,13 +20,16 @@ using FD = pb::FieldDescriptor;
 
 std::string trim(const std::string& s) {
   std::size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b])))
+    ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])))
+    --e;
   return s.substr(b, e - b);
 }
 
 std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (auto& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 
@@ -45,22 +48,24 @@ std::vector<component> split_path(const std::string& path) {
     component c;
     const auto open = part.find('[');
     if (open != std::string::npos) {
-      if (part.back() != ']') throw std::string("malformed index in '" + part + "'");
+      if (part.back() != ']')
+        throw std::string("malformed index in '" + part + "'");
       const std::string idx = part.substr(open + 1, part.size() - open - 2);
-      if (idx.empty() || idx.size() > 9 ||
-          idx.find_first_not_of("0123456789") != std::string::npos)
+      if (idx.empty() || idx.size() > 9 || idx.find_first_not_of("0123456789") != std::string::npos)
         throw std::string("malformed index in '" + part + "'");
       c.index = std::stoi(idx);
       part = part.substr(0, open);
     }
-    if (part.empty()) throw std::string("empty field name in path");
+    if (part.empty())
+      throw std::string("empty field name in path");
     for (char ch : part) {
       if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_')
         throw std::string("malformed field name '" + part + "'");
     }
     c.name = part;
     out.push_back(c);
-    if (dot == std::string::npos) break;
+    if (dot == std::string::npos)
+      break;
     pos = dot + 1;
   }
   return out;
@@ -68,7 +73,8 @@ std::vector<component> split_path(const std::string& path) {
 
 const FD* find_field(const pb::Message& m, const std::string& name) {
   const FD* f = m.GetDescriptor()->FindFieldByName(name);
-  if (!f) throw std::string("no field '" + name + "' in " + m.GetDescriptor()->full_name());
+  if (!f)
+    throw std::string("no field '" + name + "' in " + m.GetDescriptor()->full_name());
   return f;
 }
 
@@ -76,18 +82,23 @@ const FD* find_field(const pb::Message& m, const std::string& name) {
 
 bool parse_bool(const std::string& v) {
   const std::string l = lower(v);
-  if (l == "true" || l == "1" || l == "yes" || l == "on") return true;
-  if (l == "false" || l == "0" || l == "no" || l == "off") return false;
+  if (l == "true" || l == "1" || l == "yes" || l == "on")
+    return true;
+  if (l == "false" || l == "0" || l == "no" || l == "off")
+    return false;
   throw std::string("not a boolean (true or false)");
 }
 
 std::int64_t parse_int(const std::string& v, std::int64_t lo, std::int64_t hi) {
-  if (v.empty() || std::isspace(static_cast<unsigned char>(v[0]))) throw std::string("not an integer");
+  if (v.empty() || std::isspace(static_cast<unsigned char>(v[0])))
+    throw std::string("not an integer");
   errno = 0;
   char* end = nullptr;
   const long long x = std::strtoll(v.c_str(), &end, 0);
-  if (end == v.c_str() || *end != '\0') throw std::string("not an integer");
-  if (errno == ERANGE || x < lo || x > hi) throw std::string("integer out of range");
+  if (end == v.c_str() || *end != '\0')
+    throw std::string("not an integer");
+  if (errno == ERANGE || x < lo || x > hi)
+    throw std::string("integer out of range");
   return x;
 }
 
@@ -97,16 +108,20 @@ std::uint64_t parse_uint(const std::string& v, std::uint64_t hi) {
   errno = 0;
   char* end = nullptr;
   const unsigned long long x = std::strtoull(v.c_str(), &end, 0);
-  if (end == v.c_str() || *end != '\0') throw std::string("not an unsigned integer");
-  if (errno == ERANGE || x > hi) throw std::string("unsigned integer out of range");
+  if (end == v.c_str() || *end != '\0')
+    throw std::string("not an unsigned integer");
+  if (errno == ERANGE || x > hi)
+    throw std::string("unsigned integer out of range");
   return x;
 }
 
 double parse_double(const std::string& v) {
-  if (v.empty() || std::isspace(static_cast<unsigned char>(v[0]))) throw std::string("not a number");
+  if (v.empty() || std::isspace(static_cast<unsigned char>(v[0])))
+    throw std::string("not a number");
   char* end = nullptr;
   const double x = std::strtod(v.c_str(), &end);  // accepts nan, inf, 1e-3
-  if (end == v.c_str() || *end != '\0') throw std::string("not a number");
+  if (end == v.c_str() || *end != '\0')
+    throw std::string("not a number");
   return x;  // overflow gives +-inf; validate() refuses non-finite values
 }
 
@@ -118,13 +133,16 @@ std::string parse_string(const std::string& v) {
 
 const pb::EnumValueDescriptor* parse_enum(const FD* f, const std::string& v) {
   const pb::EnumDescriptor* e = f->enum_type();
-  if (const auto* ev = e->FindValueByName(v)) return ev;
+  if (const auto* ev = e->FindValueByName(v))
+    return ev;
   const std::string l = lower(v);
   for (int i = 0; i < e->value_count(); ++i) {
-    if (lower(e->value(i)->name()) == l) return e->value(i);
+    if (lower(e->value(i)->name()) == l)
+      return e->value(i);
   }
   std::string names;
-  for (int i = 0; i < e->value_count(); ++i) names += (i ? ", " : "") + e->value(i)->name();
+  for (int i = 0; i < e->value_count(); ++i)
+    names += (i ? ", " : "") + e->value(i)->name();
   throw std::string("no value '" + v + "' in enum " + e->full_name() + " (one of " + names + ")");
 }
 
@@ -132,17 +150,20 @@ const pb::EnumValueDescriptor* parse_enum(const FD* f, const std::string& v) {
 void set_scalar(pb::Message& m, const FD* f, int index, const std::string& raw) {
   const pb::Reflection* r = m.GetReflection();
   const std::string v = trim(raw);
-#define ATRAIN_SET(Kind, value)                        \
-  do {                                                 \
-    if (index == -1) r->Set##Kind(&m, f, value);       \
-    else if (index == -2) r->Add##Kind(&m, f, value);  \
-    else r->SetRepeated##Kind(&m, f, index, value);    \
+#define ATRAIN_SET(Kind, value)                                                                    \
+  do {                                                                                             \
+    if (index == -1)                                                                               \
+      r->Set##Kind(&m, f, value);                                                                  \
+    else if (index == -2)                                                                          \
+      r->Add##Kind(&m, f, value);                                                                  \
+    else                                                                                           \
+      r->SetRepeated##Kind(&m, f, index, value);                                                   \
   } while (0)
   switch (f->cpp_type()) {
     case FD::CPPTYPE_INT32:
-      ATRAIN_SET(Int32, static_cast<std::int32_t>(parse_int(
-                            v, std::numeric_limits<std::int32_t>::min(),
-                            std::numeric_limits<std::int32_t>::max())));
+      ATRAIN_SET(Int32,
+                 static_cast<std::int32_t>(parse_int(v, std::numeric_limits<std::int32_t>::min(),
+                                                     std::numeric_limits<std::int32_t>::max())));
       break;
     case FD::CPPTYPE_INT64:
       ATRAIN_SET(Int64, parse_int(v, std::numeric_limits<std::int64_t>::min(),
@@ -150,7 +171,7 @@ void set_scalar(pb::Message& m, const FD* f, int index, const std::string& raw) 
       break;
     case FD::CPPTYPE_UINT32:
       ATRAIN_SET(UInt32, static_cast<std::uint32_t>(
-                             parse_uint(v, std::numeric_limits<std::uint32_t>::max())));
+                           parse_uint(v, std::numeric_limits<std::uint32_t>::max())));
       break;
     case FD::CPPTYPE_UINT64:
       ATRAIN_SET(UInt64, parse_uint(v, std::numeric_limits<std::uint64_t>::max()));
@@ -182,21 +203,25 @@ std::vector<std::string> split_list(const std::string& v) {
     throw std::string("repeated field: write the whole list as [v1,v2,...]");
   const std::string body = trim(v.substr(1, v.size() - 2));
   std::vector<std::string> out;
-  if (body.empty()) return out;
+  if (body.empty())
+    return out;
   std::size_t pos = 0;
   while (true) {
     const auto comma = body.find(',', pos);
-    out.push_back(trim(body.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos)));
-    if (comma == std::string::npos) break;
+    out.push_back(
+      trim(body.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos)));
+    if (comma == std::string::npos)
+      break;
     pos = comma + 1;
   }
   return out;
 }
 
 class text_errors final : public pb::io::ErrorCollector {
- public:
+public:
   void AddError(int, pb::io::ColumnNumber column, const std::string& message) override {
-    if (first.empty()) first = "column " + std::to_string(column + 1) + ": " + message;
+    if (first.empty())
+      first = "column " + std::to_string(column + 1) + ": " + message;
   }
   std::string first;
 };
@@ -246,7 +271,8 @@ void apply_override(loaded_spec& s, const std::string& assignment) {
       const pb::Reflection* r = m->GetReflection();
       normalised += (i ? "." : "") + c.name;
       if (c.index >= 0) {
-        if (!f->is_repeated()) throw std::string("'" + c.name + "' is not a repeated field");
+        if (!f->is_repeated())
+          throw std::string("'" + c.name + "' is not a repeated field");
         const int size = r->FieldSize(*m, f);
         if (c.index >= size)
           throw std::string("index " + std::to_string(c.index) + " out of range ('" + c.name +
@@ -286,7 +312,8 @@ void apply_override(loaded_spec& s, const std::string& assignment) {
         } else if (f->is_repeated()) {
           const auto items = split_list(value);
           r->ClearField(m, f);
-          for (const auto& it : items) set_scalar(*m, f, -2, it);
+          for (const auto& it : items)
+            set_scalar(*m, f, -2, it);
         } else {
           set_scalar(*m, f, -1, value);
         }

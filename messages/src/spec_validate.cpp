@@ -22,12 +22,15 @@ constexpr std::uint32_t max_dimension = 10000000;
 
 // Shortest decimal that reads back as x.
 std::string num(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  if (std::isnan(x))
+    return "nan";
+  if (std::isinf(x))
+    return x > 0 ? "inf" : "-inf";
   char buf[40];
   for (int prec = 1; prec <= 17; ++prec) {
     std::snprintf(buf, sizeof buf, "%.*g", prec, x);
-    if (std::strtod(buf, nullptr) == x) break;
+    if (std::strtod(buf, nullptr) == x)
+      break;
   }
   return buf;
 }
@@ -36,22 +39,31 @@ bool valid_utf8(const std::string& s) {
   std::size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (len == 0 || i + len > s.size()) return false;
+    std::size_t len = c < 0x80           ? 1
+                      : (c >> 5) == 0x6  ? 2
+                      : (c >> 4) == 0xe  ? 3
+                      : (c >> 3) == 0x1e ? 4
+                                         : 0;
+    if (len == 0 || i + len > s.size())
+      return false;
     std::uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
     for (std::size_t k = 1; k < len; ++k) {
       const auto d = static_cast<unsigned char>(s[i + k]);
-      if ((d >> 6) != 0x2) return false;
+      if ((d >> 6) != 0x2)
+        return false;
       cp = (cp << 6) | (d & 0x3f);
     }
     static const std::uint32_t min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min_cp[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    if (cp < min_cp[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
     i += len;
   }
   return true;
 }
 
-std::string idx(const std::string& path, int i) { return path + "[" + std::to_string(i) + "]"; }
+std::string idx(const std::string& path, int i) {
+  return path + "[" + std::to_string(i) + "]";
+}
 
 /// Why a crashed worker of algorithm `a` cannot be restarted (empty: it can;
 /// docs/RELIABILITY.md "Restart").
@@ -59,9 +71,9 @@ std::string why_no_restart(const proto::AlgorithmSpec& a) {
   const std::string can =
     " (restart is implemented for rfast, async_ps, adpsgd, dpsgd, allreduce, local_sgd, sgp, "
     "osgp, loscar, dasgd and centralized (from the last checkpoint))";
-  if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_dpsgd() ||
-      a.has_allreduce() || a.has_local_sgd() || a.has_sgp() || a.has_osgp() || a.has_loscar() ||
-      a.has_dasgd() || a.has_centralized())
+  if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_dpsgd() || a.has_allreduce() ||
+      a.has_local_sgd() || a.has_sgp() || a.has_osgp() || a.has_loscar() || a.has_dasgd() ||
+      a.has_centralized())
     return {};
   return "not implemented for this algorithm" + can;
 }
@@ -76,17 +88,21 @@ std::string why_no_whole_restart(const proto::ExperimentSpec& spec, std::uint32_
   const auto& a = spec.algorithm();
   const std::string only_worker = " (crash only the worker to restart it)";
   if (a.has_async_ps() && a.async_ps().server() == k)
-    return "node " + std::to_string(k) + " holds the parameter server "
-           "(algorithm.async_ps.server): the model it serves lives nowhere else" + only_worker;
+    return "node " + std::to_string(k) +
+           " holds the parameter server "
+           "(algorithm.async_ps.server): the model it serves lives nowhere else" +
+           only_worker;
   if (a.has_loscar() && a.loscar().aggregator() == k)
-    return "node " + std::to_string(k) + " holds the LOSCAR aggregator "
+    return "node " + std::to_string(k) +
+           " holds the LOSCAR aggregator "
            "(algorithm.loscar.aggregator): the round it collects and its running average live "
-           "nowhere else" + only_worker;
+           "nowhere else" +
+           only_worker;
   return why_no_restart(a);
 }
 
 class checker {
- public:
+public:
   explicit checker(const loaded_spec& s) : s_(s) {}
 
   void bad(const std::string& path, const std::string& reason) {
@@ -95,13 +111,16 @@ class checker {
 
   // Non-finite doubles are reported once by generic_checks(); range checks skip them.
   void positive(const std::string& path, double x) {
-    if (std::isfinite(x) && !(x > 0)) bad(path, "must be > 0 (got " + num(x) + ")");
+    if (std::isfinite(x) && !(x > 0))
+      bad(path, "must be > 0 (got " + num(x) + ")");
   }
   void non_negative(const std::string& path, double x) {
-    if (std::isfinite(x) && !(x >= 0)) bad(path, "must be >= 0 (got " + num(x) + ")");
+    if (std::isfinite(x) && !(x >= 0))
+      bad(path, "must be >= 0 (got " + num(x) + ")");
   }
   void unit_closed(const std::string& path, double x) {
-    if (std::isfinite(x) && !(x >= 0 && x <= 1)) bad(path, "must be in [0, 1] (got " + num(x) + ")");
+    if (std::isfinite(x) && !(x >= 0 && x <= 1))
+      bad(path, "must be in [0, 1] (got " + num(x) + ")");
   }
 
   // Every double / float anywhere in the spec must be finite; every string valid UTF-8
@@ -125,24 +144,29 @@ class checker {
             break;
           case FD::CPPTYPE_STRING: {
             std::string scratch;
-            const std::string& v = f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch)
-                                                    : r->GetStringReference(m, f, &scratch);
-            if (!valid_utf8(v)) bad(p, "must be valid UTF-8 text");
+            const std::string& v = f->is_repeated()
+                                     ? r->GetRepeatedStringReference(m, f, i, &scratch)
+                                     : r->GetStringReference(m, f, &scratch);
+            if (!valid_utf8(v))
+              bad(p, "must be valid UTF-8 text");
             continue;
           }
           case FD::CPPTYPE_MESSAGE:
-            generic_checks(f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f), p);
+            generic_checks(f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f),
+                           p);
             continue;
           default:
             continue;
         }
-        if (!std::isfinite(x)) bad(p, "must be a finite number (got " + num(x) + ")");
+        if (!std::isfinite(x))
+          bad(p, "must be a finite number (got " + num(x) + ")");
       }
     }
   }
 
   void file_exists(const std::string& path, const std::string& value) {
-    if (value.empty()) return;
+    if (value.empty())
+      return;
     const std::string resolved = resolve_path(s_, value);
     std::error_code ec;
     const auto st = fs::status(resolved, ec);
@@ -157,7 +181,7 @@ class checker {
 
   const std::vector<std::string>& problems() const { return problems_; }
 
- private:
+private:
   void deploy();
   void dataset();
   void model();
@@ -178,10 +202,13 @@ class checker {
 void checker::run() {
   const auto& sp = s_.spec;
   const bool nodes_ok = sp.nodes() >= 1 && sp.nodes() <= max_nodes;
-  if (sp.nodes() < 1) bad("nodes", "must be >= 1 (got 0)");
+  if (sp.nodes() < 1)
+    bad("nodes", "must be >= 1 (got 0)");
   if (sp.nodes() > max_nodes)
-    bad("nodes", "must be <= " + std::to_string(max_nodes) + " (got " + std::to_string(sp.nodes()) + ")");
-  if (sp.clock() != proto::VIRTUAL && sp.clock() != proto::REAL) bad("clock", "must be VIRTUAL or REAL");
+    bad("nodes",
+        "must be <= " + std::to_string(max_nodes) + " (got " + std::to_string(sp.nodes()) + ")");
+  if (sp.clock() != proto::VIRTUAL && sp.clock() != proto::REAL)
+    bad("clock", "must be VIRTUAL or REAL");
 
   generic_checks(sp, "");
   dataset();
@@ -236,7 +263,8 @@ void checker::dataset() {
   using F = proto::DatasetSpec;
   if (d.format() != F::LIBSVM && d.format() != F::IDX && d.format() != F::CIFAR10)
     bad("dataset.format", "must be LIBSVM, IDX or CIFAR10");
-  if (d.train_path().empty()) bad("dataset.train_path", "must be set");
+  if (d.train_path().empty())
+    bad("dataset.train_path", "must be set");
   file_exists("dataset.train_path", d.train_path());
   file_exists("dataset.test_path", d.test_path());
   if (d.format() == F::IDX) {
@@ -249,7 +277,7 @@ void checker::dataset() {
   }
   if (d.dimension() > max_dimension)
     bad("dataset.dimension", "must be <= " + std::to_string(max_dimension) + " (got " +
-                                 std::to_string(d.dimension()) + ")");
+                               std::to_string(d.dimension()) + ")");
 
   const auto& sh = s_.spec.shard();
   using P = proto::ShardSpec;
@@ -257,7 +285,8 @@ void checker::dataset() {
     bad("shard.policy", "must be IID or LABEL_SKEW (got " + std::to_string(sh.policy()) + ")");
   } else if (sh.policy() == P::LABEL_SKEW) {
     if (std::isfinite(sh.dirichlet_alpha()) && !(sh.dirichlet_alpha() > 0))
-      bad("shard.dirichlet_alpha", "must be > 0 for LABEL_SKEW (got " + num(sh.dirichlet_alpha()) + ")");
+      bad("shard.dirichlet_alpha",
+          "must be > 0 for LABEL_SKEW (got " + num(sh.dirichlet_alpha()) + ")");
   }
 }
 
@@ -269,7 +298,8 @@ void checker::model() {
       break;
     case proto::ModelSpec::kMlp:
       for (int i = 0; i < m.mlp().hidden_size(); ++i) {
-        if (m.mlp().hidden(i) < 1) bad(idx("model.mlp.hidden", i), "layer width must be >= 1 (got 0)");
+        if (m.mlp().hidden(i) < 1)
+          bad(idx("model.mlp.hidden", i), "layer width must be >= 1 (got 0)");
       }
       non_negative("model.mlp.l2", m.mlp().l2());
       break;
@@ -277,7 +307,8 @@ void checker::model() {
       bad("model", "choose a model: logistic_regression or mlp");
       break;
   }
-  if (m.batch_size() < 1) bad("model.batch_size", "must be >= 1 (got 0)");
+  if (m.batch_size() < 1)
+    bad("model.batch_size", "must be >= 1 (got 0)");
 }
 
 void checker::algorithm() {
@@ -289,8 +320,8 @@ void checker::algorithm() {
   };
   auto node_exists = [&](const std::string& path, std::uint32_t node) {
     if (s_.spec.nodes() > 0 && node >= s_.spec.nodes())
-      bad(path, "node " + std::to_string(node) + " does not exist (nodes = " +
-                  std::to_string(s_.spec.nodes()) + ")");
+      bad(path, "node " + std::to_string(node) +
+                  " does not exist (nodes = " + std::to_string(s_.spec.nodes()) + ")");
   };
   auto straggler_policy = [&](const std::string& name, proto::StragglerPolicy policy) {
     if (!proto::StragglerPolicy_IsValid(policy))
@@ -379,13 +410,15 @@ void checker::topology(bool nodes_ok) {
     return;
   }
   if (t.builder() == T::BUILDER_UNSPECIFIED) {
-    if (n > 1) bad("topology.builder", "must be set when nodes > 1");
+    if (n > 1)
+      bad("topology.builder", "must be set when nodes > 1");
     return;
   }
   const std::string ns = std::to_string(n);
   switch (t.builder()) {
     case T::TREE_PAIR:
-      if (t.arity() < 1) bad("topology.arity", "must be >= 1 for TREE_PAIR (got 0)");
+      if (t.arity() < 1)
+        bad("topology.arity", "must be >= 1 for TREE_PAIR (got 0)");
       [[fallthrough]];
     case T::STAR:
       if (nodes_ok && t.root() >= n)
@@ -394,30 +427,36 @@ void checker::topology(bool nodes_ok) {
     case T::TORUS:
       if (nodes_ok && std::uint64_t{t.rows()} * t.cols() != n)
         bad("topology.rows", "rows * cols = " + std::to_string(t.rows()) + " * " +
-                                 std::to_string(t.cols()) + " must equal nodes = " + ns);
+                               std::to_string(t.cols()) + " must equal nodes = " + ns);
       break;
     case T::RANDOM_REGULAR:
-      if (!nodes_ok) break;
+      if (!nodes_ok)
+        break;
       if (t.degree() < 1 || t.degree() > n - 1) {
         bad("topology.degree", "must be in [1, nodes - 1] = [1, " + std::to_string(n - 1) +
-                                   "] (got " + std::to_string(t.degree()) + ")");
+                                 "] (got " + std::to_string(t.degree()) + ")");
       } else if ((n * t.degree()) % 2 != 0) {
-        bad("topology.degree", "nodes * degree must be even (" + ns + " * " +
-                                   std::to_string(t.degree()) + " is odd)");
+        bad("topology.degree",
+            "nodes * degree must be even (" + ns + " * " + std::to_string(t.degree()) + " is odd)");
       }
       break;
     case T::EXPLICIT: {
-      auto edges = [&](const char* name, const google::protobuf::RepeatedPtrField<proto::Edge>& es) {
+      auto edges = [&](const char* name,
+                       const google::protobuf::RepeatedPtrField<proto::Edge>& es) {
         const std::string base = std::string("topology.") + name;
-        if (nodes_ok && n > 1 && es.empty()) bad(base, "must list at least one edge for EXPLICIT");
+        if (nodes_ok && n > 1 && es.empty())
+          bad(base, "must list at least one edge for EXPLICIT");
         for (int i = 0; i < es.size(); ++i) {
           const std::string p = idx(base, i);
           if (nodes_ok && es[i].from() >= n)
-            bad(p + ".from", "node " + std::to_string(es[i].from()) + " out of range (nodes = " + ns + ")");
+            bad(p + ".from",
+                "node " + std::to_string(es[i].from()) + " out of range (nodes = " + ns + ")");
           if (nodes_ok && es[i].to() >= n)
-            bad(p + ".to", "node " + std::to_string(es[i].to()) + " out of range (nodes = " + ns + ")");
+            bad(p + ".to",
+                "node " + std::to_string(es[i].to()) + " out of range (nodes = " + ns + ")");
           if (es[i].from() == es[i].to())
-            bad(p, "self loop " + std::to_string(es[i].from()) + " -> " + std::to_string(es[i].to()));
+            bad(p,
+                "self loop " + std::to_string(es[i].from()) + " -> " + std::to_string(es[i].to()));
         }
       };
       edges("r_edges", t.r_edges());
@@ -434,13 +473,15 @@ void checker::cost(bool nodes_ok) {
   if (c.tau_per_node_size() > 0) {
     if (nodes_ok && static_cast<std::uint64_t>(c.tau_per_node_size()) != s_.spec.nodes())
       bad("cost.tau_per_node", "must have exactly nodes = " + std::to_string(s_.spec.nodes()) +
-                                   " entries (got " + std::to_string(c.tau_per_node_size()) + ")");
-    for (int i = 0; i < c.tau_per_node_size(); ++i) positive(idx("cost.tau_per_node", i), c.tau_per_node(i));
-    if (c.tau_seconds() != 0) positive("cost.tau_seconds", c.tau_seconds());
+                                 " entries (got " + std::to_string(c.tau_per_node_size()) + ")");
+    for (int i = 0; i < c.tau_per_node_size(); ++i)
+      positive(idx("cost.tau_per_node", i), c.tau_per_node(i));
+    if (c.tau_seconds() != 0)
+      positive("cost.tau_seconds", c.tau_seconds());
   } else {
     if (std::isfinite(c.tau_seconds()) && !(c.tau_seconds() > 0))
       bad("cost.tau_seconds", "must be > 0 (got " + num(c.tau_seconds()) +
-                                  "), or give tau_per_node with one entry per node");
+                                "), or give tau_per_node with one entry per node");
   }
   non_negative("cost.real_min_seconds", c.real_min_seconds());
   if (std::isfinite(c.jitter()) && !(c.jitter() >= 0 && c.jitter() < 1))
@@ -449,8 +490,8 @@ void checker::cost(bool nodes_ok) {
     const auto& sd = c.slowdown(i);
     const std::string p = idx("cost.slowdown", i);
     if (nodes_ok && sd.node() >= s_.spec.nodes())
-      bad(p + ".node", "node " + std::to_string(sd.node()) + " out of range (nodes = " +
-                           std::to_string(s_.spec.nodes()) + ")");
+      bad(p + ".node", "node " + std::to_string(sd.node()) +
+                         " out of range (nodes = " + std::to_string(s_.spec.nodes()) + ")");
     if (std::isfinite(sd.factor()) && !(sd.factor() >= 1))
       bad(p + ".factor", "must be >= 1 (got " + num(sd.factor()) + ")");
   }
@@ -475,15 +516,17 @@ void checker::link() {
 
 void checker::node_in_range(const std::string& path, std::uint32_t node, bool nodes_ok) {
   if (nodes_ok && node >= s_.spec.nodes())
-    bad(path, "node " + std::to_string(node) + " out of range (nodes = " +
-                std::to_string(s_.spec.nodes()) + ")");
+    bad(path, "node " + std::to_string(node) +
+                " out of range (nodes = " + std::to_string(s_.spec.nodes()) + ")");
 }
 
 void checker::window(const std::string& path, double from, double to) {
   non_negative(path + ".from_seconds", from);
   if (std::isfinite(to) && std::isfinite(from) && to != 0 && !(to > from))
-    bad(path + ".to_seconds", "must be after from_seconds (" + num(from) + "), or 0 for "
-                              "the rest of the run (got " + num(to) + ")");
+    bad(path + ".to_seconds", "must be after from_seconds (" + num(from) +
+                                "), or 0 for "
+                                "the rest of the run (got " +
+                                num(to) + ")");
 }
 
 void checker::faults(bool nodes_ok) {
@@ -500,7 +543,8 @@ void checker::faults(bool nodes_ok) {
   for (int i = 0; i < f.partition_size(); ++i) {
     const auto& x = f.partition(i);
     const std::string p = idx(base + ".partition", i);
-    if (x.side_a().empty()) bad(p + ".side_a", "must list at least one node");
+    if (x.side_a().empty())
+      bad(p + ".side_a", "must list at least one node");
     std::set<std::uint32_t> a;
     for (int k = 0; k < x.side_a_size(); ++k) {
       node_in_range(idx(p + ".side_a", k), x.side_a(k), nodes_ok);
@@ -515,7 +559,8 @@ void checker::faults(bool nodes_ok) {
       bad(p + ".side_a", "holds every node: nothing left on the other side");
     window(p, x.from_seconds(), x.to_seconds());
   }
-  auto links = [&](const std::string& p, const google::protobuf::RepeatedPtrField<proto::Edge>& es) {
+  auto links = [&](const std::string& p,
+                   const google::protobuf::RepeatedPtrField<proto::Edge>& es) {
     for (int k = 0; k < es.size(); ++k) {
       node_in_range(idx(p + ".links", k) + ".from", es[k].from(), nodes_ok);
       node_in_range(idx(p + ".links", k) + ".to", es[k].to(), nodes_ok);
@@ -567,7 +612,8 @@ void checker::stop_and_eval() {
   const auto& st = s_.spec.stop();
   non_negative("stop.time_seconds", st.time_seconds());
   const bool has_time = std::isfinite(st.time_seconds()) && st.time_seconds() > 0;
-  if (!has_time && st.gradients() == 0 && std::isfinite(st.time_seconds()) && st.time_seconds() >= 0)
+  if (!has_time && st.gradients() == 0 && std::isfinite(st.time_seconds()) &&
+      st.time_seconds() >= 0)
     bad("stop", "needs a budget: time_seconds > 0 or gradients > 0");
   unit_closed("stop.target_accuracy", st.target_accuracy());
   if (st.stop_at_target() && st.target_accuracy() == 0)
@@ -582,8 +628,8 @@ std::string checkpoint_unsupported(const proto::AlgorithmSpec& a) {
       a.has_local_sgd())
     return {};
   const std::string name = a.kind_case() == proto::AlgorithmSpec::KIND_NOT_SET
-                               ? std::string{"this algorithm"}
-                               : a.GetDescriptor()->FindFieldByNumber(a.kind_case())->name();
+                             ? std::string{"this algorithm"}
+                             : a.GetDescriptor()->FindFieldByNumber(a.kind_case())->name();
   return "not implemented for " + name +
          " (implemented for rfast, allreduce, dpsgd, async_ps, adpsgd, local_sgd, centralized, "
          "sgp, osgp, dasgd and loscar; its workers' state is not saved yet)";
@@ -592,20 +638,23 @@ std::string checkpoint_unsupported(const proto::AlgorithmSpec& a) {
 void checker::checkpoint() {
   const auto& c = s_.spec.checkpoint();
   const bool times = c.at_seconds_size() > 0 || c.every_seconds() != 0;
-  if (!times && c.file().empty()) return;
+  if (!times && c.file().empty())
+    return;
   for (int i = 0; i < c.at_seconds_size(); ++i) {
     const auto p = idx("checkpoint.at_seconds", i);
     positive(p, c.at_seconds(i));
     if (i > 0 && std::isfinite(c.at_seconds(i)) && !(c.at_seconds(i) > c.at_seconds(i - 1)))
       bad(p, "must be after checkpoint.at_seconds[" + std::to_string(i - 1) + "] (" +
-                 num(c.at_seconds(i - 1)) + "); list the times in increasing order");
+               num(c.at_seconds(i - 1)) + "); list the times in increasing order");
     const double stop = s_.spec.stop().time_seconds();
     if (stop > 0 && std::isfinite(c.at_seconds(i)) && c.at_seconds(i) >= stop)
       bad(p, "must be before stop.time_seconds (" + num(stop) + ")");
   }
   non_negative("checkpoint.every_seconds", c.every_seconds());
-  if (c.file().empty()) bad("checkpoint.file", "must name the file to write");
-  if (!times) bad("checkpoint", "needs at_seconds or every_seconds (when to checkpoint)");
+  if (c.file().empty())
+    bad("checkpoint.file", "must name the file to write");
+  if (!times)
+    bad("checkpoint", "needs at_seconds or every_seconds (when to checkpoint)");
   if (const auto why = checkpoint_unsupported(s_.spec.algorithm()); !why.empty())
     bad("checkpoint", why);
   for (int i = 0; i < s_.spec.faults().crash_size(); ++i)
@@ -636,9 +685,11 @@ bool uses_topology(proto::AlgorithmSpec::KindCase kind) {
 void validate(const loaded_spec& s) {
   checker c(s);
   c.run();
-  if (c.problems().empty()) return;
+  if (c.problems().empty())
+    return;
   std::string msg;
-  for (const auto& p : c.problems()) msg += (msg.empty() ? "" : "\n") + p;
+  for (const auto& p : c.problems())
+    msg += (msg.empty() ? "" : "\n") + p;
   throw spec_error(msg);
 }
 

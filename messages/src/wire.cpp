@@ -20,4 +20,4 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<rfast_epoch>("atrain_rfast_epoch");
 }
 
-} // namespace atrain
+}  // namespace atrain

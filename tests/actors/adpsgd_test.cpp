@@ -20,12 +20,12 @@ std::vector<std::string> spec(std::vector<std::string> extra) {
                  std::move(extra));
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(adpsgd)
 
 BOOST_AUTO_TEST_CASE(a_graph_that_is_not_bipartite_is_refused_naming_topology) {
-  g::expect_refused(spec({"nodes=7"}), {"topology", "bipartite"});         // odd ring
+  g::expect_refused(spec({"nodes=7"}), {"topology", "bipartite"});  // odd ring
   g::expect_refused(spec({"topology.builder=EXPONENTIAL"}), {"topology", "bipartite"});
   g::expect_refused(spec({"topology.builder=DIRECTED_RING"}), {"topology", "symmetric"});
 }
@@ -37,11 +37,10 @@ BOOST_AUTO_TEST_CASE(reaches_the_target_over_lossy_acknowledged_links) {
 BOOST_AUTO_TEST_CASE(ten_thousand_exchanges_on_16_nodes_without_deadlock_each_preserving_the_sum) {
   // 16 nodes on a ring: 8 active, 8 passive; delayed, reordered and
   // duplicated packets, jittery gradients, one slow passive node.
-  auto plan = t::quickstart(spec({"nodes=16", "stop.time_seconds=24",
-                                    "stop.stop_at_target=false", "eval.period_seconds=4",
-                                    "link.latency_seconds=0.003", "link.reorder=0.5",
-                                    "link.reorder_delay_seconds=0.02", "link.duplicate=0.2",
-                                    "cost.jitter=0.6", "cost.slowdown=[{node: 5 factor: 4}]"}));
+  auto plan = t::quickstart(
+    spec({"nodes=16", "stop.time_seconds=24", "stop.stop_at_target=false", "eval.period_seconds=4",
+          "link.latency_seconds=0.003", "link.reorder=0.5", "link.reorder_delay_seconds=0.02",
+          "link.duplicate=0.2", "cost.jitter=0.6", "cost.slowdown=[{node: 5 factor: 4}]"}));
   auto probe = std::make_shared<atrain::run_probe>();
   atrain::run_options opts;
   opts.probe = probe;
@@ -73,10 +72,9 @@ BOOST_AUTO_TEST_CASE(ten_thousand_exchanges_on_16_nodes_without_deadlock_each_pr
     }
     moved += changed ? 1 : 0;
   }
-  BOOST_TEST_MESSAGE(completed << " exchanges completed (" << half
-                               << " in flight at the stop), " << moved
-                               << " moved the models; worst relative sum residual " << worst
-                               << "; gradients " << report->gradients_total());
+  BOOST_TEST_MESSAGE(completed << " exchanges completed (" << half << " in flight at the stop), "
+                               << moved << " moved the models; worst relative sum residual "
+                               << worst << "; gradients " << report->gradients_total());
   BOOST_TEST(completed >= 10000u);
   BOOST_TEST(half <= 8u);  // at most one outstanding exchange per active node
   BOOST_TEST(moved > completed / 2);
@@ -88,12 +86,12 @@ BOOST_AUTO_TEST_CASE(ten_thousand_exchanges_on_16_nodes_without_deadlock_each_pr
 
 BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
   // Node 1 is passive: a reply is a protocol violation there.
-  g::expect_malformed_rejected(t::quickstart(spec({"stop.time_seconds=0.5",
-                                                     "stop.stop_at_target=false"})),
-                               atrain::adpsgd_request, atrain::adpsgd_reply, 1,
-                               // an exchange count no sender reaches in 0.5 s; an
-                               // incarnation (seq >> 40) with no restart scheduled
-                               {std::uint64_t{1} << 39, (std::uint64_t{1} << 40) + 1});
+  g::expect_malformed_rejected(
+    t::quickstart(spec({"stop.time_seconds=0.5", "stop.stop_at_target=false"})),
+    atrain::adpsgd_request, atrain::adpsgd_reply, 1,
+    // an exchange count no sender reaches in 0.5 s; an
+    // incarnation (seq >> 40) with no restart scheduled
+    {std::uint64_t{1} << 39, (std::uint64_t{1} << 40) + 1});
 }
 
 BOOST_AUTO_TEST_CASE(reaches_the_quickstart_target_with_its_config) {
@@ -101,13 +99,14 @@ BOOST_AUTO_TEST_CASE(reaches_the_quickstart_target_with_its_config) {
 }
 
 BOOST_AUTO_TEST_CASE(reaches_the_target_on_the_real_clock) {
-  g::expect_target_real(t::config("quickstart_real.textproto", {"algorithm.adpsgd.step_size=2", "topology.builder=RING", "progress=false"}));
+  g::expect_target_real(
+    t::config("quickstart_real.textproto",
+              {"algorithm.adpsgd.step_size=2", "topology.builder=RING", "progress=false"}));
 }
 
 BOOST_AUTO_TEST_CASE(same_seed_same_trace_other_seed_differs) {
-  g::expect_replay(spec({"stop.time_seconds=1", "stop.stop_at_target=false",
-                           "link.duplicate=0.2", "link.reorder=0.3",
-                           "link.reorder_delay_seconds=0.01"}));
+  g::expect_replay(spec({"stop.time_seconds=1", "stop.stop_at_target=false", "link.duplicate=0.2",
+                         "link.reorder=0.3", "link.reorder_delay_seconds=0.01"}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -43,8 +43,7 @@ BOOST_AUTO_TEST_CASE(ring_sum_is_exact_for_n_2_to_9_and_d_not_divisible_by_n) {
   for (std::uint32_t n = 2; n <= 9; ++n)
     for (std::size_t d : {1, 7, 123, 1000}) {
       const std::size_t rounds = 3;
-      std::vector<std::vector<std::vector<float>>> v(rounds,
-                                                     std::vector<std::vector<float>>(n));
+      std::vector<std::vector<std::vector<float>>> v(rounds, std::vector<std::vector<float>>(n));
       for (auto& round : v)
         for (auto& x : round) {
           x.resize(d);
@@ -76,11 +75,11 @@ BOOST_AUTO_TEST_CASE(ring_sum_is_exact_for_n_2_to_9_and_d_not_divisible_by_n) {
           const double err = std::abs(res.sums[k][0][c] - exact);
           worst = std::max(worst, err / magnitude);
           BOOST_TEST(err <= (n - 1) * eps * magnitude,
-                     "n=" << n << " d=" << d << " round " << k << " coordinate " << c
-                          << ": ring " << res.sums[k][0][c] << ", exact " << exact);
+                     "n=" << n << " d=" << d << " round " << k << " coordinate " << c << ": ring "
+                          << res.sums[k][0][c] << ", exact " << exact);
         }
-        BOOST_TEST_MESSAGE("n=" << n << " d=" << d << " round " << k
-                                << ": worst relative error " << worst);
+        BOOST_TEST_MESSAGE("n=" << n << " d=" << d << " round " << k << ": worst relative error "
+                                << worst);
       }
     }
 }
@@ -100,9 +99,10 @@ BOOST_AUTO_TEST_CASE(bad_chunks_are_invalid_duplicates_are_ignored) {
   using verdict = ring_allreduce::verdict;
   const atrain::float_blob good{std::vector<float>{1, 2, 3}};
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  BOOST_TEST((ring.offer(0, 0, atrain::float_blob{std::vector<float>{1, 2}}, out) == verdict::invalid));
-  BOOST_TEST((ring.offer(0, 0, atrain::float_blob{std::vector<float>{1, nan, 3}}, out) ==
-              verdict::invalid));
+  BOOST_TEST(
+    (ring.offer(0, 0, atrain::float_blob{std::vector<float>{1, 2}}, out) == verdict::invalid));
+  BOOST_TEST(
+    (ring.offer(0, 0, atrain::float_blob{std::vector<float>{1, nan, 3}}, out) == verdict::invalid));
   BOOST_TEST((ring.offer(0, 4, good, out) == verdict::invalid));   // only steps 0..3
   BOOST_TEST((ring.offer(2, 0, good, out) == verdict::invalid));   // two rounds ahead
   BOOST_TEST((ring.offer(0, 0, good, out) == verdict::accepted));  // early: stashed
@@ -127,7 +127,9 @@ BOOST_AUTO_TEST_CASE(reaches_the_quickstart_target_on_8_nodes) {
   BOOST_TEST(rounds >= grads - 1);
 }
 
-BOOST_AUTO_TEST_CASE(same_seed_same_trace) { t::expect_replay("allreduce.textproto"); }
+BOOST_AUTO_TEST_CASE(same_seed_same_trace) {
+  t::expect_replay("allreduce.textproto");
+}
 
 BOOST_AUTO_TEST_CASE(reaches_the_target_over_lossy_acknowledged_links) {
   t::expect_target_over_lossy_links("allreduce.textproto");

@@ -40,9 +40,9 @@ struct ledger_run {
   std::uint64_t duplicates = 0;
   atrain::proto::RunReport report;
 
-  explicit ledger_run(std::shared_ptr<const atrain::run_plan> plan,
-                      const std::function<void(atrain::virtual_run&, atrain::run_probe&)>& poke =
-                        nullptr) {
+  explicit ledger_run(
+    std::shared_ptr<const atrain::run_plan> plan,
+    const std::function<void(atrain::virtual_run&, atrain::run_probe&)>& poke = nullptr) {
     auto probe = std::make_shared<atrain::run_probe>();
     atrain::run_options opts;
     opts.probe = probe;
@@ -86,17 +86,17 @@ struct ledger_run {
   }
 };
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(async_ps)
 
 BOOST_AUTO_TEST_CASE(server_model_is_x0_minus_the_ledger_and_each_gradient_applied_once) {
   // 30 % loss (of packets and acks) with duplication and reordering: every
   // gradient must still reach the server and be applied exactly once.
-  ledger_run r{t::quickstart(small({"algorithm.async_ps={step_size: 0.2 decay: 0.01 server: 2}",
-                                    "link.loss=0.3", "link.duplicate=0.2",
-                                    "link.latency_seconds=0.001", "link.reorder=0.3",
-                                    "link.reorder_delay_seconds=0.005", "cost.jitter=0.3"}))};
+  ledger_run r{t::quickstart(
+    small({"algorithm.async_ps={step_size: 0.2 decay: 0.01 server: 2}", "link.loss=0.3",
+           "link.duplicate=0.2", "link.latency_seconds=0.001", "link.reorder=0.3",
+           "link.reorder_delay_seconds=0.005", "cost.jitter=0.3"}))};
   BOOST_TEST(r.report.error().empty(), r.report.error());
   BOOST_TEST(r.report.evaluated_model() == "parameter server (node 2)");
   BOOST_TEST(r.report.packets_dropped() > 0u);
@@ -107,7 +107,8 @@ BOOST_AUTO_TEST_CASE(server_model_is_x0_minus_the_ledger_and_each_gradient_appli
   std::set<std::pair<std::uint32_t, std::uint64_t>> seen;
   for (std::size_t pos = 0; pos < r.ledger.size(); ++pos) {
     const auto& a = r.ledger[pos];
-    BOOST_TEST(seen.insert({a.worker, a.seq}).second, "applied twice: " << a.worker << "/" << a.seq);
+    BOOST_TEST(seen.insert({a.worker, a.seq}).second,
+               "applied twice: " << a.worker << "/" << a.seq);
     BOOST_TEST(a.version == pos);
   }
   const auto pos = r.positions();
@@ -119,22 +120,22 @@ BOOST_AUTO_TEST_CASE(server_model_is_x0_minus_the_ledger_and_each_gradient_appli
       BOOST_TEST(r.ledger[it->second[k]].seq == k + 1);
     // Every gradient computed is applied, but the one in flight at the stop.
     BOOST_TEST(m <= n.gradients());
-    BOOST_TEST(m + 1 >= n.gradients(), "node " << n.node() << ": " << n.gradients()
-                                                << " computed, " << m << " applied");
+    BOOST_TEST(m + 1 >= n.gradients(),
+               "node " << n.node() << ": " << n.gradients() << " computed, " << m << " applied");
     applied += m;
   }
-  BOOST_TEST_MESSAGE(r.ledger.size() << " gradients applied of " << r.report.gradients_total()
-                                     << " computed; " << r.duplicates
-                                     << " duplicates ignored; " << r.report.packets_dropped()
-                                     << " dropped; worst model gap " << r.worst_gap);
+  BOOST_TEST_MESSAGE(r.ledger.size()
+                     << " gradients applied of " << r.report.gradients_total() << " computed; "
+                     << r.duplicates << " duplicates ignored; " << r.report.packets_dropped()
+                     << " dropped; worst model gap " << r.worst_gap);
   BOOST_TEST(applied == r.ledger.size());
   BOOST_TEST(applied > 300u);
 }
 
 BOOST_AUTO_TEST_CASE(staleness_matches_an_independent_count_and_is_about_n_minus_1) {
-  ledger_run r{t::quickstart(small({"link.latency_seconds=0.002", "link.duplicate=0.2",
-                                    "link.reorder=0.3", "link.reorder_delay_seconds=0.005",
-                                    "cost.jitter=0.3"}))};
+  ledger_run r{
+    t::quickstart(small({"link.latency_seconds=0.002", "link.duplicate=0.2", "link.reorder=0.3",
+                         "link.reorder_delay_seconds=0.005", "cost.jitter=0.3"}))};
   BOOST_TEST(r.report.error().empty(), r.report.error());
   // Worker i read its model right after the server applied its previous
   // gradient (or x^0): the staleness of gradient seq is the number of ledger
@@ -167,14 +168,13 @@ BOOST_AUTO_TEST_CASE(staleness_matches_an_independent_count_and_is_about_n_minus
         break;
       }
     }
-    BOOST_TEST(matched, "node " << n.node() << ": reported mean " << n.staleness_mean()
-                                << " max " << n.staleness_max());
+    BOOST_TEST(matched, "node " << n.node() << ": reported mean " << n.staleness_mean() << " max "
+                                << n.staleness_max());
   }
   const double mean = all_sum / static_cast<double>(all_count);
-  BOOST_TEST_MESSAGE("8 workers, equal taus: mean staleness " << mean << " (report "
-                                                              << r.report.staleness_mean()
-                                                              << "), max "
-                                                              << r.report.staleness_max());
+  BOOST_TEST_MESSAGE("8 workers, equal taus: mean staleness "
+                     << mean << " (report " << r.report.staleness_mean() << "), max "
+                     << r.report.staleness_max());
   BOOST_TEST(std::abs(r.report.staleness_mean() - mean) < 1e-9);
   BOOST_TEST(std::abs(mean - 7.0) < 0.5);
 }
@@ -213,19 +213,19 @@ BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
       return p;
     };
     std::vector<atrain::packet> to_server(8, good(1, atrain::async_ps_gradient));
-    to_server[0].from = 99;                                                   // unknown sender
-    to_server[1].f = atrain::float_blob{std::vector<float>(dim + 1, 0.f)};   // wrong size
+    to_server[0].from = 99;                                                       // unknown sender
+    to_server[1].f = atrain::float_blob{std::vector<float>(dim + 1, 0.f)};        // wrong size
     to_server[2].f = atrain::float_blob{std::vector<float>(dim, std::nanf(""))};  // NaN
-    to_server[3].kind = 77;                                                   // unknown stream
-    to_server[4].seq = 1000000;                                               // impossible seq
-    to_server[5].seq = 0;                                                     // seqs start at 1
-    to_server[6].scalars = {};                                                // no version stamp
-    to_server[7].scalars = {0.5};                                             // not a version
+    to_server[3].kind = 77;                                                       // unknown stream
+    to_server[4].seq = 1000000;                                                   // impossible seq
+    to_server[5].seq = 0;                                                         // seqs start at 1
+    to_server[6].scalars = {};     // no version stamp
+    to_server[7].scalars = {0.5};  // not a version
     std::vector<atrain::packet> to_worker(5, good(2, atrain::async_ps_model));
-    to_worker[0].from = 3;                                                    // not the server
+    to_worker[0].from = 3;                                                   // not the server
     to_worker[1].f = atrain::float_blob{std::vector<float>(dim, INFINITY)};  // infinity
-    to_worker[2].seq = 1000000;                                               // never requested
-    to_worker[3].kind = atrain::async_ps_gradient;                            // wrong stream
+    to_worker[2].seq = 1000000;                                              // never requested
+    to_worker[3].kind = atrain::async_ps_gradient;                           // wrong stream
     to_worker[4].d = atrain::double_blob{std::vector<double>(3, 1.0)};       // stray payload
     auto server = caf::actor_cast<caf::actor>(probe.server);
     auto worker = caf::actor_cast<caf::actor>(probe.workers.at(4));
@@ -255,16 +255,16 @@ BOOST_AUTO_TEST_CASE(reaches_the_target_over_lossy_acknowledged_links) {
 }
 
 BOOST_AUTO_TEST_CASE(reaches_the_target_on_the_real_clock) {
-  g::expect_target_real(t::config("quickstart_real.textproto",
-                                  {"algorithm.async_ps={step_size: 0.15 server: 0}",
-                                   "progress=false"}));
+  g::expect_target_real(
+    t::config("quickstart_real.textproto",
+              {"algorithm.async_ps={step_size: 0.15 server: 0}", "progress=false"}));
 }
 
 BOOST_AUTO_TEST_CASE(same_seed_same_trace_other_seed_differs) {
   t::expect_replay([](std::uint64_t seed) {
-    return t::quickstart(small({"seed=" + std::to_string(seed), "link.latency_seconds=0.001",
-                                "link.loss=0.1", "link.duplicate=0.2", "link.reorder=0.3",
-                                "link.reorder_delay_seconds=0.005"}));
+    return t::quickstart(
+      small({"seed=" + std::to_string(seed), "link.latency_seconds=0.001", "link.loss=0.1",
+             "link.duplicate=0.2", "link.reorder=0.3", "link.reorder_delay_seconds=0.005"}));
   });
 }
 

@@ -65,7 +65,7 @@ bool closed_by_peer(int fd) {
   }
 }
 
-} // namespace
+}  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(basp_guard, guard_fixture)
 
@@ -81,8 +81,8 @@ BOOST_AUTO_TEST_CASE(headers_split_at_every_byte_are_followed_through_their_payl
   auto third = header(message_type::direct_message, limit + 1);
   stream.insert(stream.end(), third.begin(), third.end());
   for (std::size_t step = 1; step <= stream.size(); ++step) {
-    auto c = feed({stream.begin(), stream.begin() + static_cast<std::ptrdiff_t>(ok_part)}, step,
-                  limit);
+    auto c =
+      feed({stream.begin(), stream.begin() + static_cast<std::ptrdiff_t>(ok_part)}, step, limit);
     BOOST_TEST_REQUIRE(!c.refused(), "step " << step << ": " << c.reason());
     BOOST_TEST(c.headers() == 2u);
     auto d = feed(stream, step, limit);
@@ -102,8 +102,7 @@ BOOST_AUTO_TEST_CASE(a_header_exactly_at_the_limit_passes_and_one_above_does_not
   BOOST_TEST(above.refused());
   auto huge = feed(header(message_type::client_handshake, 0xffffffffu), 32, limit);
   BOOST_TEST(huge.refused());
-  BOOST_TEST(huge.reason().find("payload of 4294967295 bytes") != std::string::npos,
-             huge.reason());
+  BOOST_TEST(huge.reason().find("payload of 4294967295 bytes") != std::string::npos, huge.reason());
 }
 
 BOOST_AUTO_TEST_CASE(a_client_handshake_first_then_any_known_operation) {
@@ -161,8 +160,7 @@ BOOST_AUTO_TEST_CASE(the_guard_closes_a_connection_announcing_too_much_and_count
   self->send_exit(guard->actor, caf::exit_reason::user_shutdown);
   self->wait_for(guard->actor);
   BOOST_REQUIRE_EQUAL(lines.size(), 1u);
-  BOOST_TEST(lines[0].find("closed the connection from 127.0.0.1:") != std::string::npos,
-             lines[0]);
+  BOOST_TEST(lines[0].find("closed the connection from 127.0.0.1:") != std::string::npos, lines[0]);
   BOOST_TEST(lines[0].find("payload of 4294967295 bytes (limit 1048576)") != std::string::npos,
              lines[0]);
   self->send_exit(target, caf::exit_reason::user_shutdown);

@@ -24,7 +24,9 @@ struct algo_case {
   std::vector<std::string> base;
 };
 
-std::ostream& operator<<(std::ostream& os, const algo_case& c) { return os << c.name; }
+std::ostream& operator<<(std::ostream& os, const algo_case& c) {
+  return os << c.name;
+}
 
 /// Every algorithm that restarts a crashed worker, over lossy links.
 const std::vector<algo_case>& restartable() {
@@ -59,20 +61,20 @@ BOOST_DATA_TEST_CASE(a_barrier_waits_for_a_restart_and_a_resumed_run_replays_the
                      data::make(restartable()), c) {
   const double t1 = 0.5, t2 = 1.0, end = 1.3;
   const auto& name = c.name;
-  const auto crashes = "faults.crash=[{node: 1 at_seconds: " + std::to_string(t1 - 0.05) +
-                       " restart_after_seconds: 0.1}, {node: 2 at_seconds: " +
-                       std::to_string(t1 + 0.2) + " restart_after_seconds: 0.05}]";
-  expect_resume_equals_uninterrupted(c.config, with(c.base, {crashes}), t1, t2, end,
-                                     name + "_wait", 0.2);
+  const auto crashes =
+    "faults.crash=[{node: 1 at_seconds: " + std::to_string(t1 - 0.05) +
+    " restart_after_seconds: 0.1}, {node: 2 at_seconds: " + std::to_string(t1 + 0.2) +
+    " restart_after_seconds: 0.05}]";
+  expect_resume_equals_uninterrupted(c.config, with(c.base, {crashes}), t1, t2, end, name + "_wait",
+                                     0.2);
   const auto plan = t::config(c.config, with(c.base, {crashes}));
   const auto ck = load(scratch(name + "_wait_B_1.ckpt"), *plan);
   // The barrier began after node 1's replacement joined (>= t1 + 0.05).
   BOOST_TEST(ck->requested_seconds() == t1);
   BOOST_TEST(ck->time_seconds() >= t1 + 0.05);
   const auto& sup = ck->supervisor();
-  BOOST_TEST(std::vector<std::uint32_t>(sup.crashes_fired().begin(),
-                                        sup.crashes_fired().end()) ==
-               std::vector<std::uint32_t>{0});
+  BOOST_TEST(std::vector<std::uint32_t>(sup.crashes_fired().begin(), sup.crashes_fired().end()) ==
+             std::vector<std::uint32_t>{0});
   BOOST_TEST(sup.crashes_deferred_size() == 0);
   BOOST_REQUIRE(sup.incarnations_size() == ck->nodes_size());
   BOOST_TEST(sup.incarnations(1) == 1u);
@@ -115,7 +117,8 @@ BOOST_AUTO_TEST_CASE(a_node_lost_for_good_is_refused_with_checkpoints) {
                                 "faults.crash=[{node: 1 at_seconds: 0.5 restart_after_seconds: "
                                 "0.1}, {node: 2 at_seconds: 2}]"});
   BOOST_TEST(e.find("faults.crash[1]: a run with checkpoints restarts its crashed workers") !=
-               std::string::npos, e);
+               std::string::npos,
+             e);
   BOOST_TEST(e.find("faults.crash[0]") == std::string::npos, e);
 }
 
@@ -130,44 +133,45 @@ BOOST_AUTO_TEST_CASE(centralized_restarts_from_its_last_checkpoint) {
   const std::vector<std::string> base{"dataset.max_train_samples=8000", "progress=false",
                                       "stop.stop_at_target=false"};
   const double end = 1.2, crash_at = 0.7, restart_after = 0.05;
-  auto plan_u = t::config(config, with(base, {"stop.time_seconds=" + std::to_string(end),
-                                              "checkpoint.at_seconds=[0.5]",
-                                              "checkpoint.file=" +
-                                                scratch("central_U_{k}.ckpt").string()}));
+  auto plan_u = t::config(
+    config, with(base, {"stop.time_seconds=" + std::to_string(end), "checkpoint.at_seconds=[0.5]",
+                        "checkpoint.file=" + scratch("central_U_{k}.ckpt").string()}));
   const auto u = run(plan_u);
   BOOST_REQUIRE(u.checkpoints_size() == 1);
   const double taken = u.checkpoints(0).taken_seconds();
   const double lost = crash_at + restart_after - taken;  // the replacement's delay
   const auto crash = "faults.crash=[{node: 0 at_seconds: " + std::to_string(crash_at) +
                      " restart_after_seconds: " + std::to_string(restart_after) + "}]";
-  auto plan_k = t::config(config, with(base, {"stop.time_seconds=" + std::to_string(end + lost),
-                                              "checkpoint.at_seconds=[0.5]", crash,
-                                              "checkpoint.file=" +
-                                                scratch("central_K_{k}.ckpt").string()}));
+  auto plan_k =
+    t::config(config, with(base, {"stop.time_seconds=" + std::to_string(end + lost),
+                                  "checkpoint.at_seconds=[0.5]", crash,
+                                  "checkpoint.file=" + scratch("central_K_{k}.ckpt").string()}));
   const auto k = run(plan_k);
   BOOST_REQUIRE(k.faults_size() == 1);
   BOOST_TEST(k.faults(0).effect().find("checkpoint 1") != std::string::npos, k.faults(0).effect());
   BOOST_TEST(k.final().train_loss() == u.final().train_loss());
   BOOST_TEST(k.final().test_accuracy() == u.final().test_accuracy());
   // No checkpoint before the crash: x^0, the run from the start again.
-  auto plan_0 = t::config(config, with(base, {"stop.time_seconds=" +
-                                                std::to_string(0.5 + crash_at + restart_after),
-                                              crash}));
+  auto plan_0 = t::config(
+    config,
+    with(base, {"stop.time_seconds=" + std::to_string(0.5 + crash_at + restart_after), crash}));
   auto plan_e = t::config(config, with(base, {"stop.time_seconds=0.5"}));
   const auto z = run(plan_0);
   const auto e = run(plan_e);
   BOOST_TEST(z.faults(0).effect().find("x^0") != std::string::npos, z.faults(0).effect());
   BOOST_TEST(z.final().train_loss() == e.final().train_loss());
-  BOOST_TEST_MESSAGE("centralized: checkpoint at " << taken << " s, crash at " << crash_at
-                     << " s, restarted " << restart_after << " s later from the checkpoint: "
+  BOOST_TEST_MESSAGE("centralized: checkpoint at "
+                     << taken << " s, crash at " << crash_at << " s, restarted " << restart_after
+                     << " s later from the checkpoint: "
                      << "final loss " << k.final().train_loss() << " = uninterrupted "
-                     << u.final().train_loss() << " (" << lost << " s later); effect: "
-                     << k.faults(0).effect());
+                     << u.final().train_loss() << " (" << lost
+                     << " s later); effect: " << k.faults(0).effect());
   // And a checkpointed run with a restart resumes exactly.
-  expect_resume_equals_uninterrupted(
-    config, {"dataset.max_train_samples=8000", "faults.crash=[{node: 0 at_seconds: 0.45 "
-                                                "restart_after_seconds: 0.1}]"},
-    0.5, 1.0, 1.3, "central_wait", 0.2);
+  expect_resume_equals_uninterrupted(config,
+                                     {"dataset.max_train_samples=8000",
+                                      "faults.crash=[{node: 0 at_seconds: 0.45 "
+                                      "restart_after_seconds: 0.1}]"},
+                                     0.5, 1.0, 1.3, "central_wait", 0.2);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -45,13 +45,15 @@ struct remove_scratch {
   }
 };
 
-inline std::vector<std::string> with(std::vector<std::string> base, const std::vector<std::string>& more) {
+inline std::vector<std::string> with(std::vector<std::string> base,
+                                     const std::vector<std::string>& more) {
   base.insert(base.end(), more.begin(), more.end());
   return base;
 }
 
 inline RunReport run(std::shared_ptr<const atrain::run_plan> plan,
-              std::shared_ptr<const Checkpoint> resume = nullptr, const std::string& file = {}) {
+                     std::shared_ptr<const Checkpoint> resume = nullptr,
+                     const std::string& file = {}) {
   atrain::run_options opts;
   opts.progress = false;
   opts.resume = std::move(resume);
@@ -90,8 +92,9 @@ inline void expect_same_state(const Checkpoint& a, const Checkpoint& b) {
     const auto& x = a.nodes(i).params();
     const auto& y = b.nodes(i).params();
     BOOST_REQUIRE(x.size() == y.size());
-    BOOST_TEST(std::memcmp(x.data(), y.data(), sizeof(float) * static_cast<std::size_t>(x.size())) == 0,
-               "node " << i << "'s model differs");
+    BOOST_TEST(
+      std::memcmp(x.data(), y.data(), sizeof(float) * static_cast<std::size_t>(x.size())) == 0,
+      "node " << i << "'s model differs");
     BOOST_TEST(a.nodes(i).SerializeAsString() == b.nodes(i).SerializeAsString(),
                "node " << i << "'s state differs");
   }
@@ -107,9 +110,9 @@ inline void expect_same_state(const Checkpoint& a, const Checkpoint& b) {
 /// from B's file (C): B's checkpoint equals A's first, C's second equals
 /// A's second, and C's report equals A's.
 inline void expect_resume_equals_uninterrupted(const std::string& config,
-                                        const std::vector<std::string>& base, double t1,
-                                        double t2, double end, const std::string& tag,
-                                        double b_stop_after = 1e-4) {
+                                               const std::vector<std::string>& base, double t1,
+                                               double t2, double end, const std::string& tag,
+                                               double b_stop_after = 1e-4) {
   const auto a_file = scratch(tag + "_A_{k}.ckpt").string();
   const auto b_file = scratch(tag + "_B_{k}.ckpt").string();
   const auto c_file = scratch(tag + "_C_{k}.ckpt").string();
@@ -119,10 +122,11 @@ inline void expect_resume_equals_uninterrupted(const std::string& config,
   auto plan_a = t::config(config, with(common, {"checkpoint.file=" + a_file}));
   const auto a = run(plan_a);
   BOOST_REQUIRE(a.checkpoints_size() == 2);
-  auto plan_b = t::config(config, with(base, {"progress=false", "stop.stop_at_target=false",
-                                               "stop.time_seconds=" + std::to_string(t1 + b_stop_after),
-                                               "checkpoint.at_seconds=[" + std::to_string(t1) + "]",
-                                               "checkpoint.file=" + b_file}));
+  auto plan_b =
+    t::config(config, with(base, {"progress=false", "stop.stop_at_target=false",
+                                  "stop.time_seconds=" + std::to_string(t1 + b_stop_after),
+                                  "checkpoint.at_seconds=[" + std::to_string(t1) + "]",
+                                  "checkpoint.file=" + b_file}));
   const auto b = run(plan_b);
   BOOST_REQUIRE(b.checkpoints_size() == 1);
   BOOST_TEST(b.duration_seconds() < end);
@@ -148,26 +152,27 @@ inline void expect_resume_equals_uninterrupted(const std::string& config,
   BOOST_TEST(ck.taken_seconds() >= ck.requested_seconds());
   BOOST_TEST_MESSAGE(tag << ": checkpoint at " << ck.requested_seconds() << " s drained in "
                          << ck.drain_seconds() << " s virtual (" << ck.bytes()
-                         << " bytes); resumed run = uninterrupted: trace " << a.trace_hash()
-                         << " (" << a.trace_events() << " events), final loss "
-                         << a.final().train_loss() << ", " << a.metrics_size() << " rows");
+                         << " bytes); resumed run = uninterrupted: trace " << a.trace_hash() << " ("
+                         << a.trace_events() << " events), final loss " << a.final().train_loss()
+                         << ", " << a.metrics_size() << " rows");
 }
 
 /// `config` run with a probe, a checkpoint at `at` and the stop right after
 /// it (the run ends at T_c, its workers held); `each_step` sees the probe
 /// after every scheduler step. Returns the checkpoint's file; `plan` is the
 /// spec without the stop (to load the file with).
-inline fs::path run_probed_to_checkpoint(const std::string& config, std::vector<std::string> overrides,
-                                  double at, const std::string& tag,
-                                  const std::function<void(atrain::run_probe&)>& each_step,
-                                  std::shared_ptr<const atrain::run_plan>& plan) {
+inline fs::path run_probed_to_checkpoint(const std::string& config,
+                                         std::vector<std::string> overrides, double at,
+                                         const std::string& tag,
+                                         const std::function<void(atrain::run_probe&)>& each_step,
+                                         std::shared_ptr<const atrain::run_plan>& plan) {
   const auto file = scratch(tag + "_{k}.ckpt").string();
   plan = t::config(config, overrides);
-  auto stopped = t::config(config, with(std::move(overrides),
-                                {"progress=false", "stop.stop_at_target=false",
-                                 "stop.time_seconds=" + std::to_string(at + 1e-4),
-                                 "checkpoint.at_seconds=[" + std::to_string(at) + "]",
-                                 "checkpoint.file=" + file}));
+  auto stopped = t::config(
+    config, with(std::move(overrides), {"progress=false", "stop.stop_at_target=false",
+                                        "stop.time_seconds=" + std::to_string(at + 1e-4),
+                                        "checkpoint.at_seconds=[" + std::to_string(at) + "]",
+                                        "checkpoint.file=" + file}));
   auto probe = std::make_shared<atrain::run_probe>();
   atrain::run_options opts;
   opts.probe = probe;
@@ -198,7 +203,8 @@ inline std::string load_error(const fs::path& file, const atrain::run_plan& plan
   return atrain::error_text(ck.error());
 }
 
-inline std::string spec_error_of(const std::string& config, const std::vector<std::string>& overrides) {
+inline std::string spec_error_of(const std::string& config,
+                                 const std::vector<std::string>& overrides) {
   try {
     (void)t::config(config, overrides);
   } catch (const atrain::spec_error& e) {
@@ -207,4 +213,4 @@ inline std::string spec_error_of(const std::string& config, const std::vector<st
   return {};
 }
 
-} // namespace atrain::test::ckpt
+}  // namespace atrain::test::ckpt

@@ -43,8 +43,8 @@ BOOST_FIXTURE_TEST_SUITE(checkpoint, remove_scratch)
 BOOST_AUTO_TEST_CASE(rfast_resumed_run_ends_exactly_like_the_uninterrupted_one) {
   expect_resume_equals_uninterrupted(
     "quickstart.textproto",
-    {"dataset.max_train_samples=8000", "link.loss=0.1", "link.duplicate=0.05",
-     "link.reorder=0.1", "link.reorder_delay_seconds=0.003",
+    {"dataset.max_train_samples=8000", "link.loss=0.1", "link.duplicate=0.05", "link.reorder=0.1",
+     "link.reorder_delay_seconds=0.003",
      "faults.loss_burst=[{loss: 0.3 from_seconds: 0.5 to_seconds: 1.5}]"},
     1.0, 2.0, 2.6, "rfast");
 }
@@ -53,8 +53,8 @@ BOOST_AUTO_TEST_CASE(rfast_resumed_run_ends_exactly_like_the_uninterrupted_one) 
 // waits for every retransmission; the ring is idle at the checkpoint.
 BOOST_AUTO_TEST_CASE(allreduce_resumed_run_ends_exactly_like_the_uninterrupted_one) {
   expect_resume_equals_uninterrupted("algorithms/allreduce.textproto",
-                                     {"dataset.max_train_samples=8000", "link.loss=0.1"}, 1.0,
-                                     2.0, 2.6, "allreduce");
+                                     {"dataset.max_train_samples=8000", "link.loss=0.1"}, 1.0, 2.0,
+                                     2.6, "allreduce");
 }
 
 /// Ring-AllReduce with straggler_policy SKIP, node 3 four times slower,
@@ -100,7 +100,8 @@ BOOST_AUTO_TEST_CASE(allreduce_skip_resumed_run_ends_exactly_like_the_uninterrup
   BOOST_REQUIRE(atrain::write_checkpoint(bad, refused.string()));
   const auto why = load_error(refused, *plan);
   BOOST_TEST(why.find("node 2: ring_skip: the waiting gradients' sum does not fit the model") !=
-               std::string::npos, why);
+               std::string::npos,
+             why);
   BOOST_TEST_MESSAGE("allreduce SKIP checkpoints (gradients):" << figures);
 }
 
@@ -108,8 +109,8 @@ BOOST_AUTO_TEST_CASE(allreduce_skip_resumed_run_ends_exactly_like_the_uninterrup
 // node holds at the same round boundary with no neighbour model waiting.
 BOOST_AUTO_TEST_CASE(dpsgd_resumed_run_ends_exactly_like_the_uninterrupted_one) {
   expect_resume_equals_uninterrupted("algorithms/dpsgd.textproto",
-                                     {"dataset.max_train_samples=8000", "link.loss=0.1"}, 1.0,
-                                     2.0, 2.6, "dpsgd");
+                                     {"dataset.max_train_samples=8000", "link.loss=0.1"}, 1.0, 2.0,
+                                     2.6, "dpsgd");
 }
 
 /// D-PSGD with straggler_policy SKIP, node 3 four times slower, over lossy
@@ -210,21 +211,21 @@ BOOST_AUTO_TEST_CASE(dpsgd_skip_checkpoint_holds_every_gradient_once) {
   BOOST_REQUIRE(atrain::write_checkpoint(bad, refused.string()));
   why = load_error(refused, *plan);
   BOOST_TEST(why.find("node 1: dpsgd_skip.g has 1 values") != std::string::npos, why);
-  BOOST_TEST_MESSAGE("dpsgd SKIP checkpoint at " << ck->time_seconds() << " s: " << waiting
-                     << " gradients waiting, " << held << " neighbour models held, rounds "
-                     << lowest << ".." << highest << "; round-" << lowest
-                     << " sum residual " << worst);
+  BOOST_TEST_MESSAGE("dpsgd SKIP checkpoint at "
+                     << ck->time_seconds() << " s: " << waiting << " gradients waiting, " << held
+                     << " neighbour models held, rounds " << lowest << ".." << highest << "; round-"
+                     << lowest << " sum residual " << worst);
 }
 // DASGD with batching (broadcast_every 2: unsent batches and their creation
 // times are in the file) over lossy, duplicating, reordering acknowledged
 // links.
 BOOST_AUTO_TEST_CASE(dasgd_resumed_run_ends_exactly_like_the_uninterrupted_one) {
-  expect_resume_equals_uninterrupted(
-    "algorithms/dasgd.textproto",
-    {"dataset.max_train_samples=8000", "nodes=4", "algorithm.dasgd.broadcast_every=2",
-     "link.loss=0.1", "link.duplicate=0.05", "link.reorder=0.1",
-     "link.reorder_delay_seconds=0.003"},
-    1.0, 2.0, 2.6, "dasgd");
+  expect_resume_equals_uninterrupted("algorithms/dasgd.textproto",
+                                     {"dataset.max_train_samples=8000", "nodes=4",
+                                      "algorithm.dasgd.broadcast_every=2", "link.loss=0.1",
+                                      "link.duplicate=0.05", "link.reorder=0.1",
+                                      "link.reorder_delay_seconds=0.003"},
+                                     1.0, 2.0, 2.6, "dasgd");
 }
 
 // LOSCAR-SGD over lossy, duplicating, reordering links, a slow node and the
@@ -233,9 +234,9 @@ BOOST_AUTO_TEST_CASE(dasgd_resumed_run_ends_exactly_like_the_uninterrupted_one) 
 BOOST_AUTO_TEST_CASE(loscar_resumed_run_ends_exactly_like_the_uninterrupted_one) {
   expect_resume_equals_uninterrupted(
     "algorithms/loscar.textproto",
-    {"dataset.max_train_samples=8000", "nodes=4", "algorithm.loscar.aggregator=2",
-     "link.loss=0.1", "link.duplicate=0.05", "link.reorder=0.1",
-     "link.reorder_delay_seconds=0.003", "cost.slowdown=[{node: 1 factor: 2}]"},
+    {"dataset.max_train_samples=8000", "nodes=4", "algorithm.loscar.aggregator=2", "link.loss=0.1",
+     "link.duplicate=0.05", "link.reorder=0.1", "link.reorder_delay_seconds=0.003",
+     "cost.slowdown=[{node: 1 factor: 2}]"},
     1.0, 2.0, 2.6, "loscar");
 }
 
@@ -249,8 +250,8 @@ BOOST_AUTO_TEST_CASE(dasgd_checkpoint_replicas_hold_every_gradient_made) {
   const auto file = scratch("dasgd_inv_{k}.ckpt").string();
   auto plan = t::config("algorithms/dasgd.textproto",
                         {"dataset.max_train_samples=4000", "nodes=4", "progress=false",
-                         "stop.stop_at_target=false", "stop.time_seconds=0.56",
-                         "link.loss=0.1", "link.reorder=0.1", "link.reorder_delay_seconds=0.003",
+                         "stop.stop_at_target=false", "stop.time_seconds=0.56", "link.loss=0.1",
+                         "link.reorder=0.1", "link.reorder_delay_seconds=0.003",
                          "checkpoint.at_seconds=[0.5]", "checkpoint.file=" + file});
   const std::size_t n = plan->nodes();
   const std::size_t dim = plan->dim();
@@ -319,9 +320,10 @@ BOOST_AUTO_TEST_CASE(dasgd_checkpoint_replicas_hold_every_gradient_made) {
   BOOST_TEST(worst < 1e-5);
   BOOST_TEST(spread < 1e-5);
   BOOST_TEST_MESSAGE("DASGD at the checkpoint (t=" << ck->time_seconds() << " s): " << total
-                     << " gradients, each applied once by each of " << n
-                     << " nodes; replica vs x0 - sum gamma g: " << worst
-                     << " (relative); replica spread " << spread);
+                                                   << " gradients, each applied once by each of "
+                                                   << n << " nodes; replica vs x0 - sum gamma g: "
+                                                   << worst << " (relative); replica spread "
+                                                   << spread);
 }
 
 // LOSCAR-SGD at rest, from the file alone (ALGORITHMS.md §3): the
@@ -337,9 +339,8 @@ BOOST_AUTO_TEST_CASE(loscar_checkpoint_holds_a_consistent_round) {
                         {"dataset.max_train_samples=4000", "nodes=4", "progress=false",
                          "stop.stop_at_target=false", "stop.time_seconds=0.96",
                          "algorithm.loscar.aggregator=2", "algorithm.loscar.local_steps=3",
-                         "algorithm.loscar.overlap_steps=2", "link.loss=0.1",
-                         "link.reorder=0.1", "link.reorder_delay_seconds=0.003",
-                         "cost.slowdown=[{node: 1 factor: 2}]",
+                         "algorithm.loscar.overlap_steps=2", "link.loss=0.1", "link.reorder=0.1",
+                         "link.reorder_delay_seconds=0.003", "cost.slowdown=[{node: 1 factor: 2}]",
                          "checkpoint.at_seconds=[0.3,0.52,0.71,0.9]", "checkpoint.file=" + file});
   const auto report = run(plan);
   BOOST_REQUIRE(report.checkpoints_size() == 4);
@@ -395,17 +396,16 @@ BOOST_AUTO_TEST_CASE(loscar_checkpoint_holds_a_consistent_round) {
                      << ", " << behind << " workers one round behind the aggregator");
 }
 
-
 // SGP and OSGP (push-sum) over lossy acknowledged links that also duplicate
 // and reorder: SGP may hold messages of steps it has not completed at the
 // barrier (saved with the node), OSGP has added all it received.
 BOOST_AUTO_TEST_CASE(sgp_and_osgp_resumed_runs_end_exactly_like_the_uninterrupted_ones) {
   for (const char* algo : {"sgp", "osgp"})
-    expect_resume_equals_uninterrupted(
-      std::string{"algorithms/"} + algo + ".textproto",
-      {"dataset.max_train_samples=4000", "link.loss=0.1", "link.duplicate=0.1",
-       "link.reorder=0.2", "link.reorder_delay_seconds=0.004", "cost.jitter=0.5"},
-      0.4, 0.8, 1.0, algo);
+    expect_resume_equals_uninterrupted(std::string{"algorithms/"} + algo + ".textproto",
+                                       {"dataset.max_train_samples=4000", "link.loss=0.1",
+                                        "link.duplicate=0.1", "link.reorder=0.2",
+                                        "link.reorder_delay_seconds=0.004", "cost.jitter=0.5"},
+                                       0.4, 0.8, 1.0, algo);
 }
 
 // Push-sum mass from the checkpoint file alone: sum_i w_i + the weight of
@@ -417,10 +417,9 @@ BOOST_AUTO_TEST_CASE(the_barrier_conserves_push_sum_mass) {
     const auto file = scratch(std::string{algo} + "_mass_{k}.ckpt").string();
     auto plan = t::config(std::string{"algorithms/"} + algo + ".textproto",
                           {"dataset.max_train_samples=4000", "progress=false",
-                           "stop.stop_at_target=false", "stop.time_seconds=0.5",
-                           "link.loss=0.1", "link.reorder=0.3", "link.reorder_delay_seconds=0.01",
-                           "cost.jitter=0.5", "checkpoint.at_seconds=[0.3]",
-                           "checkpoint.file=" + file});
+                           "stop.stop_at_target=false", "stop.time_seconds=0.5", "link.loss=0.1",
+                           "link.reorder=0.3", "link.reorder_delay_seconds=0.01", "cost.jitter=0.5",
+                           "checkpoint.at_seconds=[0.3]", "checkpoint.file=" + file});
     const auto n = plan->nodes();
     const std::size_t dim = plan->dim();
     // steps[i][k] = gamma_k g of node i's step k, in double.
@@ -482,9 +481,9 @@ BOOST_AUTO_TEST_CASE(the_barrier_conserves_push_sum_mass) {
     if (std::string{algo} == "osgp")
       BOOST_TEST(held == 0u);
     BOOST_TEST_MESSAGE(algo << ": at the checkpoint (t=" << ck->time_seconds() << " s, drain "
-                            << report->checkpoints(0).drain_seconds() << " s) sum w + held = "
-                            << w << " (n = " << n << "), " << held
-                            << " messages held, x residual " << err / scale);
+                            << report->checkpoints(0).drain_seconds() << " s) sum w + held = " << w
+                            << " (n = " << n << "), " << held << " messages held, x residual "
+                            << err / scale);
   }
 }
 
@@ -526,23 +525,22 @@ BOOST_AUTO_TEST_CASE(bad_checkpoint_files_are_refused_before_the_run_starts) {
   BOOST_TEST(why.find("different spec") != std::string::npos, why);
   BOOST_TEST(why.find("seed") != std::string::npos, why);
   BOOST_TEST_MESSAGE(why);
-  auto steps = t::quickstart({"dataset.max_train_samples=4000", "stop.time_seconds=5",
-                              "algorithm.rfast.step_size=0.5"});
+  auto steps = t::quickstart(
+    {"dataset.max_train_samples=4000", "stop.time_seconds=5", "algorithm.rfast.step_size=0.5"});
   BOOST_TEST(load_error(good, *steps).find("step_size") != std::string::npos);
 
   // Another node count.
   auto fewer = t::quickstart({"dataset.max_train_samples=4000", "nodes=4"});
   const auto nodes = load_error(good, *fewer);
   BOOST_TEST(nodes.find("holds 8 nodes; the spec runs 4") != std::string::npos, nodes);
-
 }
 
 BOOST_AUTO_TEST_CASE(the_barrier_conserves_rfast_tracker_mass) {
   const auto file = scratch("mass_{k}.ckpt").string();
-  auto plan = t::quickstart({"dataset.max_train_samples=4000", "progress=false",
-                             "stop.stop_at_target=false", "stop.time_seconds=0.7",
-                             "link.latency_seconds=0.004", "checkpoint.at_seconds=[0.3,0.5]",
-                             "checkpoint.file=" + file});
+  auto plan =
+    t::quickstart({"dataset.max_train_samples=4000", "progress=false", "stop.stop_at_target=false",
+                   "stop.time_seconds=0.7", "link.latency_seconds=0.004",
+                   "checkpoint.at_seconds=[0.3,0.5]", "checkpoint.file=" + file});
   // The invariant after every event, the barriers included.
   std::size_t checks = 0;
   double worst = 0;
@@ -566,12 +564,13 @@ BOOST_AUTO_TEST_CASE(the_barrier_conserves_rfast_tracker_mass) {
     }
     for (const auto& m : s.mass_in()) {
       const auto& sender = ck->nodes(static_cast<int>(m.node()));
-      BOOST_TEST(m.seq() == sender.pushes(), "node " << s.node() << " misses a push of " << m.node());
+      BOOST_TEST(m.seq() == sender.pushes(),
+                 "node " << s.node() << " misses a push of " << m.node());
       BOOST_TEST(std::equal(m.rho_hat().begin(), m.rho_hat().end(), sender.rho().begin()));
       const double c = topo.c(s.node(), m.node());
       for (std::size_t k = 0; k < dim; ++k) {
-        const double used = m.consumed_all() ? m.rho_hat(static_cast<int>(k))
-                                             : m.rho_tilde(static_cast<int>(k));
+        const double used =
+          m.consumed_all() ? m.rho_hat(static_cast<int>(k)) : m.rho_tilde(static_cast<int>(k));
         lhs[k] += c * (sender.rho(static_cast<int>(k)) - used);
       }
     }
@@ -586,26 +585,28 @@ BOOST_AUTO_TEST_CASE(the_barrier_conserves_rfast_tracker_mass) {
     scale = std::max(scale, std::abs(rhs[k]));
   }
   BOOST_TEST(err / scale < 1e-12);
-  BOOST_TEST_MESSAGE("mass residual at the checkpoint (from the file): " << err / scale
-                     << "; after every event: worst " << worst << " over " << checks
+  BOOST_TEST_MESSAGE("mass residual at the checkpoint (from the file): "
+                     << err / scale << "; after every event: worst " << worst << " over " << checks
                      << " checks; drain " << report.checkpoints(0).drain_seconds() << " s");
 }
 
 BOOST_AUTO_TEST_CASE(checkpoint_blocks_are_validated_field_by_field) {
-  auto e = spec_error_of("quickstart.textproto", {"checkpoint.at_seconds=[2,1]", "checkpoint.file=x"});
+  auto e =
+    spec_error_of("quickstart.textproto", {"checkpoint.at_seconds=[2,1]", "checkpoint.file=x"});
   BOOST_TEST(e.find("checkpoint.at_seconds[1]: must be after checkpoint.at_seconds[0]") !=
-               std::string::npos, e);
+               std::string::npos,
+             e);
   e = spec_error_of("quickstart.textproto", {"checkpoint.at_seconds=[1]"});
   BOOST_TEST(e.find("checkpoint.file: must name the file") != std::string::npos, e);
   e = spec_error_of("quickstart.textproto", {"checkpoint.file=x"});
   BOOST_TEST(e.find("checkpoint: needs at_seconds or every_seconds") != std::string::npos, e);
   e = spec_error_of("quickstart.textproto", {"checkpoint.at_seconds=[40]", "checkpoint.file=x"});
   BOOST_TEST(e.find("must be before stop.time_seconds") != std::string::npos, e);
-  e = spec_error_of("quickstart.textproto",
-                    {"checkpoint.every_seconds=1", "checkpoint.file=x",
-                     "faults.crash=[{node: 1 at_seconds: 2}]"});
+  e = spec_error_of("quickstart.textproto", {"checkpoint.every_seconds=1", "checkpoint.file=x",
+                                             "faults.crash=[{node: 1 at_seconds: 2}]"});
   BOOST_TEST(e.find("faults.crash[0]: a run with checkpoints restarts its crashed workers") !=
-               std::string::npos, e);
+               std::string::npos,
+             e);
   e = spec_error_of("quickstart.textproto",
                     {"checkpoint.every_seconds=1", "checkpoint.file=x",
                      "faults.crash=[{node: 1 at_seconds: 2 restart_after_seconds: 0.2}]"});
@@ -619,18 +620,19 @@ BOOST_AUTO_TEST_CASE(checkpoint_blocks_are_validated_field_by_field) {
 }
 
 // REAL clock (gradients padded to 10 ms like the virtual quickstart, so the
-// target lies well after the checkpoint): no equality claim (the interleaving is real), only that the
-// checkpoint is written and a resumed run continues from it to the target.
+// target lies well after the checkpoint): no equality claim (the interleaving is real), only that
+// the checkpoint is written and a resumed run continues from it to the target.
 BOOST_AUTO_TEST_CASE(real_clock_run_writes_a_checkpoint_and_resumes_to_the_target) {
   const auto file = scratch("real_{k}.ckpt").string();
-  auto first = t::config("quickstart_real.textproto",
-                         {"progress=false", "cost.real_min_seconds=0.01",
-                          "stop.stop_at_target=false", "stop.time_seconds=0.6",
-                          "checkpoint.at_seconds=[0.5]", "checkpoint.file=" + file});
+  auto first =
+    t::config("quickstart_real.textproto",
+              {"progress=false", "cost.real_min_seconds=0.01", "stop.stop_at_target=false",
+               "stop.time_seconds=0.6", "checkpoint.at_seconds=[0.5]", "checkpoint.file=" + file});
   const auto a = run(first);
   BOOST_REQUIRE(a.checkpoints_size() == 1);
   const auto saved = scratch("real_1.ckpt").string();
-  auto rest = t::config("quickstart_real.textproto", {"progress=false", "cost.real_min_seconds=0.01"});
+  auto rest =
+    t::config("quickstart_real.textproto", {"progress=false", "cost.real_min_seconds=0.01"});
   const auto ck = load(saved, *rest);
   BOOST_TEST(ck->time_seconds() >= 0.5);
   // 10 ms per gradient (as the virtual quickstart): the target comes after ~1 s.
@@ -648,9 +650,9 @@ BOOST_AUTO_TEST_CASE(real_clock_run_writes_a_checkpoint_and_resumes_to_the_targe
     before += n.compute().gradients();
   BOOST_TEST(b.gradients_total() > before);
   BOOST_TEST(b.mass_residual() < 1e-9);
-  BOOST_TEST_MESSAGE("REAL: checkpoint at " << ck->time_seconds() << " s (drain "
-                     << a.checkpoints(0).drain_seconds() << " s), resumed run reached the target at "
-                     << b.time_to_target() << " s");
+  BOOST_TEST_MESSAGE("REAL: checkpoint at "
+                     << ck->time_seconds() << " s (drain " << a.checkpoints(0).drain_seconds()
+                     << " s), resumed run reached the target at " << b.time_to_target() << " s");
 }
 
 // ---- async_ps, AD-PSGD, Local SGD, centralized
@@ -674,8 +676,7 @@ BOOST_AUTO_TEST_CASE(async_ps_checkpoint_holds_the_server_model_of_its_ledger) {
   std::shared_ptr<const atrain::run_plan> plan;
   const auto file = run_probed_to_checkpoint(
     "algorithms/async_ps.textproto",
-    {"dataset.max_train_samples=8000", "link.loss=0.1", "link.duplicate=0.05"}, 0.5,
-    "ps_ledger",
+    {"dataset.max_train_samples=8000", "link.loss=0.1", "link.duplicate=0.05"}, 0.5, "ps_ledger",
     [&](atrain::run_probe& probe) {
       if (auto view = atrain::async_ps_take(probe.server))
         for (auto& a : view->applied)
@@ -717,7 +718,8 @@ BOOST_AUTO_TEST_CASE(async_ps_checkpoint_holds_the_server_model_of_its_ledger) {
   BOOST_REQUIRE(atrain::write_checkpoint(broken, bad.string()));
   const auto why = load_error(bad, *plan);
   BOOST_TEST(why.find("node 0: the parameter server's model is missing") != std::string::npos, why);
-  BOOST_TEST_MESSAGE("async_ps at " << ck->time_seconds() << " s: " << ledger.size()
+  BOOST_TEST_MESSAGE("async_ps at "
+                     << ck->time_seconds() << " s: " << ledger.size()
                      << " updates recomputed from the ledger equal the saved server model "
                         "exactly; duplicates ignored "
                      << ps.duplicates());
@@ -742,8 +744,8 @@ BOOST_AUTO_TEST_CASE(adpsgd_checkpoint_has_no_half_applied_exchange) {
   std::shared_ptr<const atrain::run_plan> plan;
   const auto file = run_probed_to_checkpoint(
     "algorithms/adpsgd.textproto",
-    {"dataset.max_train_samples=8000", "link.loss=0.1", "link.duplicate=0.05"}, 0.5,
-    "ad_pairs", [&](atrain::run_probe& probe) { g::harvest_exchanges(probe, book); }, plan);
+    {"dataset.max_train_samples=8000", "link.loss=0.1", "link.duplicate=0.05"}, 0.5, "ad_pairs",
+    [&](atrain::run_probe& probe) { g::harvest_exchanges(probe, book); }, plan);
   const auto ck = load(file, *plan);
   const auto& g_r = plan->topo->g_r;
   std::map<std::uint32_t, std::uint64_t> begun;  // active node -> exchanges in the ledger
@@ -754,8 +756,7 @@ BOOST_AUTO_TEST_CASE(adpsgd_checkpoint_has_no_half_applied_exchange) {
     BOOST_TEST(s.passive_count == 1);
     ++begun[key.first];
     for (std::size_t k = 0; k < s.active.size() && k < s.passive.size(); ++k)
-      worst = std::max(worst, std::abs(s.active[k] + s.passive[k]) /
-                                (1.0 + std::abs(s.active[k])));
+      worst = std::max(worst, std::abs(s.active[k] + s.passive[k]) / (1.0 + std::abs(s.active[k])));
   }
   // From the file: an active node's newest exchange was served by one of
   // its passive neighbours, and no neighbour served one it has not begun.
@@ -770,14 +771,16 @@ BOOST_AUTO_TEST_CASE(adpsgd_checkpoint_has_no_half_applied_exchange) {
     for (auto j : g_r.out(i)) {
       const auto& nb = g_r.out(j);
       const auto at = std::find(nb.begin(), nb.end(), i) - nb.begin();
-      served = std::max(served, ck->nodes(static_cast<int>(j)).adpsgd().served(static_cast<int>(at)));
+      served =
+        std::max(served, ck->nodes(static_cast<int>(j)).adpsgd().served(static_cast<int>(at)));
     }
     BOOST_TEST(served == m, "node " << i << ": exchange " << m << " not served, newest " << served);
   }
   BOOST_TEST(worst < 1e-6);
   BOOST_TEST(book.size() > 100u);
-  BOOST_TEST_MESSAGE("adpsgd at " << ck->time_seconds() << " s: " << book.size()
-                     << " exchanges, all applied on both sides; worst pair-sum residual " << worst);
+  BOOST_TEST_MESSAGE(
+    "adpsgd at " << ck->time_seconds() << " s: " << book.size()
+                 << " exchanges, all applied on both sides; worst pair-sum residual " << worst);
 }
 
 // Local SGD (WAIT) over lossy acknowledged links. The barrier at 0.45 s
@@ -785,8 +788,8 @@ BOOST_AUTO_TEST_CASE(adpsgd_checkpoint_has_no_half_applied_exchange) {
 // ring finishes, and every node holds right after the average.
 BOOST_AUTO_TEST_CASE(local_sgd_resumed_run_ends_exactly_like_the_uninterrupted_one) {
   expect_resume_equals_uninterrupted("algorithms/local_sgd.textproto",
-                                     {"dataset.max_train_samples=8000", "link.loss=0.1"}, 0.45,
-                                     1.0, 1.3, "local_sgd");
+                                     {"dataset.max_train_samples=8000", "link.loss=0.1"}, 0.45, 1.0,
+                                     1.3, "local_sgd");
 }
 
 // From the files of a run checkpointing every 30 ms: the ring is idle in
@@ -796,10 +799,10 @@ BOOST_AUTO_TEST_CASE(local_sgd_resumed_run_ends_exactly_like_the_uninterrupted_o
 BOOST_AUTO_TEST_CASE(local_sgd_checkpoints_hold_the_ring_idle_and_the_averages_equal) {
   const auto file = scratch("ls_every_{k}.ckpt").string();
   const std::vector<std::string> base{"dataset.max_train_samples=8000", "link.loss=0.1"};
-  const auto a = run(t::config("algorithms/local_sgd.textproto",
-                               with(base, {"progress=false", "stop.stop_at_target=false",
-                                           "stop.time_seconds=0.6", "checkpoint.every_seconds=0.03",
-                                           "checkpoint.file=" + file})));
+  const auto a = run(
+    t::config("algorithms/local_sgd.textproto",
+              with(base, {"progress=false", "stop.stop_at_target=false", "stop.time_seconds=0.6",
+                          "checkpoint.every_seconds=0.03", "checkpoint.file=" + file})));
   BOOST_REQUIRE(a.checkpoints_size() > 10);
   const auto plan = t::config("algorithms/local_sgd.textproto", base);
   const std::uint64_t h = plan->spec.algorithm().local_sgd().local_steps();
@@ -831,7 +834,8 @@ BOOST_AUTO_TEST_CASE(local_sgd_checkpoints_hold_the_ring_idle_and_the_averages_e
     }
   }
   BOOST_TEST(mid_round > 0u);  // some barrier fell into an average
-  BOOST_TEST_MESSAGE("local_sgd: " << a.checkpoints_size() << " checkpoints, " << mid_round
+  BOOST_TEST_MESSAGE("local_sgd: "
+                     << a.checkpoints_size() << " checkpoints, " << mid_round
                      << " of them requested during an average (every node held right after "
                         "it, one model):"
                      << when);
@@ -871,7 +875,8 @@ BOOST_AUTO_TEST_CASE(local_sgd_skip_resumed_run_ends_exactly_like_the_uninterrup
   }
   BOOST_TEST(ck->nodes(3).late() > 0u);  // the straggler's gradients were late before the barrier
   BOOST_TEST_MESSAGE("local_sgd SKIP checkpoint at " << ck->time_seconds() << " s: round "
-                     << ck->nodes(0).ring_round() << ", " << late << " late gradients applied");
+                                                     << ck->nodes(0).ring_round() << ", " << late
+                                                     << " late gradients applied");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

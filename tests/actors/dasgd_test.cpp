@@ -182,25 +182,25 @@ std::int64_t ns(double seconds) {
   return static_cast<std::int64_t>(seconds * 1e9);
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(dasgd)
 
 BOOST_AUTO_TEST_CASE(every_gradient_applied_exactly_once_everywhere_over_30_percent_loss) {
-  ledger_run r{t::config("algorithms/dasgd.textproto",
-                         spec({"stop.time_seconds=2", "link.loss=0.3",
-                               "link.latency_seconds=0.002", "link.duplicate=0.1",
-                               "link.reorder=0.3", "link.reorder_delay_seconds=0.005"}))};
+  ledger_run r{t::config(
+    "algorithms/dasgd.textproto",
+    spec({"stop.time_seconds=2", "link.loss=0.3", "link.latency_seconds=0.002",
+          "link.duplicate=0.1", "link.reorder=0.3", "link.reorder_delay_seconds=0.005"}))};
   const auto [missing, twice] = r.missing_and_twice(ns(r.report.duration_seconds() - 0.2));
   std::size_t remote = 0;
   for (const auto& n : r.nodes)
     remote += n.used.size() - n.made.size();
-  BOOST_TEST_MESSAGE(r.made.size() << " gradients, " << remote << " remote applications, "
-                                   << r.report.packets_dropped() << " dropped, "
-                                   << r.report.packets_retransmitted() << " retransmitted; "
-                                   << missing << " missing, " << twice
-                                   << " twice; worst model error " << r.worst_model_error
-                                   << " over " << r.model_checks << " checks");
+  BOOST_TEST_MESSAGE(r.made.size()
+                     << " gradients, " << remote << " remote applications, "
+                     << r.report.packets_dropped() << " dropped, "
+                     << r.report.packets_retransmitted() << " retransmitted; " << missing
+                     << " missing, " << twice << " twice; worst model error " << r.worst_model_error
+                     << " over " << r.model_checks << " checks");
   BOOST_TEST(r.report.packets_dropped() > 100u);
   BOOST_TEST(r.report.packets_retransmitted() > 100u);
   BOOST_TEST(r.made.size() > 500u);
@@ -220,40 +220,40 @@ BOOST_AUTO_TEST_CASE(every_gradient_applied_exactly_once_everywhere_over_30_perc
 // to the donor: relayed, the replacement takes them as its own (numbers up
 // to the dead incarnation's).
 BOOST_AUTO_TEST_CASE(restarted_worker_takes_a_donors_record_and_misses_no_gradient) {
-  for (const std::string after : {"0.2", "0.005"}) BOOST_TEST_CONTEXT("restart after " << after) {
-  ledger_run r{t::config("algorithms/dasgd.textproto",
-                         spec({"stop.time_seconds=1.2", "link.loss=0.2",
-                               "link.latency_seconds=0.003", "link.duplicate=0.1",
-                               "link.reorder=0.3", "link.reorder_delay_seconds=0.005",
-                               "faults.crash=[{node: 2 at_seconds: 0.3 restart_after_seconds: " +
-                                 after + "}]"}))};
-  BOOST_REQUIRE(r.report.faults_size() == 1);
-  const auto& effect = r.report.faults(0).effect();
-  BOOST_TEST(effect.find("restarted at") != std::string::npos, effect);
-  BOOST_TEST(effect.find("node 0's model and its record of") != std::string::npos, effect);
-  BOOST_TEST(r.restarts.at(2) == 1);
-  const auto [missing, twice] = r.missing_and_twice(ns(r.report.duration_seconds() - 0.2));
-  const auto relayed = r.nodes.at(0).relayed;
-  // The replacement's first model is its donor's (node 0's) at that instant.
-  BOOST_REQUIRE(r.joined.count(2) == 1u);
-  const auto& [first, all] = r.joined.at(2);
-  BOOST_TEST((first == all.at(0)), "the replacement's first model is not node 0's");
-  std::size_t before = 0;  // gradients the replacement took with the donor's model
-  for (const auto& [k, c] : r.made)
-    before += c.done_ns < ns(0.3) ? 1 : 0;
-  BOOST_TEST_MESSAGE("restart after " << after << " s: " << effect << "; " << r.made.size() << " gradients, " << missing
-                                 << " missing, " << twice << " twice; " << relayed
-                                 << " relayed by the donor; worst model error "
-                                 << r.worst_model_error << " over " << r.model_checks
-                                 << " checks");
-  BOOST_TEST(before > 50u);
-  BOOST_TEST(r.made.size() > 300u);
-  BOOST_TEST(missing == 0u);
-  BOOST_TEST(twice == 0u);
-  BOOST_TEST(relayed > 0u);  // some gradients had reached only the dead worker
-  BOOST_TEST(r.model_checks > 50u);
-  BOOST_TEST(r.worst_model_error < 1e-5);
-  }
+  for (const std::string after : {"0.2", "0.005"})
+    BOOST_TEST_CONTEXT("restart after " << after) {
+      ledger_run r{t::config(
+        "algorithms/dasgd.textproto",
+        spec({"stop.time_seconds=1.2", "link.loss=0.2", "link.latency_seconds=0.003",
+              "link.duplicate=0.1", "link.reorder=0.3", "link.reorder_delay_seconds=0.005",
+              "faults.crash=[{node: 2 at_seconds: 0.3 restart_after_seconds: " + after + "}]"}))};
+      BOOST_REQUIRE(r.report.faults_size() == 1);
+      const auto& effect = r.report.faults(0).effect();
+      BOOST_TEST(effect.find("restarted at") != std::string::npos, effect);
+      BOOST_TEST(effect.find("node 0's model and its record of") != std::string::npos, effect);
+      BOOST_TEST(r.restarts.at(2) == 1);
+      const auto [missing, twice] = r.missing_and_twice(ns(r.report.duration_seconds() - 0.2));
+      const auto relayed = r.nodes.at(0).relayed;
+      // The replacement's first model is its donor's (node 0's) at that instant.
+      BOOST_REQUIRE(r.joined.count(2) == 1u);
+      const auto& [first, all] = r.joined.at(2);
+      BOOST_TEST((first == all.at(0)), "the replacement's first model is not node 0's");
+      std::size_t before = 0;  // gradients the replacement took with the donor's model
+      for (const auto& [k, c] : r.made)
+        before += c.done_ns < ns(0.3) ? 1 : 0;
+      BOOST_TEST_MESSAGE("restart after "
+                         << after << " s: " << effect << "; " << r.made.size() << " gradients, "
+                         << missing << " missing, " << twice << " twice; " << relayed
+                         << " relayed by the donor; worst model error " << r.worst_model_error
+                         << " over " << r.model_checks << " checks");
+      BOOST_TEST(before > 50u);
+      BOOST_TEST(r.made.size() > 300u);
+      BOOST_TEST(missing == 0u);
+      BOOST_TEST(twice == 0u);
+      BOOST_TEST(relayed > 0u);  // some gradients had reached only the dead worker
+      BOOST_TEST(r.model_checks > 50u);
+      BOOST_TEST(r.worst_model_error < 1e-5);
+    }
 }
 
 // broadcast_every 3, then also coalescing on bandwidth-bound links (10 kB/s:
@@ -281,14 +281,14 @@ BOOST_AUTO_TEST_CASE(restart_with_batching_and_coalescing_loses_only_the_unsent_
   };
   const std::vector<crash> twice_down{{2, 0.315, "0.2"}, {1, 0.62, "0.1"}};
   std::uint64_t relayed = 0, covered = 0;
-  for (const condition& c : {condition{"every 3", false, {{2, 0.3, "0.2"}}},
-                             condition{"every 3", false, {{2, 0.315, "0.2"}}},
-                             condition{"every 3", false, {{2, 0.32, "0.005"}}},
-                             condition{"every 3", false, twice_down},
-                             condition{"every 3, coalescing", true, {{2, 0.3, "0.2"}}},
-                             condition{"every 3, coalescing", true, {{2, 0.315, "0.2"}}},
-                             condition{"every 3, coalescing", true, {{2, 0.32, "0.005"}}},
-                             condition{"every 3, coalescing", true, twice_down}}) {
+  for (const condition& c :
+       {condition{"every 3", false, {{2, 0.3, "0.2"}}},
+        condition{"every 3", false, {{2, 0.315, "0.2"}}},
+        condition{"every 3", false, {{2, 0.32, "0.005"}}}, condition{"every 3", false, twice_down},
+        condition{"every 3, coalescing", true, {{2, 0.3, "0.2"}}},
+        condition{"every 3, coalescing", true, {{2, 0.315, "0.2"}}},
+        condition{"every 3, coalescing", true, {{2, 0.32, "0.005"}}},
+        condition{"every 3, coalescing", true, twice_down}}) {
     std::ostringstream name;
     name << c.name << ",";
     std::string crashes;
@@ -296,13 +296,18 @@ BOOST_AUTO_TEST_CASE(restart_with_batching_and_coalescing_loses_only_the_unsent_
       name << (&k == &c.crashes.front() ? " node " : "; node ") << k.node << " down at " << k.at
            << " s, back after " << k.after << " s";
       crashes += (crashes.empty() ? "" : ", ") + std::string{"{node: "} + std::to_string(k.node) +
-                 " at_seconds: " + std::to_string(k.at) + " restart_after_seconds: " + k.after + "}";
+                 " at_seconds: " + std::to_string(k.at) + " restart_after_seconds: " + k.after +
+                 "}";
     }
     BOOST_TEST_CONTEXT(name.str()) {
-      std::vector<std::string> extra{
-        "stop.time_seconds=1.5", "algorithm.dasgd.broadcast_every=3", "link.loss=0.2",
-        "link.latency_seconds=0.003", "link.duplicate=0.1", "link.reorder=0.3",
-        "link.reorder_delay_seconds=0.005", "faults.crash=[" + crashes + "]"};
+      std::vector<std::string> extra{"stop.time_seconds=1.5",
+                                     "algorithm.dasgd.broadcast_every=3",
+                                     "link.loss=0.2",
+                                     "link.latency_seconds=0.003",
+                                     "link.duplicate=0.1",
+                                     "link.reorder=0.3",
+                                     "link.reorder_delay_seconds=0.005",
+                                     "faults.crash=[" + crashes + "]"};
       if (c.coalesce) {
         extra.push_back("algorithm.dasgd.coalesce=true");
         extra.push_back("link.bandwidth_bytes_per_second=20000");
@@ -366,15 +371,14 @@ BOOST_AUTO_TEST_CASE(restart_with_batching_and_coalescing_loses_only_the_unsent_
         run_relayed += n.relayed;
         run_covered += n.covered;
       }
-      BOOST_TEST_MESSAGE(name.str() << ": " << effects << "; " << r.made.size() << " gradients ("
-                                    << remote << " remote applications in " << packets
-                                    << " packets), " << lost.size()
-                                    << " lost with the dead workers (applied " << lost_applied
-                                    << " times), " << missing << " missing, " << twice
-                                    << " twice; " << run_relayed << " relayed by the donors, "
-                                    << run_covered
-                                    << " direct packets dropped as covered by a donor; worst model error "
-                                    << r.worst_model_error << " over " << r.model_checks << " checks");
+      BOOST_TEST_MESSAGE(name.str()
+                         << ": " << effects << "; " << r.made.size() << " gradients (" << remote
+                         << " remote applications in " << packets << " packets), " << lost.size()
+                         << " lost with the dead workers (applied " << lost_applied << " times), "
+                         << missing << " missing, " << twice << " twice; " << run_relayed
+                         << " relayed by the donors, " << run_covered
+                         << " direct packets dropped as covered by a donor; worst model error "
+                         << r.worst_model_error << " over " << r.model_checks << " checks");
       BOOST_TEST(r.made.size() > 300u);
       BOOST_TEST(missing == 0u);
       BOOST_TEST(twice == 0u);
@@ -399,21 +403,21 @@ BOOST_AUTO_TEST_CASE(restart_with_batching_and_coalescing_loses_only_the_unsent_
 
 BOOST_AUTO_TEST_CASE(restart_with_batching_and_coalescing_replays_exactly) {
   t::expect_replay([](std::uint64_t seed) {
-    return t::config("algorithms/dasgd.textproto",
-                     spec({"seed=" + std::to_string(seed), "stop.time_seconds=1",
-                           "algorithm.dasgd.broadcast_every=3", "algorithm.dasgd.coalesce=true",
-                           "link.bandwidth_bytes_per_second=40000", "link.loss=0.2",
-                           "link.duplicate=0.1", "link.reorder=0.3",
-                           "link.reorder_delay_seconds=0.005",
-                           "faults.crash=[{node: 2 at_seconds: 0.3 restart_after_seconds: 0.05}]"}));
+    return t::config(
+      "algorithms/dasgd.textproto",
+      spec({"seed=" + std::to_string(seed), "stop.time_seconds=1",
+            "algorithm.dasgd.broadcast_every=3", "algorithm.dasgd.coalesce=true",
+            "link.bandwidth_bytes_per_second=40000", "link.loss=0.2", "link.duplicate=0.1",
+            "link.reorder=0.3", "link.reorder_delay_seconds=0.005",
+            "faults.crash=[{node: 2 at_seconds: 0.3 restart_after_seconds: 0.05}]"}));
   });
 }
 
 BOOST_AUTO_TEST_CASE(staleness_is_zero_in_lock_step_and_grows_with_latency_matching_the_ledger) {
   auto run = [](const std::string& latency) {
-    return ledger_run{t::config("algorithms/dasgd.textproto",
-                                spec({"stop.time_seconds=1", "cost.jitter=0",
-                                      "link.latency_seconds=" + latency}))};
+    return ledger_run{
+      t::config("algorithms/dasgd.textproto",
+                spec({"stop.time_seconds=1", "cost.jitter=0", "link.latency_seconds=" + latency}))};
   };
   for (const auto& latency : {"0", "0.025"}) {
     auto r = run(latency);
@@ -473,10 +477,10 @@ BOOST_AUTO_TEST_CASE(broadcast_every_4_sends_a_quarter_of_the_messages) {
 BOOST_AUTO_TEST_CASE(coalescing_on_a_bandwidth_bound_link_merges_packets_and_replicas_agree) {
   // 524-byte packets at 25 kB/s: 21 ms on the wire for one gradient per 10 ms.
   auto run = [](const std::string& coalesce) {
-    return ledger_run{t::config(
-      "algorithms/dasgd.textproto",
-      spec({"stop.time_seconds=1.5", "link.bandwidth_bytes_per_second=25000",
-            "algorithm.dasgd.coalesce=" + coalesce, "link.loss=0.1"}))};
+    return ledger_run{
+      t::config("algorithms/dasgd.textproto",
+                spec({"stop.time_seconds=1.5", "link.bandwidth_bytes_per_second=25000",
+                      "algorithm.dasgd.coalesce=" + coalesce, "link.loss=0.1"}))};
   };
   for (const std::string coalesce : {"true", "false"}) {
     auto r = run(coalesce);
@@ -520,23 +524,25 @@ BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
   bad[1].from = 1;                                                  // itself
   bad[2].f = atrain::float_blob{std::vector<float>(dim + 1, 0.f)};  // wrong size
   bad[3].f = atrain::float_blob{std::vector<float>(dim, std::nanf(""))};
-  bad[4].kind = 77;                                                 // unknown stream
-  bad[5].scalars = {};                                              // no count
-  bad[6].scalars = {0};                                             // count 0
-  bad[7].seq = 2;                                                   // count > seq
+  bad[4].kind = 77;      // unknown stream
+  bad[5].scalars = {};   // no count
+  bad[6].scalars = {0};  // count 0
+  bad[7].seq = 2;        // count > seq
   bad[7].scalars = {3};
-  bad[8].scalars = {1000000};  // covers gradient 1 of node 0, already received
+  bad[8].scalars = {1000000};           // covers gradient 1 of node 0, already received
   bad[9].seq = std::uint64_t{1} << 40;  // well formed, numbered from the future
   bool sent = false;
   // Every replica, node 1 included, must still equal x0 minus its ledger's
   // gradients: a bad packet applied would show as a model error of ~1.
-  ledger_run r{plan, [&](atrain::run_probe& probe) {
+  ledger_run r{plan,
+               [&](atrain::run_probe& probe) {
                  BOOST_REQUIRE(probe.workers.size() == 4u);
                  auto target = caf::actor_cast<caf::actor>(probe.workers[1]);
                  for (auto& p : bad)
                    caf::anon_send(target, atrain::deliver_atom::value, p);
                  sent = true;
-               }, 2000, 100};
+               },
+               2000, 100};
   BOOST_TEST(sent);
   BOOST_TEST(r.times_applied[1].count({0, 1}) == 1u);  // gradient 1 of node 0 was already in
   BOOST_TEST(r.report.packets_rejected() == bad.size());

@@ -19,7 +19,7 @@ std::vector<std::string> spec(std::vector<std::string> extra) {
   return g::with({"algorithm.dpsgd.step_size=1", "progress=false"}, std::move(extra));
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(dpsgd)
 
@@ -50,11 +50,10 @@ BOOST_AUTO_TEST_CASE(reaches_the_target_over_lossy_acknowledged_links) {
 BOOST_AUTO_TEST_CASE(rounds_stay_in_lockstep_under_duplication_reordering_and_stragglers) {
   // A node is at most one round ahead of a neighbour: gradient counts differ
   // by at most the graph's diameter (ring of 8: 4) plus one, however slow node 3.
-  auto plan = t::quickstart(spec({"topology.builder=RING", "stop.time_seconds=3",
-                                   "stop.stop_at_target=false", "eval.period_seconds=1",
-                                   "link.duplicate=0.3", "link.reorder=0.5",
-                                   "link.reorder_delay_seconds=0.02", "cost.jitter=0.5",
-                                   "cost.slowdown=[{node: 3 factor: 3}]"}));
+  auto plan = t::quickstart(spec(
+    {"topology.builder=RING", "stop.time_seconds=3", "stop.stop_at_target=false",
+     "eval.period_seconds=1", "link.duplicate=0.3", "link.reorder=0.5",
+     "link.reorder_delay_seconds=0.02", "cost.jitter=0.5", "cost.slowdown=[{node: 3 factor: 3}]"}));
   auto report = atrain::run_experiment(plan);
   BOOST_REQUIRE(report);
   BOOST_TEST(report->error().empty(), report->error());
@@ -66,16 +65,16 @@ BOOST_AUTO_TEST_CASE(rounds_stay_in_lockstep_under_duplication_reordering_and_st
     BOOST_TEST(n.staleness_max() == 0.0);
   }
   BOOST_TEST_MESSAGE("gradients per node in [" << lo << ", " << hi << "]");
-  BOOST_TEST(lo > 50u);             // the straggler paces everyone: ~3 s / 30 ms
+  BOOST_TEST(lo > 50u);  // the straggler paces everyone: ~3 s / 30 ms
   BOOST_TEST(hi - lo <= 5u);
   BOOST_TEST(hi < 3.0 / 0.01 / 2);  // nobody ran at its own pace
   BOOST_TEST(std::isfinite(report->final().train_loss()));
 }
 
 BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
-  g::expect_malformed_rejected(t::quickstart(spec({"stop.time_seconds=0.5",
-                                                    "stop.stop_at_target=false"})),
-                               atrain::dpsgd_model, atrain::dpsgd_model, 1000000);
+  g::expect_malformed_rejected(
+    t::quickstart(spec({"stop.time_seconds=0.5", "stop.stop_at_target=false"})),
+    atrain::dpsgd_model, atrain::dpsgd_model, 1000000);
 }
 
 BOOST_AUTO_TEST_CASE(reaches_the_quickstart_target_with_its_config) {
@@ -83,13 +82,13 @@ BOOST_AUTO_TEST_CASE(reaches_the_quickstart_target_with_its_config) {
 }
 
 BOOST_AUTO_TEST_CASE(reaches_the_target_on_the_real_clock) {
-  g::expect_target_real(t::config("quickstart_real.textproto", {"algorithm.dpsgd.step_size=1", "progress=false"}));
+  g::expect_target_real(
+    t::config("quickstart_real.textproto", {"algorithm.dpsgd.step_size=1", "progress=false"}));
 }
 
 BOOST_AUTO_TEST_CASE(same_seed_same_trace_other_seed_differs) {
-  g::expect_replay(spec({"stop.time_seconds=1", "stop.stop_at_target=false",
-                          "link.duplicate=0.2", "link.reorder=0.3",
-                          "link.reorder_delay_seconds=0.01"}));
+  g::expect_replay(spec({"stop.time_seconds=1", "stop.stop_at_target=false", "link.duplicate=0.2",
+                         "link.reorder=0.3", "link.reorder_delay_seconds=0.01"}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

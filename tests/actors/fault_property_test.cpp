@@ -46,7 +46,8 @@ std::vector<std::string> random_faults(atrain::rng& gen, bool restart_all = fals
     std::ostringstream f;
     switch (static_cast<int>(gen.uniform(0, 6))) {
       case 0:
-        f << "{node: " << node(gen) << " factor: " << gen.uniform(1, 8) << " " << window(gen) << "}";
+        f << "{node: " << node(gen) << " factor: " << gen.uniform(1, 8) << " " << window(gen)
+          << "}";
         straggle.push_back(f.str());
         break;
       case 1: {
@@ -99,7 +100,7 @@ std::vector<std::string> random_faults(atrain::rng& gen, bool restart_all = fals
   return o;
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(fault_property)
 
@@ -114,11 +115,11 @@ BOOST_AUTO_TEST_CASE(fifty_random_schedules_end_cleanly_and_keep_the_mass) {
       what += s + " ";
     for (const auto& s : o)
       crashes += s.rfind("faults.crash", 0) == 0 ? 1 : 0;
-    o.insert(o.end(), {"dataset.max_train_samples=2000", "dataset.max_test_samples=500",
-                       "nodes=" + std::to_string(nodes), "stop.stop_at_target=false",
-                       "stop.time_seconds=" + std::to_string(horizon), "eval.period_seconds=0.2",
-                       "link.latency_seconds=0.002", "progress=false",
-                       "seed=" + std::to_string(run + 1)});
+    o.insert(o.end(),
+             {"dataset.max_train_samples=2000", "dataset.max_test_samples=500",
+              "nodes=" + std::to_string(nodes), "stop.stop_at_target=false",
+              "stop.time_seconds=" + std::to_string(horizon), "eval.period_seconds=0.2",
+              "link.latency_seconds=0.002", "progress=false", "seed=" + std::to_string(run + 1)});
     std::size_t checks = 0;
     double worst = 0;
     auto r = t::run_checking_mass(t::quickstart(o), checks, worst);
@@ -149,7 +150,8 @@ BOOST_FIXTURE_TEST_CASE(random_schedules_with_checkpoints_resume_exactly,
     std::string what;
     for (const auto& s : o) {
       what += s + " ";
-      for (auto at = s.find("at_seconds"); at != std::string::npos; at = s.find("at_seconds", at + 1))
+      for (auto at = s.find("at_seconds"); at != std::string::npos;
+           at = s.find("at_seconds", at + 1))
         ++crashes;
     }
     o.insert(o.end(), {"dataset.max_train_samples=2000", "dataset.max_test_samples=500",
@@ -167,8 +169,9 @@ BOOST_FIXTURE_TEST_CASE(random_schedules_with_checkpoints_resume_exactly,
   BOOST_TEST(crashes > 10);
   BOOST_TEST(fired_before > 0);  // crashes the resumed runs must not inject again
   BOOST_TEST(waited > 0);        // barriers that waited for a restart
-  BOOST_TEST_MESSAGE("40 schedules with checkpoints: " << crashes << " crashes, "
-                     << fired_before << " before the first barrier, " << waited
+  BOOST_TEST_MESSAGE("40 schedules with checkpoints: "
+                     << crashes << " crashes, " << fired_before << " before the first barrier, "
+                     << waited
                      << " barriers waited for a restart; every resumed run = uninterrupted");
 }
 

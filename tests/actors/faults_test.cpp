@@ -37,7 +37,8 @@ std::uint64_t hits_of(const atrain::proto::FaultRecord& f) {
 }
 
 /// An R-FAST run checked for mass after every event; it must reach the target.
-atrain::proto::RunReport rfast_to_target_keeping_mass(std::shared_ptr<const atrain::run_plan> plan) {
+atrain::proto::RunReport
+rfast_to_target_keeping_mass(std::shared_ptr<const atrain::run_plan> plan) {
   std::size_t checks = 0;
   double worst = 0;
   auto r = t::run_checking_mass(std::move(plan), checks, worst);
@@ -51,7 +52,7 @@ atrain::proto::RunReport rfast_to_target_keeping_mass(std::shared_ptr<const atra
 const std::string half_partition =
   "faults.partition=[{side_a: [0, 1, 2, 3] from_seconds: 0.2 to_seconds: 0.8}]";
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(faults)
 
@@ -151,8 +152,8 @@ BOOST_AUTO_TEST_CASE(a_straggler_window_slows_one_node_and_the_others_go_on) {
   // as few gradients as node 3 (a round is 4 tau + the ring's 14 latencies
   // instead of tau + 14 latencies).
   const auto ring = run("algorithms/allreduce.textproto", slow);
-  const auto plain = run("algorithms/allreduce.textproto",
-                         {"stop.stop_at_target=false", "stop.time_seconds=1"});
+  const auto plain =
+    run("algorithms/allreduce.textproto", {"stop.stop_at_target=false", "stop.time_seconds=1"});
   BOOST_TEST(ring.gradients_total() * 4 < plain.gradients_total() * 3);
   for (const auto& n : ring.per_node())
     BOOST_TEST(n.gradients() <= ring.per_node(3).gradients() + 1);
@@ -227,16 +228,16 @@ BOOST_AUTO_TEST_CASE(a_crashed_rfast_worker_is_restarted_and_the_mass_stays_cons
   // The model came from a G_R in-neighbour of node 2, not from x^0.
   bool from_neighbour = false;
   for (auto j : plan->topo->g_r.in(2))
-    from_neighbour = from_neighbour || r.faults(0).effect().find(
-                                         "node " + std::to_string(j) + "'s model") != std::string::npos;
+    from_neighbour = from_neighbour || r.faults(0).effect().find("node " + std::to_string(j) +
+                                                                 "'s model") != std::string::npos;
   BOOST_TEST(from_neighbour, r.faults(0).effect());
   // Node 2 worked before the crash and after the restart (both counted).
   const auto base = run("quickstart.textproto", {});
   BOOST_TEST(r.per_node(2).gradients() > 0u);
   BOOST_TEST(r.per_node(2).gradients() < r.per_node(3).gradients());
   BOOST_TEST_MESSAGE("rfast crash of node 2 at 0.3 s, restart 0.2 s later: target at "
-                     << r.time_to_target() << " s (no crash: " << base.time_to_target()
-                     << " s); " << r.faults(0).effect());
+                     << r.time_to_target() << " s (no crash: " << base.time_to_target() << " s); "
+                     << r.faults(0).effect());
 }
 
 BOOST_AUTO_TEST_CASE(an_rfast_worker_lost_for_good_leaves_its_buffer_relaying_the_mass) {
@@ -248,19 +249,18 @@ BOOST_AUTO_TEST_CASE(an_rfast_worker_lost_for_good_leaves_its_buffer_relaying_th
   BOOST_TEST(r.faults(0).effect().find("withdrew the node's gradient") != std::string::npos,
              r.faults(0).effect());
   // Keeping the dead node's last model in the pull step drags everyone back.
-  const auto keep = run("quickstart.textproto", {crash, "algorithm.rfast.stale_model_wakes=0",
-                                                 "stop.time_seconds=5"});
+  const auto keep = run("quickstart.textproto",
+                        {crash, "algorithm.rfast.stale_model_wakes=0", "stop.time_seconds=5"});
   BOOST_TEST(!keep.has_time_to_target());
-  BOOST_TEST_MESSAGE("rfast without node 2's worker: target at " << r.time_to_target()
-                                                                 << " s; keeping its model: "
-                                                                 << keep.final().test_accuracy()
-                                                                 << " at 5 s");
+  BOOST_TEST_MESSAGE("rfast without node 2's worker: target at "
+                     << r.time_to_target()
+                     << " s; keeping its model: " << keep.final().test_accuracy() << " at 5 s");
 }
 
 BOOST_AUTO_TEST_CASE(a_node_lost_for_good_is_reported_and_rfast_goes_on) {
-  const auto r = run("quickstart.textproto",
-                     {"faults.crash=[{node: 5 at_seconds: 0.3 whole_node: true}]",
-                      "stop.stop_at_target=false", "stop.time_seconds=2"});
+  const auto r =
+    run("quickstart.textproto", {"faults.crash=[{node: 5 at_seconds: 0.3 whole_node: true}]",
+                                 "stop.stop_at_target=false", "stop.time_seconds=2"});
   BOOST_TEST(r.stop_reason() == "time budget spent");
   BOOST_REQUIRE(r.faults_size() == 1);
   BOOST_TEST(r.faults(0).effect().find("lost for good") != std::string::npos, r.faults(0).effect());
@@ -280,9 +280,9 @@ BOOST_AUTO_TEST_CASE(a_node_lost_for_good_is_reported_and_rfast_goes_on) {
 }
 
 BOOST_AUTO_TEST_CASE(a_synchronous_ring_that_loses_a_node_fails_with_the_reason) {
-  auto report = atrain::run_experiment(t::config(
-    "algorithms/allreduce.textproto",
-    {"faults.crash=[{node: 3 at_seconds: 0.5}]", "progress=false"}));
+  auto report = atrain::run_experiment(
+    t::config("algorithms/allreduce.textproto",
+              {"faults.crash=[{node: 3 at_seconds: 0.5}]", "progress=false"}));
   BOOST_REQUIRE(report);
   BOOST_TEST(report->stop_reason() == "error");
   BOOST_TEST(report->error().find("node 3 crashed") != std::string::npos, report->error());
@@ -300,19 +300,19 @@ BOOST_AUTO_TEST_CASE(asynchronous_algorithms_go_on_without_a_crashed_node) {
     }
   }
   // Push-sum cannot: the mass it sends to the lost node is gone.
-  auto r = atrain::run_experiment(t::config("algorithms/osgp.textproto",
-                                            {"faults.crash=[{node: 2 at_seconds: 0.3}]",
-                                             "progress=false"}));
+  auto r = atrain::run_experiment(t::config(
+    "algorithms/osgp.textproto", {"faults.crash=[{node: 2 at_seconds: 0.3}]", "progress=false"}));
   BOOST_REQUIRE(r);
   BOOST_TEST(r->error().find("osgp cannot go on without it") != std::string::npos, r->error());
   // The parameter server's node lost whole takes the served model with it:
   // the run ends saying so (its worker alone would be lost for good).
-  auto ps = atrain::run_experiment(t::config(
-    "algorithms/async_ps.textproto",
-    {"faults.crash=[{node: 0 at_seconds: 0.3 whole_node: true}]", "progress=false"}));
+  auto ps = atrain::run_experiment(
+    t::config("algorithms/async_ps.textproto",
+              {"faults.crash=[{node: 0 at_seconds: 0.3 whole_node: true}]", "progress=false"}));
   BOOST_REQUIRE(ps);
   BOOST_TEST(ps->error().find("node 0 crashed whole at 0.300000 s with the parameter server") !=
-               std::string::npos, ps->error());
+               std::string::npos,
+             ps->error());
 }
 
 BOOST_AUTO_TEST_CASE(a_node_computing_nan_is_quarantined_at_the_source) {
@@ -332,20 +332,19 @@ BOOST_AUTO_TEST_CASE(a_node_computing_nan_is_quarantined_at_the_source) {
   BOOST_TEST(d.quarantined(0).gradients_refused() > 10u);
   BOOST_TEST(std::isfinite(d.consensus_error()));
   BOOST_TEST_MESSAGE("rfast: node 2 quarantined from " << r.quarantined(0).since_seconds() << " s, "
-                                                     << r.quarantined(0).gradients_refused()
-                                                     << " gradients refused, target at "
-                                                     << r.time_to_target() << " s");
+                                                       << r.quarantined(0).gradients_refused()
+                                                       << " gradients refused, target at "
+                                                       << r.time_to_target() << " s");
 }
 
 BOOST_AUTO_TEST_CASE(a_session_with_several_faults_replays_exactly) {
   t::expect_replay([](std::uint64_t seed) {
-    return t::quickstart(
-      {"seed=" + std::to_string(seed), "stop.time_seconds=1", "stop.stop_at_target=false",
-       "progress=false", half_partition,
-       "faults.straggle=[{node: 5 factor: 3 from_seconds: 0.1 to_seconds: 0.5}]",
-       "faults.loss_burst=[{loss: 0.3 from_seconds: 0.4 to_seconds: 0.9}]",
-       "faults.delay_spike=[{extra_latency_seconds: 0.02 from_seconds: 0.5}]",
-       "faults.crash=[{node: 6 at_seconds: 0.3 restart_after_seconds: 0.1}]"});
+    return t::quickstart({"seed=" + std::to_string(seed), "stop.time_seconds=1",
+                          "stop.stop_at_target=false", "progress=false", half_partition,
+                          "faults.straggle=[{node: 5 factor: 3 from_seconds: 0.1 to_seconds: 0.5}]",
+                          "faults.loss_burst=[{loss: 0.3 from_seconds: 0.4 to_seconds: 0.9}]",
+                          "faults.delay_spike=[{extra_latency_seconds: 0.02 from_seconds: 0.5}]",
+                          "faults.crash=[{node: 6 at_seconds: 0.3 restart_after_seconds: 0.1}]"});
   });
 }
 

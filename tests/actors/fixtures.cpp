@@ -111,9 +111,9 @@ proto::RunReport run_checking_mass(std::shared_ptr<const run_plan> plan, std::si
 }
 
 void expect_target_over_lossy_links(const std::string& file, double loss) {
-  auto report = run_experiment(config("algorithms/" + file,
-                                      {"link.loss=" + std::to_string(loss),
-                                       "link.latency_seconds=0.001", "progress=false"}));
+  auto report =
+    run_experiment(config("algorithms/" + file, {"link.loss=" + std::to_string(loss),
+                                                 "link.latency_seconds=0.001", "progress=false"}));
   BOOST_REQUIRE(report);
   BOOST_TEST(report->error().empty(), report->error());
   BOOST_TEST(report->stop_reason() == "target accuracy reached");
@@ -125,4 +125,4 @@ void expect_target_over_lossy_links(const std::string& file, double loss) {
                           << report->packets_retransmitted() << " retransmitted");
 }
 
-} // namespace atrain::test
+}  // namespace atrain::test

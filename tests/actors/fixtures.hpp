@@ -37,4 +37,4 @@ void expect_replay(const std::function<std::shared_ptr<const run_plan>(std::uint
 /// packets dropped and retransmitted (acknowledged links), and no error.
 void expect_target_over_lossy_links(const std::string& file, double loss = 0.3);
 
-} // namespace atrain::test
+}  // namespace atrain::test

@@ -65,9 +65,8 @@ inline void expect_target(const std::string& what, std::shared_ptr<const run_pla
   BOOST_TEST(report->stop_reason() == "target accuracy reached");
   BOOST_REQUIRE(report->has_time_to_target());
   BOOST_TEST_MESSAGE(what << ": time to " << report->target_accuracy() << " = "
-                          << report->time_to_target() << " s virtual, "
-                          << report->gradients_total() << " gradients, accuracy "
-                          << report->final().test_accuracy());
+                          << report->time_to_target() << " s virtual, " << report->gradients_total()
+                          << " gradients, accuracy " << report->final().test_accuracy());
 }
 
 /// A REAL-clock run (threaded scheduler): ends without error and its
@@ -137,4 +136,4 @@ inline void expect_malformed_rejected(std::shared_ptr<const run_plan> plan, std:
   BOOST_TEST(std::isfinite(report->final().train_loss()));
 }
 
-} // namespace atrain::test::gossip
+}  // namespace atrain::test::gossip

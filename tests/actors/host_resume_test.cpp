@@ -156,7 +156,7 @@ T over_the_wire(caf::actor_system& sys, T x) {
   return back.get_as<T>(0);
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(host_resume)
 
@@ -176,7 +176,8 @@ BOOST_AUTO_TEST_CASE(each_host_gets_only_its_nodes_states) {
     for (int k = 0; k < p.nodes_size(); ++k) {
       BOOST_TEST(p.nodes(k).node() == static_cast<std::uint32_t>(k));
       const bool mine = host_of[static_cast<std::size_t>(k)] == h;
-      const bool same = google::protobuf::util::MessageDifferencer::Equals(p.nodes(k), x.ck->nodes(k));
+      const bool same =
+        google::protobuf::util::MessageDifferencer::Equals(p.nodes(k), x.ck->nodes(k));
       BOOST_TEST(same == mine, "host " << h << ", node " << k);
       whole += mine && same;
       if (!mine)
@@ -245,7 +246,8 @@ BOOST_AUTO_TEST_CASE(a_host_refuses_a_part_that_does_not_fit) {
   // Host 1's part sent for host 0's nodes: node 0 has no state in it.
   auto why = refusal(f.request(x, {0, 2}, &parts[1], self));
   BOOST_TEST(why.find("cannot resume: " + x.file + ": node 0: the model has 0 parameters") !=
-               std::string::npos, why);
+               std::string::npos,
+             why);
   auto r = f.request(x, {1}, &parts[1], self);
   r.checkpoint = "\x01\x02 not a checkpoint";
   why = refusal(r);
@@ -255,8 +257,8 @@ BOOST_AUTO_TEST_CASE(a_host_refuses_a_part_that_does_not_fit) {
   why = refusal(f.request(x, {1, 3}, &other, self));
   const auto dim = x.plan->dim();
   BOOST_TEST(why.find("node 3: the model has " + std::to_string(dim - 1) +
-                      " parameters, the spec's model " + std::to_string(dim)) !=
-               std::string::npos, why);
+                      " parameters, the spec's model " + std::to_string(dim)) != std::string::npos,
+             why);
   // The host still serves a good part.
   why = refusal(f.request(x, {1, 3}, &parts[1], self));
   BOOST_TEST(why == "(spawned)");

@@ -1,5 +1,6 @@
 /// Local SGD (ALGORITHMS.md §8): H local steps, then the ring averages the
-/// models; reaches the quickstart target; deterministic; reaches the target over lossy acknowledged links.
+/// models; reaches the quickstart target; deterministic; reaches the target over lossy acknowledged
+/// links.
 #include <boost/test/unit_test.hpp>
 
 #include "ring_fixtures.hpp"
@@ -23,13 +24,15 @@ BOOST_AUTO_TEST_CASE(reaches_the_quickstart_target_on_8_nodes) {
 
 BOOST_AUTO_TEST_CASE(ring_traffic_on_5_nodes_with_one_local_step) {
   // d = 124 is not divisible by 5: chunks of 25 and 24 floats.
-  const auto r = t::ring_run("local_sgd.textproto",
-                             {"algorithm.local_sgd.local_steps=1", "stop.time_seconds=1",
-                              "stop.stop_at_target=false", "nodes=5"});
+  const auto r =
+    t::ring_run("local_sgd.textproto", {"algorithm.local_sgd.local_steps=1", "stop.time_seconds=1",
+                                        "stop.stop_at_target=false", "nodes=5"});
   t::check_ring_traffic(r, 124);
 }
 
-BOOST_AUTO_TEST_CASE(same_seed_same_trace) { t::expect_replay("local_sgd.textproto"); }
+BOOST_AUTO_TEST_CASE(same_seed_same_trace) {
+  t::expect_replay("local_sgd.textproto");
+}
 
 BOOST_AUTO_TEST_CASE(reaches_the_target_over_lossy_acknowledged_links) {
   t::expect_target_over_lossy_links("local_sgd.textproto");

@@ -47,4 +47,4 @@ inline double relative_error(const Eigen::VectorXd& want, const std::vector<doub
   return err / std::max(1e-12, want.cwiseAbs().maxCoeff());
 }
 
-} // namespace atrain::test
+}  // namespace atrain::test

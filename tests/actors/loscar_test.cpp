@@ -33,8 +33,8 @@ std::vector<std::string> small(std::vector<std::string> extra) {
 
 /// The merges every worker applied, per worker in round order, taken at 0.75 s
 /// of a probed virtual run; `report` gets the run's report.
-std::vector<std::vector<loscar_merge_record>> merges_of(const std::vector<std::string>& overrides,
-                                                        atrain::proto::RunReport* report = nullptr) {
+std::vector<std::vector<loscar_merge_record>>
+merges_of(const std::vector<std::string>& overrides, atrain::proto::RunReport* report = nullptr) {
   auto probe = std::make_shared<atrain::run_probe>();
   atrain::run_options opts;
   opts.probe = probe;
@@ -75,12 +75,15 @@ double mean_drift(const std::vector<std::vector<loscar_merge_record>>& m, std::s
 }
 
 std::vector<std::string> real_clock(const char* merge) {
-  return {"algorithm.loscar.step_size=0.3", "algorithm.loscar.sparsity=0.1",
-          "algorithm.loscar.round_seconds=0.05", "algorithm.loscar.overlap_steps=2",
-          std::string{"algorithm.loscar.merge="} + merge, "progress=false"};
+  return {"algorithm.loscar.step_size=0.3",
+          "algorithm.loscar.sparsity=0.1",
+          "algorithm.loscar.round_seconds=0.05",
+          "algorithm.loscar.overlap_steps=2",
+          std::string{"algorithm.loscar.merge="} + merge,
+          "progress=false"};
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(loscar)
 
@@ -169,12 +172,12 @@ BOOST_AUTO_TEST_CASE(schedule_from_tau_slowdown_and_link_model) {
   // 62 ms. Q = floor((64 - 50) / 10) = 1, node 0 floor(12 / 10) = 1,
   // node 3 floor((64 - 60) / 20) = 0.
   auto schedule = [](std::vector<std::string> extra) {
-    return atrain::loscar_schedule(*t::quickstart(g::with(
-      {"nodes=4", "dataset.max_train_samples=500", "algorithm.loscar.step_size=0.3",
-       "algorithm.loscar.sparsity=0.1", "algorithm.loscar.round_seconds=0.05",
-       "cost.tau_seconds=0.01", "cost.slowdown=[{node: 3 factor: 2}]",
-       "link.latency_seconds=0.002"},
-      extra)));
+    return atrain::loscar_schedule(
+      *t::quickstart(g::with({"nodes=4", "dataset.max_train_samples=500",
+                              "algorithm.loscar.step_size=0.3", "algorithm.loscar.sparsity=0.1",
+                              "algorithm.loscar.round_seconds=0.05", "cost.tau_seconds=0.01",
+                              "cost.slowdown=[{node: 3 factor: 2}]", "link.latency_seconds=0.002"},
+                             extra)));
   };
   const auto s = schedule({});
   const std::vector<std::uint32_t> n_want{5, 5, 5, 3}, q_want{1, 1, 1, 0};
@@ -198,7 +201,8 @@ BOOST_AUTO_TEST_CASE(schedule_from_tau_slowdown_and_link_model) {
 BOOST_AUTO_TEST_CASE(workers_corrected_merge_keeps_the_worker_mean_naive_drifts) {
   atrain::proto::RunReport report;
   const auto corrected = merges_of({"algorithm.loscar.overlap_steps=2"}, &report);
-  const auto naive = merges_of({"algorithm.loscar.overlap_steps=2", "algorithm.loscar.merge=NAIVE"});
+  const auto naive =
+    merges_of({"algorithm.loscar.overlap_steps=2", "algorithm.loscar.merge=NAIVE"});
   const std::size_t rounds = common_rounds(corrected);
   BOOST_REQUIRE(rounds >= 5u);
   BOOST_REQUIRE(common_rounds(naive) >= 5u);
@@ -249,8 +253,8 @@ BOOST_AUTO_TEST_CASE(workers_draw_the_same_sample_per_round_and_another_next_rou
 BOOST_AUTO_TEST_CASE(without_overlap_corrected_equals_naive_and_full_sample_equalizes) {
   for (const char* merge : {"DELAY_CORRECTED", "NAIVE"}) {
     // Q = 0: z = y, so x[S] = z[S] + m - y[S] = m, the naive result.
-    const auto m = merges_of({"algorithm.loscar.overlap_steps=0",
-                              std::string{"algorithm.loscar.merge="} + merge});
+    const auto m = merges_of(
+      {"algorithm.loscar.overlap_steps=0", std::string{"algorithm.loscar.merge="} + merge});
     const std::size_t rounds = common_rounds(m);
     BOOST_REQUIRE(rounds >= 5u);
     double worst = 0;
@@ -258,8 +262,8 @@ BOOST_AUTO_TEST_CASE(without_overlap_corrected_equals_naive_and_full_sample_equa
       for (std::size_t r = 0; r < rounds; ++r)
         for (std::size_t j = 0; j < w[r].sample.size(); ++j) {
           BOOST_TEST(w[r].z[w[r].sample[j]] == w[r].y_s[j]);
-          worst = std::max(worst, static_cast<double>(std::abs(w[r].x[w[r].sample[j]] -
-                                                                w[r].mean[j])));
+          worst =
+            std::max(worst, static_cast<double>(std::abs(w[r].x[w[r].sample[j]] - w[r].mean[j])));
         }
     BOOST_TEST_MESSAGE(merge << ", Q = 0: max |x[S] - m| = " << worst);
     BOOST_TEST(worst < 1e-6);
@@ -278,12 +282,13 @@ BOOST_AUTO_TEST_CASE(without_overlap_corrected_equals_naive_and_full_sample_equa
   BOOST_TEST_MESSAGE("K = d, Q = 0: max spread between workers after a merge " << spread);
   BOOST_TEST(spread < 1e-6);
   // And with overlap the workers do not agree: the check above can fail.
-  const auto overlapped = merges_of({"algorithm.loscar.overlap_steps=2",
-                                     "algorithm.loscar.sparsity=1"});
+  const auto overlapped =
+    merges_of({"algorithm.loscar.overlap_steps=2", "algorithm.loscar.sparsity=1"});
   double spread_q = 0;
   for (const auto& w : overlapped)
     for (std::size_t c = 0; c < w[0].x.size(); ++c)
-      spread_q = std::max(spread_q, static_cast<double>(std::abs(w[0].x[c] - overlapped[0][0].x[c])));
+      spread_q =
+        std::max(spread_q, static_cast<double>(std::abs(w[0].x[c] - overlapped[0][0].x[c])));
   BOOST_TEST(spread_q > 1e-4);
 }
 
@@ -307,11 +312,11 @@ BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
       p.seq = 1;
       p.f = atrain::float_blob{std::vector<float>(k, 0.f)};
     }
-    out[0].from = 99;                                                      // unknown sender
-    out[1].f = atrain::float_blob{std::vector<float>(k + 1, 0.f)};         // wrong size
-    out[2].f = atrain::float_blob{std::vector<float>(k, std::nanf(""))};   // NaN
-    out[3].kind = 77;                                                      // unknown stream
-    out[4].seq = 1000000;                                                  // a round far ahead
+    out[0].from = 99;                                                     // unknown sender
+    out[1].f = atrain::float_blob{std::vector<float>(k + 1, 0.f)};        // wrong size
+    out[2].f = atrain::float_blob{std::vector<float>(k, std::nanf(""))};  // NaN
+    out[3].kind = 77;                                                     // unknown stream
+    out[4].seq = 1000000;                                                 // a round far ahead
     return out;
   };
   auto worker = caf::actor_cast<caf::actor>(probe->workers[1]);
@@ -337,9 +342,9 @@ BOOST_AUTO_TEST_CASE(reaches_the_quickstart_target_with_its_configs) {
 }
 
 BOOST_AUTO_TEST_CASE(blocking_variant_reaches_the_target_without_staleness) {
-  auto plan = t::config("algorithms/loscar.textproto",
-                        {"progress=false", "algorithm.loscar.blocking=true",
-                         "algorithm.loscar.overlap_steps=0"});
+  auto plan =
+    t::config("algorithms/loscar.textproto", {"progress=false", "algorithm.loscar.blocking=true",
+                                              "algorithm.loscar.overlap_steps=0"});
   auto report = atrain::run_experiment(plan);
   BOOST_REQUIRE(report);
   BOOST_TEST(report->error().empty(), report->error());

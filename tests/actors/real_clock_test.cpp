@@ -24,8 +24,8 @@ BOOST_AUTO_TEST_CASE(quickstart_real_reaches_the_target) {
   BOOST_TEST(report->gradients_total() > 0u);
   BOOST_TEST(report->mass_residual() < 1e-9);
   BOOST_TEST_MESSAGE("reached " << report->final().test_accuracy() << " at "
-                                << report->time_to_target() << " s, "
-                                << report->gradients_total() << " gradients");
+                                << report->time_to_target() << " s, " << report->gradients_total()
+                                << " gradients");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

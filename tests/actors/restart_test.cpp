@@ -81,7 +81,7 @@ bool names_a_neighbour(const atrain::run_plan& plan, std::uint32_t k, const std:
   return false;
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(restart)
 
@@ -97,8 +97,7 @@ BOOST_AUTO_TEST_CASE(async_ps_worker_restarts_from_the_servers_model_and_nothing
   std::vector<float> first_x;
   bool running = false, crashed = false;
   const auto r = drive(
-    "async_ps.textproto",
-    {"faults.crash=[{node: 3 at_seconds: 0.3 restart_after_seconds: 0.2}]"},
+    "async_ps.textproto", {"faults.crash=[{node: 3 at_seconds: 0.3 restart_after_seconds: 0.2}]"},
     [&](const atrain::run_plan& plan, atrain::run_probe& probe) {
       auto view = atrain::async_ps_take(probe.server);
       if (!view)
@@ -151,7 +150,8 @@ BOOST_AUTO_TEST_CASE(async_ps_worker_restarts_from_the_servers_model_and_nothing
   BOOST_REQUIRE(v < model_at.size());
   double worst = 0;
   for (std::size_t j = 0; j < first_x.size(); ++j)
-    worst = std::max(worst, std::abs(first_x[j] - model_at[v][j]) / (1.0 + std::abs(model_at[v][j])));
+    worst =
+      std::max(worst, std::abs(first_x[j] - model_at[v][j]) / (1.0 + std::abs(model_at[v][j])));
   BOOST_TEST(worst < 1e-6);
   // The dead incarnation's seqs and the replacement's follow each other with
   // at most the one number the fence skipped.
@@ -207,10 +207,9 @@ BOOST_AUTO_TEST_CASE(adpsgd_workers_restart_from_a_neighbour_and_no_exchange_hal
   // node 2 dies at 0.3 s (back at 0.5 s), its neighbour 3 at 0.35 s (back at
   // 0.45 s, while 2 is still dead), node 2 again at 0.7 s (back at 0.8 s).
   g::exchange_book exchanges;
-  const std::string crashes =
-    "faults.crash=[{node: 2 at_seconds: 0.3 restart_after_seconds: 0.2}, "
-    "{node: 3 at_seconds: 0.35 restart_after_seconds: 0.1}, "
-    "{node: 2 at_seconds: 0.7 restart_after_seconds: 0.1}]";
+  const std::string crashes = "faults.crash=[{node: 2 at_seconds: 0.3 restart_after_seconds: 0.2}, "
+                              "{node: 3 at_seconds: 0.35 restart_after_seconds: 0.1}, "
+                              "{node: 2 at_seconds: 0.7 restart_after_seconds: 0.1}]";
   const auto r = drive("adpsgd.textproto", {crashes}, [&](const auto&, const auto& probe) {
     g::harvest_exchanges(probe, exchanges);
   });
@@ -249,13 +248,12 @@ BOOST_AUTO_TEST_CASE(adpsgd_workers_restart_from_a_neighbour_and_no_exchange_hal
   for (const auto& n : r.per_node())
     most = std::max(most, n.gradients());
   for (const auto& n : r.per_node())
-    BOOST_TEST(n.gradients() * 2 > most, "node " << n.node() << ": " << n.gradients() << " of "
-                                                 << most << " gradients");
-  BOOST_TEST_MESSAGE("adpsgd, 3 restarts: " << completed << " exchanges completed, " << half
-                                            << " half seen, " << by_replacements
-                                            << " by replacements; worst pair-sum residual "
-                                            << worst << "; target at " << r.time_to_target()
-                                            << " s; " << r.faults(0).effect());
+    BOOST_TEST(n.gradients() * 2 > most,
+               "node " << n.node() << ": " << n.gradients() << " of " << most << " gradients");
+  BOOST_TEST_MESSAGE("adpsgd, 3 restarts: "
+                     << completed << " exchanges completed, " << half << " half seen, "
+                     << by_replacements << " by replacements; worst pair-sum residual " << worst
+                     << "; target at " << r.time_to_target() << " s; " << r.faults(0).effect());
 }
 
 /// D-PSGD with the crashes `crashes` (restarted workers `restarted`): from
@@ -312,7 +310,8 @@ void check_dpsgd_restarts(const std::string& crashes, const std::set<std::uint32
       if (seq[q] == seq[q - 1] + 1 && prev.after == cur.before)
         continue;
       ++joins[i];
-      BOOST_TEST(restarted.count(i) == 1u, "node " << i << " round " << seq[q - 1] << " then " << seq[q]);
+      BOOST_TEST(restarted.count(i) == 1u,
+                 "node " << i << " round " << seq[q - 1] << " then " << seq[q]);
       BOOST_TEST(seq[q] <= seq[q - 1] + 2);
       BOOST_TEST(seq[q] > seq[q - 1]);
     }
@@ -363,8 +362,8 @@ BOOST_AUTO_TEST_CASE(a_whole_node_restart_is_the_worker_restart_where_the_worker
     BOOST_TEST(r->error().empty(), r->error());
     return *r;
   };
-  for (const char* file : {"async_ps", "adpsgd", "dpsgd", "allreduce", "local_sgd", "sgp", "osgp",
-                           "loscar", "dasgd"})
+  for (const char* file :
+       {"async_ps", "adpsgd", "dpsgd", "allreduce", "local_sgd", "sgp", "osgp", "loscar", "dasgd"})
     BOOST_TEST_CONTEXT(file) {
       const auto whole = run(file, true);
       const auto worker = run(file, false);
@@ -392,8 +391,9 @@ struct ring_use {
 /// returns the worst relative deviation). Returns (steps checked in full,
 /// worst deviation).
 template <class Check>
-std::pair<std::size_t, double> check_ring(const std::map<std::uint64_t, std::map<std::uint32_t, ring_use>>& steps,
-                                          std::size_t n, Check check) {
+std::pair<std::size_t, double>
+check_ring(const std::map<std::uint64_t, std::map<std::uint32_t, ring_use>>& steps, std::size_t n,
+           Check check) {
   std::size_t full = 0;
   double worst = 0;
   for (const auto& [k, by_node] : steps) {
@@ -415,15 +415,16 @@ BOOST_DATA_TEST_CASE(allreduce_rank_rejoins_and_every_node_holds_the_same_sums,
   // again by all under a new ring round. SKIP: contribution counts travel
   // (a rank whose gradient is late joins with zero).
   std::map<std::uint64_t, std::map<std::uint32_t, ring_use>> steps;
-  const auto r = drive("allreduce.textproto",
-                       {"faults.crash=[{node: 3 at_seconds: 0.3 restart_after_seconds: 0.2}]",
-                        std::string{"algorithm.allreduce.straggler_policy="} + policy},
-                       [&](const auto&, const auto& probe) {
-                         harvest(probe, atrain::allreduce_take_steps, [&](std::uint32_t i, auto& e) {
-                           BOOST_TEST(steps[e.step].count(i) == 0u);
-                           steps[e.step][i] = {e.contributed, e.x, e.sum};
-                         });
-                       });
+  const auto r =
+    drive("allreduce.textproto",
+          {"faults.crash=[{node: 3 at_seconds: 0.3 restart_after_seconds: 0.2}]",
+           std::string{"algorithm.allreduce.straggler_policy="} + policy},
+          [&](const auto&, const auto& probe) {
+            harvest(probe, atrain::allreduce_take_steps, [&](std::uint32_t i, auto& e) {
+              BOOST_TEST(steps[e.step].count(i) == 0u);
+              steps[e.step][i] = {e.contributed, e.x, e.sum};
+            });
+          });
   expect_target(r);
   expect_restarted(r, 0, "joining the ring at round ");
   const auto [full, worst] = check_ring(steps, 8, [](const auto& by_node) {
@@ -449,24 +450,24 @@ BOOST_DATA_TEST_CASE(allreduce_rank_rejoins_and_every_node_holds_the_same_sums,
     by_3 += by_node.count(3);
   BOOST_TEST(by_3 + 10 > full);
   BOOST_TEST_MESSAGE("allreduce " << policy << ": " << steps.size() << " steps, " << full
-                                   << " completed by all 8, worst sum deviation " << worst
-                                   << "; target at " << r.time_to_target() << " s; "
-                                   << r.faults(0).effect());
+                                  << " completed by all 8, worst sum deviation " << worst
+                                  << "; target at " << r.time_to_target() << " s; "
+                                  << r.faults(0).effect());
 }
 
 BOOST_DATA_TEST_CASE(local_sgd_rank_rejoins_and_every_average_is_the_same_everywhere,
                      boost::unit_test::data::make({"WAIT", "SKIP"}), policy) {
   std::map<std::uint64_t, std::map<std::uint32_t, ring_use>> averages;
-  const auto r = drive("local_sgd.textproto",
-                       {"faults.crash=[{node: 5 at_seconds: 0.3 restart_after_seconds: 0.2}]",
-                        std::string{"algorithm.local_sgd.straggler_policy="} + policy},
-                       [&](const auto&, const auto& probe) {
-                         harvest(probe, atrain::local_sgd_take_averages,
-                                 [&](std::uint32_t i, auto& a) {
-                                   BOOST_TEST(averages[a.round].count(i) == 0u);
-                                   averages[a.round][i] = {a.contributed, a.average, {}};
-                                 });
-                       });
+  const auto r =
+    drive("local_sgd.textproto",
+          {"faults.crash=[{node: 5 at_seconds: 0.3 restart_after_seconds: 0.2}]",
+           std::string{"algorithm.local_sgd.straggler_policy="} + policy},
+          [&](const auto&, const auto& probe) {
+            harvest(probe, atrain::local_sgd_take_averages, [&](std::uint32_t i, auto& a) {
+              BOOST_TEST(averages[a.round].count(i) == 0u);
+              averages[a.round][i] = {a.contributed, a.average, {}};
+            });
+          });
   expect_target(r);
   expect_restarted(r, 0, "joining the ring at round ");
   const auto [full, worst] = check_ring(averages, 8, [](const auto& by_node) {
@@ -484,9 +485,9 @@ BOOST_DATA_TEST_CASE(local_sgd_rank_rejoins_and_every_average_is_the_same_everyw
   BOOST_TEST(worst < 1e-5);
   BOOST_TEST(full > 10u);
   BOOST_TEST_MESSAGE("local_sgd " << policy << ": " << averages.size() << " averages, " << full
-                                   << " completed by all 8, worst deviation " << worst
-                                   << "; target at " << r.time_to_target() << " s; "
-                                   << r.faults(0).effect());
+                                  << " completed by all 8, worst deviation " << worst
+                                  << "; target at " << r.time_to_target() << " s; "
+                                  << r.faults(0).effect());
 }
 
 BOOST_AUTO_TEST_CASE(loscar_worker_rejoins_with_the_aggregators_average_and_every_mean_is_exact) {
@@ -508,7 +509,8 @@ BOOST_AUTO_TEST_CASE(loscar_worker_rejoins_with_the_aggregators_average_and_ever
      "faults.crash=[{node: 3 at_seconds: 0.3 restart_after_seconds: 0.2}]"},
     [&](const atrain::run_plan&, atrain::run_probe& probe) {
       harvest(probe, atrain::loscar_take_merges, [&](std::uint32_t i, loscar_merge_record& m) {
-        BOOST_TEST(merges[m.round].count(i) == 0u, "node " << i << " merged round " << m.round << " twice");
+        BOOST_TEST(merges[m.round].count(i) == 0u,
+                   "node " << i << " merged round " << m.round << " twice");
         if (i == k && crashed && !replaced_merged) {
           replaced_merged = true;
           replacement_first_round = m.round;
@@ -582,20 +584,21 @@ BOOST_AUTO_TEST_CASE(loscar_worker_rejoins_with_the_aggregators_average_and_ever
   BOOST_TEST(worst_sum < 1e-5);
   BOOST_TEST(all_n > 20u);
   BOOST_TEST(r.per_node(k).gradients() > 0u);
-  BOOST_TEST_MESSAGE("loscar: worker 3 rejoined in round " << join << (dropped ? " (dropped from the round before)" : "")
-                     << " with the aggregator's average (bit for bit); " << merges.size() << " rounds, "
-                     << all_n << " merged by all 8, worst mean deviation " << worst_mean
-                     << ", worst corrected-merge sum " << worst_sum << "; target at "
+  BOOST_TEST_MESSAGE("loscar: worker 3 rejoined in round "
+                     << join << (dropped ? " (dropped from the round before)" : "")
+                     << " with the aggregator's average (bit for bit); " << merges.size()
+                     << " rounds, " << all_n << " merged by all 8, worst mean deviation "
+                     << worst_mean << ", worst corrected-merge sum " << worst_sum << "; target at "
                      << r.time_to_target() << " s; " << effect);
 }
 
 BOOST_AUTO_TEST_CASE(dasgd_run_with_a_restarted_worker_reaches_its_target) {
   // The exactness of the handover is checked in dasgd_test.cpp (ledgers).
   // Also with batching, and with coalescing on bandwidth-bound links.
-  for (const auto& extra :
-       {std::vector<std::string>{}, {"algorithm.dasgd.broadcast_every=3"},
-        {"algorithm.dasgd.broadcast_every=3", "algorithm.dasgd.coalesce=true",
-         "link.bandwidth_bytes_per_second=20000"}})
+  for (const auto& extra : {std::vector<std::string>{},
+                            {"algorithm.dasgd.broadcast_every=3"},
+                            {"algorithm.dasgd.broadcast_every=3", "algorithm.dasgd.coalesce=true",
+                             "link.bandwidth_bytes_per_second=20000"}})
     BOOST_TEST_CONTEXT(extra.size() << " overrides") {
       auto overrides = extra;
       overrides.push_back("faults.crash=[{node: 5 at_seconds: 0.3 restart_after_seconds: 0.2}]");
@@ -610,13 +613,13 @@ BOOST_AUTO_TEST_CASE(dasgd_run_with_a_restarted_worker_reaches_its_target) {
 }
 
 BOOST_AUTO_TEST_CASE(same_spec_and_seed_replay_exactly_with_a_restart) {
-  for (const char* file : {"async_ps", "adpsgd", "dpsgd", "allreduce", "local_sgd", "sgp", "osgp",
-                           "loscar", "dasgd"})
+  for (const char* file :
+       {"async_ps", "adpsgd", "dpsgd", "allreduce", "local_sgd", "sgp", "osgp", "loscar", "dasgd"})
     BOOST_TEST_CONTEXT(file) {
       t::expect_replay([&](std::uint64_t seed) {
         return t::config(std::string{"algorithms/"} + file + ".textproto",
-                         {"seed=" + std::to_string(seed), "progress=false",
-                          "stop.time_seconds=0.8", "stop.stop_at_target=false",
+                         {"seed=" + std::to_string(seed), "progress=false", "stop.time_seconds=0.8",
+                          "stop.stop_at_target=false",
                           "faults.crash=[{node: 3 at_seconds: 0.2 restart_after_seconds: 0.1}]"});
       });
     }

@@ -28,13 +28,13 @@ double final_loss(std::vector<std::string> overrides) {
 
 void expect_within_one_percent(const std::string& what, double loss) {
   const double gap = (loss - optimum()) / optimum();
-  BOOST_TEST_MESSAGE(what << ": loss " << loss << ", optimum " << optimum() << ", gap "
-                          << 100 * gap << "%");
+  BOOST_TEST_MESSAGE(what << ": loss " << loss << ", optimum " << optimum() << ", gap " << 100 * gap
+                          << "%");
   BOOST_TEST(gap < 0.01, what << ": gap " << 100 * gap << "% >= 1%");
   BOOST_TEST(gap > -1e-6, what << ": below the optimum, which is impossible");
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(rfast_convergence)
 
@@ -55,16 +55,16 @@ BOOST_AUTO_TEST_CASE(ring) {
 }
 
 BOOST_AUTO_TEST_CASE(tree_pair) {
-  expect_within_one_percent("tree pair",
-                            final_loss({"topology.builder=TREE_PAIR", "topology.arity=2",
-                                        "algorithm.rfast.step_size=0.5", "stop.time_seconds=20",
-                                        "algorithm.rfast.decay=0.002"}));
+  expect_within_one_percent(
+    "tree pair",
+    final_loss({"topology.builder=TREE_PAIR", "topology.arity=2", "algorithm.rfast.step_size=0.5",
+                "stop.time_seconds=20", "algorithm.rfast.decay=0.002"}));
 }
 
 BOOST_AUTO_TEST_CASE(exponential_graph_with_30_percent_loss) {
-  expect_within_one_percent("exponential, 30% loss",
-                            final_loss({"link.loss=0.3", "stop.time_seconds=20",
-                                        "algorithm.rfast.decay=0.002"}));
+  expect_within_one_percent(
+    "exponential, 30% loss",
+    final_loss({"link.loss=0.3", "stop.time_seconds=20", "algorithm.rfast.decay=0.002"}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -24,13 +24,12 @@ BOOST_AUTO_TEST_CASE(actor_run_equals_the_matrix_recursion) {
   const double tau = 0.01, gamma = 2.0, l2 = 1e-4;
   const int rounds = 30;
   // Batch = shard: the minibatch gradient is the full-shard gradient.
-  auto plan = t::quickstart({"nodes=4", "topology.builder=RING", "dataset.max_train_samples=400",
-                             "dataset.max_test_samples=200", "model.batch_size=100",
-                             "cost.tau_seconds=0.01", "cost.jitter=0", "link.latency_seconds=0.001",
-                             "algorithm.rfast.variant=PLAIN", "algorithm.rfast.step_size=2",
-                             "algorithm.rfast.decay=0", "stop.time_seconds=1",
-                             "stop.stop_at_target=false", "eval.period_seconds=1",
-                             "progress=false"});
+  auto plan =
+    t::quickstart({"nodes=4", "topology.builder=RING", "dataset.max_train_samples=400",
+                   "dataset.max_test_samples=200", "model.batch_size=100", "cost.tau_seconds=0.01",
+                   "cost.jitter=0", "link.latency_seconds=0.001", "algorithm.rfast.variant=PLAIN",
+                   "algorithm.rfast.step_size=2", "algorithm.rfast.decay=0", "stop.time_seconds=1",
+                   "stop.stop_at_target=false", "eval.period_seconds=1", "progress=false"});
   BOOST_REQUIRE(plan->shard[0].size() == 100u);
   const auto& topo = *plan->topo;
   const std::size_t n = plan->nodes();
@@ -80,8 +79,8 @@ BOOST_AUTO_TEST_CASE(actor_run_equals_the_matrix_recursion) {
     worst_x = std::max(worst_x, relative_error(x[i], probe->models[i]->data()));
     worst_z = std::max(worst_z, relative_error(z[i], probe->trackers[i]->z()));
   }
-  BOOST_TEST_MESSAGE("after " << rounds << " rounds: x error " << worst_x << ", z error "
-                              << worst_z << " (relative, float32 kernels vs float64)");
+  BOOST_TEST_MESSAGE("after " << rounds << " rounds: x error " << worst_x << ", z error " << worst_z
+                              << " (relative, float32 kernels vs float64)");
   // Float32 gradients and models against a float64 recursion: ~1e-6 expected;
   // a wrong weight, a missing round of delay or a skipped step gives >> 1e-2.
   BOOST_TEST(worst_x < 1e-4);

@@ -54,11 +54,10 @@ struct mass_watch {
 /// (`members`: epoch -> node count; not during a re-rooting or the
 /// shutdown), checks the mass invariant over them; calls `observe` too.
 /// Returns the report.
-atrain::proto::RunReport run_watching_mass(std::shared_ptr<const atrain::run_plan> plan,
-                                           const std::map<std::uint32_t, std::size_t>& members,
-                                           mass_watch& w,
-                                           const std::function<void(atrain::run_probe&, double)>&
-                                             observe = {}) {
+atrain::proto::RunReport
+run_watching_mass(std::shared_ptr<const atrain::run_plan> plan,
+                  const std::map<std::uint32_t, std::size_t>& members, mass_watch& w,
+                  const std::function<void(atrain::run_probe&, double)>& observe = {}) {
   auto probe = std::make_shared<atrain::run_probe>();
   atrain::run_options opts;
   opts.probe = probe;
@@ -91,7 +90,7 @@ atrain::proto::RunReport run_watching_mass(std::shared_ptr<const atrain::run_pla
   return *report;
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(rfast_reroot)
 
@@ -158,7 +157,7 @@ BOOST_AUTO_TEST_CASE(the_mass_is_conserved_over_the_survivors_in_the_new_epoch) 
   BOOST_TEST(w.members_last == 7u);
   BOOST_TEST(w.worst < 1e-12);
   BOOST_TEST(w.worst_phi < 1e-12);
-  BOOST_TEST(r.mass_residual() < 1e-12);  // the report's own figure, over the survivors
+  BOOST_TEST(r.mass_residual() < 1e-12);   // the report's own figure, over the survivors
   BOOST_TEST(r.packets_old_epoch() > 0u);  // epoch-0 packets in flight at the re-rooting
   BOOST_TEST_MESSAGE("mass checks: epoch 0 " << w.checks[0] << ", epoch 1 " << w.checks[1]
                                              << "; worst residual " << w.worst << ", phi "
@@ -258,7 +257,8 @@ BOOST_AUTO_TEST_CASE(re_rooting_on_the_real_clock) {
   // The last evaluation before the loss (0.5 s) against the end of the run.
   const atrain::proto::MetricRow* at_loss = nullptr;
   for (const auto& row : r.metrics())
-    if (row.time_seconds() <= 0.5) at_loss = &row;
+    if (row.time_seconds() <= 0.5)
+      at_loss = &row;
   BOOST_REQUIRE(at_loss != nullptr);
   BOOST_TEST(r.metrics(r.metrics_size() - 1).gradients() > at_loss->gradients());
   BOOST_TEST(r.final().test_accuracy() > 0.8);
@@ -268,9 +268,9 @@ BOOST_AUTO_TEST_CASE(re_rooting_on_the_real_clock) {
 }
 
 BOOST_AUTO_TEST_CASE(an_exponential_graph_losing_a_worker_keeps_its_pair) {
-  const auto r = run(t::quickstart({"faults.crash=[{node: 0 at_seconds: 0.3}]",
-                                    "stop.stop_at_target=false", "stop.time_seconds=1",
-                                    "progress=false"}));
+  const auto r =
+    run(t::quickstart({"faults.crash=[{node: 0 at_seconds: 0.3}]", "stop.stop_at_target=false",
+                       "stop.time_seconds=1", "progress=false"}));
   BOOST_REQUIRE(r.faults_size() == 1);
   BOOST_TEST(contains(r.faults(0).effect(), "still share the common root 1: no re-rooting"),
              r.faults(0).effect());
@@ -299,16 +299,16 @@ BOOST_AUTO_TEST_CASE(an_exponential_graph_losing_a_whole_node_renews_its_tracked
   const auto control = run(t::quickstart(control_overrides));
   BOOST_TEST(control.mass_residual() > 1e-3);
   BOOST_TEST(r.final().test_accuracy() > control.final().test_accuracy());
-  BOOST_TEST_MESSAGE("exponential, node 0 lost whole: renewed " << r.final().test_accuracy()
-                     << " (mass residual " << r.mass_residual() << ") vs without renewal "
-                     << control.final().test_accuracy() << " (" << control.mass_residual()
-                     << ")");
+  BOOST_TEST_MESSAGE("exponential, node 0 lost whole: renewed "
+                     << r.final().test_accuracy() << " (mass residual " << r.mass_residual()
+                     << ") vs without renewal " << control.final().test_accuracy() << " ("
+                     << control.mass_residual() << ")");
 }
 
 BOOST_AUTO_TEST_CASE(a_re_rooted_run_replays_exactly) {
   t::expect_replay([](std::uint64_t seed) {
-    return root_lost({"seed=" + std::to_string(seed), "stop.stop_at_target=false",
-                      "stop.time_seconds=2"});
+    return root_lost(
+      {"seed=" + std::to_string(seed), "stop.stop_at_target=false", "stop.time_seconds=2"});
   });
 }
 
@@ -338,12 +338,11 @@ run_restart(const std::string& crashes, const std::map<std::uint32_t, std::size_
   extra.insert(extra.end(), {crashes, "stop.stop_at_target=false", "stop.time_seconds=3",
                              "eval.period_seconds=0.05"});
   mass_watch w;
-  auto report = run_watching_mass(root_lost(extra), members, w,
-                                  [&](atrain::run_probe& p, double) {
-                                    const auto* tr = p.trackers.at(k);
-                                    if (tr != nullptr && tr->epoch() == back.epoch)
-                                      back.pushes = std::max(back.pushes, tr->pushes());
-                                  });
+  auto report = run_watching_mass(root_lost(extra), members, w, [&](atrain::run_probe& p, double) {
+    const auto* tr = p.trackers.at(k);
+    if (tr != nullptr && tr->epoch() == back.epoch)
+      back.pushes = std::max(back.pushes, tr->pushes());
+  });
   return {report, w};
 }
 
@@ -356,7 +355,7 @@ void expect_conserved(const atrain::proto::RunReport& r, mass_watch& w, std::uin
   BOOST_TEST(r.mass_residual() < 1e-12);  // the report's own figure, over the members
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_CASE(an_interior_node_restarted_whole_rejoins_the_specs_tree_pair) {
   rejoined back{2};
@@ -366,11 +365,14 @@ BOOST_AUTO_TEST_CASE(an_interior_node_restarted_whole_rejoins_the_specs_tree_pai
   BOOST_REQUIRE(r.faults_size() == 1);
   const auto& e = r.faults(0).effect();
   BOOST_TEST(contains(e, "killed at 0.500000 s; node 1 down until its restart; re-rooted at node "
-                         "0 (tracking epoch 1): tree pair of arity 2 over the 7 survivors"), e);
+                         "0 (tracking epoch 1): tree pair of arity 2 over the 7 survivors"),
+             e);
   BOOST_TEST(contains(e, "; restarted at 0.800000 s with node 0's model and a fresh gradient "
                          "buffer: new tracking epoch 2 with node 1 back: tree pair of arity 2 "
-                         "over all 8 nodes (the spec's pair), root 0"), e);
-  BOOST_TEST(r.evaluated_model() == "common root (node 0), since the re-rooting of tracking epoch 2");
+                         "over all 8 nodes (the spec's pair), root 0"),
+             e);
+  BOOST_TEST(r.evaluated_model() ==
+             "common root (node 0), since the re-rooting of tracking epoch 2");
   expect_conserved(r, w, 2, 8);
   BOOST_TEST(w.checks[1] > 300u);  // the 0.3 s without it, over the 7 survivors
   // Node 1 takes part again: its new buffer pushes its tracker mass on (one
@@ -392,14 +394,17 @@ BOOST_AUTO_TEST_CASE(the_root_restarted_whole_is_the_root_again) {
   BOOST_REQUIRE(r.faults_size() == 1);
   const auto& e = r.faults(0).effect();
   BOOST_TEST(contains(e, "root node 0 down until its restart; re-rooted at node 1 (tracking "
-                         "epoch 1): tree pair of arity 2 over the 7 survivors"), e);
+                         "epoch 1): tree pair of arity 2 over the 7 survivors"),
+             e);
   // The root has no G_R in-neighbour: the model comes from the lowest live
   // node, node 1, the root of epoch 1.
   BOOST_TEST(contains(e, "restarted at 0.800000 s with node 1's model and a fresh gradient "
                          "buffer: new tracking epoch 2 with node 0 back: tree pair of arity 2 "
-                         "over all 8 nodes (the spec's pair), root 0"), e);
+                         "over all 8 nodes (the spec's pair), root 0"),
+             e);
   BOOST_TEST(r.faults(0).has_recovery_seconds());  // from the loss, under epoch 1
-  BOOST_TEST(r.evaluated_model() == "common root (node 0), since the re-rooting of tracking epoch 2");
+  BOOST_TEST(r.evaluated_model() ==
+             "common root (node 0), since the re-rooting of tracking epoch 2");
   expect_conserved(r, w, 2, 8);
   BOOST_TEST(back.pushes > 100u);
   BOOST_TEST(r.has_time_to_target());
@@ -423,10 +428,13 @@ BOOST_AUTO_TEST_CASE(a_node_restarted_while_another_is_lost_rejoins_a_rebuilt_pa
   BOOST_REQUIRE(r.faults_size() == 2);
   const auto& e = r.faults(1).effect();
   BOOST_TEST(contains(e, "re-rooted at node 1 (tracking epoch 2): tree pair of arity 2 over the 6 "
-                         "survivors"), e);
+                         "survivors"),
+             e);
   BOOST_TEST(contains(e, "new tracking epoch 3 with node 0 back: tree pair of arity 2 over the 7 "
-                         "nodes in the run, root 1"), e);
-  BOOST_TEST(r.evaluated_model() == "common root (node 1), since the re-rooting of tracking epoch 3");
+                         "nodes in the run, root 1"),
+             e);
+  BOOST_TEST(r.evaluated_model() ==
+             "common root (node 1), since the re-rooting of tracking epoch 3");
   expect_conserved(r, w, 3, 7);
   BOOST_TEST(back.pushes > 100u);
   BOOST_TEST(r.final().test_accuracy() > 0.8);
@@ -483,18 +491,19 @@ BOOST_AUTO_TEST_CASE(the_mass_holds_over_lossy_links_and_over_perfect_ones) {
 BOOST_AUTO_TEST_CASE(a_pair_that_cannot_be_rebuilt_leaves_the_node_out_saying_why) {
   // A torus cannot be rebuilt over 7 nodes: with node 5 lost for good, node
   // 0 has no pair to come back into. The run goes on without it.
-  const auto r = run(t::quickstart({"topology={builder: TORUS rows: 2 cols: 4}",
-                                    "faults.crash=[{node: 0 at_seconds: 0.5 whole_node: true "
-                                    "restart_after_seconds: 0.3}, {node: 5 at_seconds: 0.4 "
-                                    "whole_node: true}]",
-                                    "stop.stop_at_target=false", "stop.time_seconds=1.2",
-                                    "progress=false"}));
+  const auto r =
+    run(t::quickstart({"topology={builder: TORUS rows: 2 cols: 4}",
+                       "faults.crash=[{node: 0 at_seconds: 0.5 whole_node: true "
+                       "restart_after_seconds: 0.3}, {node: 5 at_seconds: 0.4 "
+                       "whole_node: true}]",
+                       "stop.stop_at_target=false", "stop.time_seconds=1.2", "progress=false"}));
   BOOST_REQUIRE(r.faults_size() == 2);
   const auto& e = r.faults(0).effect();
   BOOST_TEST(contains(e, "root node 0 down until its restart"), e);
   BOOST_TEST(contains(e, "not restarted at 0.800000 s"), e);
   BOOST_TEST(contains(e, "not every node is back ({0,1,2,3,4,6,7} are in the run) and a torus "
-                         "cannot be rebuilt over other nodes than the spec's"), e);
+                         "cannot be rebuilt over other nodes than the spec's"),
+             e);
   BOOST_TEST(contains(e, "(the node stays out of the run)"), e);
   BOOST_TEST(r.per_node(1).gradients() > 0u);
 }

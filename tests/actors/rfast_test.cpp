@@ -12,9 +12,13 @@ namespace {
 
 /// A small, fast task: 2000 training rows, 6 nodes, 0.6 s of virtual time.
 std::vector<std::string> small(std::vector<std::string> extra) {
-  std::vector<std::string> o{"dataset.max_train_samples=2000", "dataset.max_test_samples=500",
-                             "nodes=6", "stop.time_seconds=0.6", "stop.stop_at_target=false",
-                             "eval.period_seconds=0.2", "progress=false"};
+  std::vector<std::string> o{"dataset.max_train_samples=2000",
+                             "dataset.max_test_samples=500",
+                             "nodes=6",
+                             "stop.time_seconds=0.6",
+                             "stop.stop_at_target=false",
+                             "eval.period_seconds=0.2",
+                             "progress=false"};
   o.insert(o.end(), extra.begin(), extra.end());
   return o;
 }
@@ -38,24 +42,22 @@ struct probed_run {
   }
 };
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(rfast)
 
 BOOST_AUTO_TEST_CASE(mass_is_conserved_after_every_event_under_loss_duplication_reordering) {
   for (const char* variant : {"PHI", "PLAIN"}) {
     for (double loss : {0.0, 0.1, 0.3, 0.5}) {
-      auto plan = t::quickstart(small({"link.loss=" + std::to_string(loss), "link.duplicate=0.2",
-                                       "link.reorder=0.3", "link.reorder_delay_seconds=0.02",
-                                       std::string{"algorithm.rfast.variant="} + variant,
-                                       std::string{"algorithm.rfast.step_size="} +
-                                         (variant[1] == 'H' ? "1" : "4")}));
+      auto plan = t::quickstart(
+        small({"link.loss=" + std::to_string(loss), "link.duplicate=0.2", "link.reorder=0.3",
+               "link.reorder_delay_seconds=0.02", std::string{"algorithm.rfast.variant="} + variant,
+               std::string{"algorithm.rfast.step_size="} + (variant[1] == 'H' ? "1" : "4")}));
       std::size_t checks = 0;
       double worst = 0;
       auto report = t::run_checking_mass(plan, checks, worst);
-      BOOST_TEST_MESSAGE(variant << " loss " << loss << ": " << checks
-                                 << " checks, worst residual " << worst << ", dropped "
-                                 << report.packets_dropped());
+      BOOST_TEST_MESSAGE(variant << " loss " << loss << ": " << checks << " checks, worst residual "
+                                 << worst << ", dropped " << report.packets_dropped());
       BOOST_TEST(checks > 1000u);
       BOOST_TEST(report.error().empty());
       if (loss > 0)
@@ -71,8 +73,8 @@ BOOST_AUTO_TEST_CASE(mass_is_conserved_after_every_event_under_loss_duplication_
 BOOST_AUTO_TEST_CASE(bandwidth_bound_links_keep_the_newest_packet_and_conserve_mass) {
   // ~1.5 kB per wake per link every ~10 ms against 40 kB/s: packets must wait,
   // and a newer one replaces the one still waiting (depth one per stream).
-  auto plan = t::quickstart(small({"link.bandwidth_bytes_per_second=40000",
-                                   "link.latency_seconds=0.001", "link.loss=0.1"}));
+  auto plan = t::quickstart(small(
+    {"link.bandwidth_bytes_per_second=40000", "link.latency_seconds=0.001", "link.loss=0.1"}));
   std::size_t checks = 0;
   double worst = 0;
   auto report = t::run_checking_mass(plan, checks, worst);
@@ -101,8 +103,8 @@ BOOST_AUTO_TEST_CASE(mass_check_detects_a_lost_unit_of_mass) {
 
 BOOST_AUTO_TEST_CASE(same_seed_same_trace_other_seed_differs) {
   t::expect_replay([](std::uint64_t seed) {
-    return t::quickstart(small({"seed=" + std::to_string(seed), "link.loss=0.1",
-                                "link.reorder=0.2", "link.reorder_delay_seconds=0.01"}));
+    return t::quickstart(small({"seed=" + std::to_string(seed), "link.loss=0.1", "link.reorder=0.2",
+                                "link.reorder_delay_seconds=0.01"}));
   });
 }
 
@@ -133,20 +135,20 @@ BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
   bad[0].kind = atrain::rfast_model;
   bad[0].seq = 1;
   bad[0].f = atrain::float_blob{std::vector<float>(dim, 0.f)};
-  bad[1].from = 0;   // wrong size
+  bad[1].from = 0;  // wrong size
   bad[1].kind = atrain::rfast_model;
   bad[1].seq = 1u << 30;
   bad[1].f = atrain::float_blob{std::vector<float>(dim + 1, 0.f)};
-  bad[2] = bad[1];   // NaN payload
+  bad[2] = bad[1];  // NaN payload
   bad[2].f = atrain::float_blob{std::vector<float>(dim, std::nanf(""))};
-  bad[3].from = 0;   // mass packet of the wrong size
+  bad[3].from = 0;  // mass packet of the wrong size
   bad[3].kind = atrain::rfast_mass;
   bad[3].seq = 1u << 30;
   bad[3].d = atrain::double_blob{std::vector<double>(3, 1.0)};
   bad[3].scalars = {1.0};
-  bad[4] = bad[1];   // unknown stream
+  bad[4] = bad[1];  // unknown stream
   bad[4].kind = 77;
-  bad[5] = bad[3];   // mass packet with an infinity
+  bad[5] = bad[3];  // mass packet with an infinity
   bad[5].d = atrain::double_blob{std::vector<double>(dim, INFINITY)};
   for (auto& p : bad)
     caf::anon_send(target, atrain::deliver_atom::value, p);
@@ -210,8 +212,8 @@ BOOST_AUTO_TEST_CASE(sequence_numbers_from_the_future_are_rejected_and_the_strea
   auto report = r.run.run();
   BOOST_REQUIRE(report);
   BOOST_TEST(report->packets_rejected() == 2u);
-  BOOST_TEST(last > before);   // node j's later sums still arrive
-  BOOST_TEST(last < future);   // the forged number was never taken
+  BOOST_TEST(last > before);  // node j's later sums still arrive
+  BOOST_TEST(last < future);  // the forged number was never taken
   BOOST_TEST(worst < 1e-10);
   BOOST_TEST(std::isfinite(report->final().train_loss()));
   BOOST_TEST_MESSAGE("future seq: node " << j << "'s stream at buffer 1 went " << before << " -> "

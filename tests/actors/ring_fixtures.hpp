@@ -60,9 +60,8 @@ inline ring_result simulate_ring(const std::vector<std::vector<std::vector<float
       flight.erase(flight.begin() + static_cast<std::ptrdiff_t>(k));
     const auto before = ranks[to].round();
     std::vector<ring_allreduce::send> out;
-    const auto verdict =
-      ranks[to].offer(s.round, s.step, s.chunk, out,
-                      count.empty() ? std::nullopt : std::optional<double>{s.count});
+    const auto verdict = ranks[to].offer(
+      s.round, s.step, s.chunk, out, count.empty() ? std::nullopt : std::optional<double>{s.count});
     BOOST_REQUIRE(verdict != ring_allreduce::verdict::invalid);
     post(to, std::move(out));
     if (ranks[to].round() != before) {
@@ -103,24 +102,25 @@ inline double check_ring_traffic(const proto::RunReport& r, std::size_t d) {
   double rounds = 0;
   for (const auto& node : r.per_node()) {
     BOOST_REQUIRE(node.messages_sent() > 0u);
-    const double per_msg = static_cast<double>(node.bytes_sent()) /
-                           static_cast<double>(node.messages_sent());
+    const double per_msg =
+      static_cast<double>(node.bytes_sent()) / static_cast<double>(node.messages_sent());
     BOOST_TEST(per_msg >= 24.0 + 4.0 * static_cast<double>(d / n));
     BOOST_TEST(per_msg <= 24.0 + 4.0 * static_cast<double>((d + n - 1) / n));
     const double node_rounds =
       static_cast<double>(node.messages_sent()) / static_cast<double>(2 * (n - 1));
     const double floats =
-      (static_cast<double>(node.bytes_sent()) - 24.0 * static_cast<double>(node.messages_sent())) / 4.0;
+      (static_cast<double>(node.bytes_sent()) - 24.0 * static_cast<double>(node.messages_sent())) /
+      4.0;
     const double expected = 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) *
                             static_cast<double>(d) * node_rounds;
     BOOST_TEST(std::abs(floats - expected) <= static_cast<double>(node.messages_sent()),
-               "node " << node.node() << ": " << floats << " floats sent, 2(n-1)/n d x rounds = "
-                       << expected);
+               "node " << node.node() << ": " << floats
+                       << " floats sent, 2(n-1)/n d x rounds = " << expected);
     if (node.node() == 0)
       rounds = node_rounds;
   }
-  BOOST_TEST_MESSAGE("ring traffic: " << rounds << " rounds, "
-                                      << r.per_node(0).bytes_sent() << " bytes from node 0");
+  BOOST_TEST_MESSAGE("ring traffic: " << rounds << " rounds, " << r.per_node(0).bytes_sent()
+                                      << " bytes from node 0");
   return rounds;
 }
 
@@ -135,4 +135,4 @@ inline void expect_replay(const std::string& file) {
   });
 }
 
-} // namespace atrain::test
+}  // namespace atrain::test

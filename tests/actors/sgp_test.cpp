@@ -24,9 +24,9 @@ namespace {
 /// A small, fast task: 2000 training rows, 6 nodes (m = 3), 0.6 s virtual.
 std::vector<std::string> small(const std::string& algo, std::vector<std::string> extra) {
   return g::with({"dataset.max_train_samples=2000", "dataset.max_test_samples=500", "nodes=6",
-                  "stop.time_seconds=0.6", "stop.stop_at_target=false",
-                  "eval.period_seconds=0.2", "progress=false",
-                  "algorithm." + algo + ".step_size=2", "algorithm." + algo + ".decay=0.01"},
+                  "stop.time_seconds=0.6", "stop.stop_at_target=false", "eval.period_seconds=0.2",
+                  "progress=false", "algorithm." + algo + ".step_size=2",
+                  "algorithm." + algo + ".decay=0.01"},
                  std::move(extra));
 }
 
@@ -55,10 +55,10 @@ std::uint32_t expected_peer(std::uint32_t i, std::uint64_t k, std::uint32_t n) {
 struct ledger_check {
   std::uint32_t n = 0;
   double gamma0 = 0, decay = 0;
-  std::uint64_t tau = 0;              // steps allowed ahead of the oldest missing (SGP: 0)
-  bool skip_first_send = false;       // test of the test: forget one message in flight
+  std::uint64_t tau = 0;         // steps allowed ahead of the oldest missing (SGP: 0)
+  bool skip_first_send = false;  // test of the test: forget one message in flight
   std::vector<double> x0;
-  std::vector<double> descended;      // sum of gamma_k g over all steps
+  std::vector<double> descended;  // sum of gamma_k g over all steps
   std::map<std::pair<std::uint32_t, std::uint64_t>, atrain::pushsum_sent> in_flight;
   std::vector<std::size_t> sent_seen, added_seen, descents_seen;
   std::vector<std::vector<bool>> added_steps;  // per receiver, by sender step
@@ -67,24 +67,24 @@ struct ledger_check {
   std::uint64_t checks = 0, sends = 0, adds = 0, max_lead = 0;
   bool failed = false;
   // Restarts.
-  double w_total;                          // sum w + in flight that must hold (n until a loss)
-  std::vector<double> x_total;             // sum x + in flight + sum gamma g that must hold
+  double w_total;                            // sum w + in flight that must hold (n until a loss)
+  std::vector<double> x_total;               // sum x + in flight + sum gamma g that must hold
   std::vector<caf::actor_addr> incarnation;  // per node, as last observed
-  std::vector<std::uint64_t> base;         // per node: the step its incarnation began at
-  std::vector<double> last_w;              // per node: w at its last observation
-  std::vector<std::vector<double>> last_x;  // ... and x (kept while someone is down)
+  std::vector<std::uint64_t> base;           // per node: the step its incarnation began at
+  std::vector<double> last_w;                // per node: w at its last observation
+  std::vector<std::vector<double>> last_x;   // ... and x (kept while someone is down)
   std::set<std::pair<std::uint32_t, std::uint64_t>> lost;  // (sender, step) lost at a join
   struct join_record {
     std::uint32_t node, donor;
     std::uint64_t step;
     double w_before, w_after, w_dead, w_lost_messages;
     std::size_t lost_messages;
-    double ratio_error;  // max |x/w - donor's x/w before the donation|
+    double ratio_error;      // max |x/w - donor's x/w before the donation|
     std::size_t sent_to_it;  // messages its in-neighbours sent it before the join
     std::uint64_t checks_at_join;
   };
   std::vector<join_record> joins;
-  std::vector<std::size_t> donated_seen;  // per node: donations accounted for
+  std::vector<std::size_t> donated_seen;                  // per node: donations accounted for
   std::vector<std::vector<std::uint64_t>> steps_sent_to;  // per receiver: sender steps
   std::uint64_t fenced_drops = 0;
   std::set<std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>> added_to;  // (to, from, step)
@@ -92,10 +92,10 @@ struct ledger_check {
 
   ledger_check(const atrain::run_plan& plan, std::uint64_t max_ahead)
     : n(static_cast<std::uint32_t>(plan.nodes())), tau(max_ahead),
-      x0(plan.x0.begin(), plan.x0.end()), descended(plan.dim(), 0.0), sent_seen(n),
-      added_seen(n), descents_seen(n), added_steps(n), oldest_missing(n),
-      w_total(static_cast<double>(n)), x_total(plan.dim()), incarnation(n), base(n, 0),
-      last_w(n, 0.0), last_x(n), donated_seen(n, 0), steps_sent_to(n) {
+      x0(plan.x0.begin(), plan.x0.end()), descended(plan.dim(), 0.0), sent_seen(n), added_seen(n),
+      descents_seen(n), added_steps(n), oldest_missing(n), w_total(static_cast<double>(n)),
+      x_total(plan.dim()), incarnation(n), base(n, 0), last_w(n, 0.0), last_x(n),
+      donated_seen(n, 0), steps_sent_to(n) {
     for (std::size_t k = 0; k < x0.size(); ++k)
       x_total[k] = static_cast<double>(n) * x0[k];
     const auto& a = plan.spec.algorithm();
@@ -175,8 +175,8 @@ struct ledger_check {
     if (node.w != wd / 2 || donor->donated.back().w != wd / 2)
       fail("the replacement's weight is not half the donor's");
     for (std::size_t k = 0; k < node.x.size(); ++k)
-      j.ratio_error = std::max(j.ratio_error,
-                               std::abs(node.x[k] / node.w - last_x[node.donor][k] / wd));
+      j.ratio_error =
+        std::max(j.ratio_error, std::abs(node.x[k] / node.w - last_x[node.donor][k] / wd));
     joins.push_back(j);
   }
 
@@ -236,8 +236,8 @@ struct ledger_check {
     worst_x = std::max(worst_x, err / scale);
     ++checks;
     if (worst_w > 1e-13 || worst_x > 1e-12)
-      fail("push-sum mass not conserved: w residual " + std::to_string(worst_w) +
-           ", x residual " + std::to_string(worst_x));
+      fail("push-sum mass not conserved: w residual " + std::to_string(worst_w) + ", x residual " +
+           std::to_string(worst_x));
     return true;
   }
 
@@ -327,7 +327,7 @@ std::uint64_t max_ahead(const atrain::run_plan& plan) {
   return a.has_osgp() ? std::max<std::uint32_t>(1, a.osgp().max_staleness()) : 0;
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(sgp)
 
@@ -349,10 +349,10 @@ BOOST_AUTO_TEST_CASE(the_rotation_is_the_one_peer_exponential_graph) {
 BOOST_AUTO_TEST_CASE(mass_is_conserved_after_every_event_and_sends_follow_the_rotation) {
   for (const char* algo : {"sgp", "osgp"})
     for (double loss : {0.0, 0.3}) {
-      auto plan = t::quickstart(small(algo, {"link.loss=" + std::to_string(loss),
-                                             "link.latency_seconds=0.003", "link.duplicate=0.2",
-                                             "link.reorder=0.3", "link.reorder_delay_seconds=0.02",
-                                             "cost.jitter=0.3"}));
+      auto plan = t::quickstart(
+        small(algo, {"link.loss=" + std::to_string(loss), "link.latency_seconds=0.003",
+                     "link.duplicate=0.2", "link.reorder=0.3", "link.reorder_delay_seconds=0.02",
+                     "cost.jitter=0.3"}));
       ledger_check check{*plan, max_ahead(*plan)};
       auto report = run_checked(plan, check);
       BOOST_TEST_MESSAGE(algo << " loss " << loss << ": " << check.checks << " checks, "
@@ -396,12 +396,12 @@ BOOST_AUTO_TEST_CASE(the_mass_check_detects_a_forgotten_message) {
 BOOST_AUTO_TEST_CASE(osgp_never_runs_more_than_max_staleness_ahead) {
   // Latency 5 tau: without the bound a node would run ~5 steps ahead.
   for (const char* tau : {"1", "2"}) {
-    auto plan = t::quickstart(small("osgp", {"link.latency_seconds=0.05",
-                                             std::string{"algorithm.osgp.max_staleness="} + tau}));
+    auto plan = t::quickstart(small(
+      "osgp", {"link.latency_seconds=0.05", std::string{"algorithm.osgp.max_staleness="} + tau}));
     ledger_check check{*plan, max_ahead(*plan)};
     auto report = run_checked(plan, check);
-    BOOST_TEST_MESSAGE("osgp tau " << tau << ": max lead " << check.max_lead
-                                   << ", staleness max " << report.staleness_max() << " mean "
+    BOOST_TEST_MESSAGE("osgp tau " << tau << ": max lead " << check.max_lead << ", staleness max "
+                                   << report.staleness_max() << " mean "
                                    << report.staleness_mean());
     BOOST_TEST(check.max_lead == check.tau + 1);  // the bound is what paces the run
     BOOST_TEST(report.staleness_max() <= static_cast<double>(check.tau));
@@ -422,14 +422,12 @@ BOOST_AUTO_TEST_CASE(sgp_equals_the_push_sum_matrix_recursion_whatever_the_timin
   //   (x, w)_i <- (y_i, w_i)/2 + (y_j, w_j)/2,  j = (i - 2^(k mod m)) mod n
   const double gamma = 2.0, decay = 0.05, l2 = 1e-4;
   const std::uint64_t rounds = 25;
-  auto plan = t::quickstart({"nodes=4", "dataset.max_train_samples=400",
-                             "dataset.max_test_samples=200", "model.batch_size=100",
-                             "cost.jitter=0.5", "link.latency_seconds=0.004",
-                             "link.duplicate=0.3", "link.reorder=0.5",
-                             "link.reorder_delay_seconds=0.02", "algorithm.sgp.step_size=2",
-                             "algorithm.sgp.decay=0.05", "stop.time_seconds=1",
-                             "stop.stop_at_target=false", "eval.period_seconds=1",
-                             "progress=false"});
+  auto plan =
+    t::quickstart({"nodes=4", "dataset.max_train_samples=400", "dataset.max_test_samples=200",
+                   "model.batch_size=100", "cost.jitter=0.5", "link.latency_seconds=0.004",
+                   "link.duplicate=0.3", "link.reorder=0.5", "link.reorder_delay_seconds=0.02",
+                   "algorithm.sgp.step_size=2", "algorithm.sgp.decay=0.05", "stop.time_seconds=1",
+                   "stop.stop_at_target=false", "eval.period_seconds=1", "progress=false"});
   BOOST_REQUIRE(plan->shard[0].size() == 100u);
   const std::uint32_t n = 4;
   const auto d = static_cast<Eigen::Index>(plan->dim());
@@ -472,8 +470,8 @@ BOOST_AUTO_TEST_CASE(sgp_equals_the_push_sum_matrix_recursion_whatever_the_timin
     }
   }
   BOOST_TEST(compared == n);
-  BOOST_TEST_MESSAGE("after " << rounds << " steps: x error " << worst_x << ", w error "
-                              << worst_w << " (float32 gradients vs float64)");
+  BOOST_TEST_MESSAGE("after " << rounds << " steps: x error " << worst_x << ", w error " << worst_w
+                              << " (float32 gradients vs float64)");
   BOOST_TEST(worst_x < 1e-4);
   // Every node hears from exactly one in-neighbour per step: the step's
   // matrix is doubly stochastic and synchronous weights stay 1 exactly.
@@ -506,7 +504,7 @@ BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
     bad[0].from = 99;                                                    // unknown sender
     bad[1].d = atrain::double_blob{std::vector<double>(dim + 1, 0.25)};  // wrong size
     bad[2].d = atrain::double_blob{std::vector<double>(dim, std::nan(""))};
-    bad[3].kind = 77;                                                    // unknown stream
+    bad[3].kind = 77;           // unknown stream
     bad[4].seq = 1000 * 3 + 2;  // step 3001: node 0 sends to node 2 then, not to node 1
     bad[5].seq = 0;             // impossible sequence number
     bad[6].scalars = {-0.5};    // negative weight
@@ -568,21 +566,22 @@ BOOST_AUTO_TEST_CASE(a_restarted_worker_takes_half_a_neighbours_mass_and_the_liv
         effect = f.effect();
     BOOST_TEST(effect.find("restarted at") != std::string::npos, effect);
     BOOST_TEST(effect.find("half of node " + std::to_string(j.donor) + "'s push-sum state") !=
-                 std::string::npos, effect);
+                 std::string::npos,
+               effect);
     BOOST_TEST(effect.find("joining at step " + std::to_string(j.step)) != std::string::npos,
                effect);
     BOOST_TEST(effect.find("and " + std::to_string(j.sent_to_it) + " messages") !=
-                 std::string::npos, effect);
+                 std::string::npos,
+               effect);
     BOOST_TEST(report.per_node(3).gradients() > j.step);
-    BOOST_TEST_MESSAGE(algo << " restart: sum w (living + in flight) " << j.w_before << " -> "
-                            << j.w_after << " at the join (dead worker's w " << j.w_dead << ", "
-                            << j.lost_messages << " messages in flight to it lost, w "
-                            << j.w_lost_messages << "; " << check.fenced_drops
-                            << " of them dropped on arrival); donor " << j.donor
-                            << ", ratio error " << j.ratio_error << "; then " << check.checks - j.checks_at_join
-                            << " checks, worst residual w " << check.worst_w << " x "
-                            << check.worst_x << "; target at " << report.time_to_target()
-                            << " s; " << effect);
+    BOOST_TEST_MESSAGE(
+      algo << " restart: sum w (living + in flight) " << j.w_before << " -> " << j.w_after
+           << " at the join (dead worker's w " << j.w_dead << ", " << j.lost_messages
+           << " messages in flight to it lost, w " << j.w_lost_messages << "; "
+           << check.fenced_drops << " of them dropped on arrival); donor " << j.donor
+           << ", ratio error " << j.ratio_error << "; then " << check.checks - j.checks_at_join
+           << " checks, worst residual w " << check.worst_w << " x " << check.worst_x
+           << "; target at " << report.time_to_target() << " s; " << effect);
   }
 }
 
@@ -605,8 +604,8 @@ BOOST_AUTO_TEST_CASE(reaches_the_target_on_the_real_clock) {
 
 BOOST_AUTO_TEST_CASE(same_seed_same_trace_other_seed_differs) {
   for (const char* algo : {"sgp", "osgp"})
-    g::expect_replay(small(algo, {"stop.time_seconds=0.5", "link.duplicate=0.2",
-                                  "link.reorder=0.3", "link.reorder_delay_seconds=0.01"}));
+    g::expect_replay(small(algo, {"stop.time_seconds=0.5", "link.duplicate=0.2", "link.reorder=0.3",
+                                  "link.reorder_delay_seconds=0.01"}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

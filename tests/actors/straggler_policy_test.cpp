@@ -45,9 +45,9 @@ std::vector<std::string> with(std::vector<std::string> a, const std::vector<std:
 /// config/algorithms/<name>.textproto with `policy`, progress off, and `extra`.
 std::shared_ptr<const atrain::run_plan> spec(const std::string& name, const std::string& policy,
                                              const std::vector<std::string>& extra) {
-  return t::config("algorithms/" + name + ".textproto",
-                   with({"algorithm." + name + ".straggler_policy=" + policy, "progress=false"},
-                        extra));
+  return t::config(
+    "algorithms/" + name + ".textproto",
+    with({"algorithm." + name + ".straggler_policy=" + policy, "progress=false"}, extra));
 }
 
 atrain::proto::RunReport run(std::shared_ptr<const atrain::run_plan> plan) {
@@ -100,7 +100,7 @@ std::vector<double> mean(const std::vector<const std::vector<float>*>& v) {
   return m;
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(straggler_policy)
 
@@ -140,7 +140,8 @@ BOOST_AUTO_TEST_CASE(ring_counts_travel_with_the_chunks_and_every_rank_agrees) {
             exact += v[k][r][c];
             magnitude += std::abs(v[k][r][c]);
           }
-          BOOST_TEST(std::abs(res.sums[k][0][c] - exact) <= (n - 1) * std::ldexp(1.0, -23) * magnitude);
+          BOOST_TEST(std::abs(res.sums[k][0][c] - exact) <=
+                     (n - 1) * std::ldexp(1.0, -23) * magnitude);
         }
       }
     }
@@ -166,7 +167,8 @@ BOOST_AUTO_TEST_CASE(allreduce_skip_every_step_sums_exactly_what_was_put_in) {
   const auto n = plan->nodes();
   const std::size_t d = plan->dim();
   const auto& algo = plan->spec.algorithm().allreduce();
-  const auto run = run_with_ledger(plan, atrain::allreduce_take_steps, &atrain::allreduce_step::step);
+  const auto run =
+    run_with_ledger(plan, atrain::allreduce_take_steps, &atrain::allreduce_step::step);
   const auto* report = &run.report;
   std::vector<double> contributed(n, 0.0);  // gradients put in, per node
   for (const auto& [k, at] : run.entries)
@@ -208,7 +210,7 @@ BOOST_AUTO_TEST_CASE(allreduce_skip_every_step_sums_exactly_what_was_put_in) {
     previous = &at.at(0).x;
     ++checked;
   }
-  BOOST_TEST(checked > 40u);  // a step: tau + 14 hops of 2 ms, reordered
+  BOOST_TEST(checked > 40u);     // a step: tau + 14 hops of 2 ms, reordered
   BOOST_TEST(short_steps > 0u);  // node 3 joined with zero at times
   // Nothing lost: every gradient was put in, but those in flight or waiting
   // at the end (at most one in flight and one waiting per node).
@@ -222,9 +224,9 @@ BOOST_AUTO_TEST_CASE(allreduce_skip_every_step_sums_exactly_what_was_put_in) {
   BOOST_TEST(slow.staleness_max() >= 1.0);
   BOOST_TEST(report->late_contributions() >= slow.late_contributions());
   BOOST_TEST_MESSAGE("allreduce SKIP: " << checked << " steps checked, " << short_steps
-                                        << " without every node; worst relative sum error "
-                                        << worst << "; node 3 late " << slow.late_contributions()
-                                        << " of " << slow.gradients() << " gradients, staleness max "
+                                        << " without every node; worst relative sum error " << worst
+                                        << "; node 3 late " << slow.late_contributions() << " of "
+                                        << slow.gradients() << " gradients, staleness max "
                                         << slow.staleness_max());
 }
 
@@ -232,10 +234,10 @@ BOOST_AUTO_TEST_CASE(dpsgd_rounds_move_the_average_by_the_gradients_applied_only
   // avg_i x_i^{k+1} = avg_i x_i^k - gamma_k / n sum (gradients applied in
   // round k), W doubly stochastic: mixing-only rounds (SKIP) move nothing.
   for (const std::string policy : {"WAIT", "SKIP"}) {
-    auto plan = spec("dpsgd", policy,
-                     {straggler, "stop.time_seconds=1", "stop.stop_at_target=false",
-                      "link.duplicate=0.2", "link.reorder=0.3",
-                      "link.reorder_delay_seconds=0.005"});
+    auto plan =
+      spec("dpsgd", policy,
+           {straggler, "stop.time_seconds=1", "stop.stop_at_target=false", "link.duplicate=0.2",
+            "link.reorder=0.3", "link.reorder_delay_seconds=0.005"});
     const auto n = plan->nodes();
     const std::size_t d = plan->dim();
     const auto run = run_with_ledger(plan, atrain::dpsgd_take_rounds, &atrain::dpsgd_round::round);
@@ -287,10 +289,9 @@ BOOST_AUTO_TEST_CASE(dpsgd_rounds_move_the_average_by_the_gradients_applied_only
       BOOST_TEST(mixing_only > 0u);
       BOOST_TEST(report->per_node(3).late_contributions() > 0u);
     }
-    BOOST_TEST_MESSAGE("dpsgd " << policy << ": " << checked << " rounds checked, "
-                                << mixing_only << " mixing-only node rounds, worst average error "
-                                << worst << ", node 3 late "
-                                << report->per_node(3).late_contributions());
+    BOOST_TEST_MESSAGE("dpsgd " << policy << ": " << checked << " rounds checked, " << mixing_only
+                                << " mixing-only node rounds, worst average error " << worst
+                                << ", node 3 late " << report->per_node(3).late_contributions());
   }
 }
 
@@ -328,8 +329,8 @@ BOOST_AUTO_TEST_CASE(local_sgd_skip_averages_all_n_current_models) {
                     "link.duplicate=0.2", "link.reorder=0.3", "link.reorder_delay_seconds=0.005"});
   const auto n = plan->nodes();
   const auto h = plan->spec.algorithm().local_sgd().local_steps();
-  const auto run = run_with_ledger(plan, atrain::local_sgd_take_averages,
-                                   &atrain::local_sgd_average::round);
+  const auto run =
+    run_with_ledger(plan, atrain::local_sgd_take_averages, &atrain::local_sgd_average::round);
   std::size_t checked = 0, short_rounds = 0;
   double worst = 0;
   for (const auto& [k, at] : run.entries) {
@@ -370,7 +371,7 @@ BOOST_AUTO_TEST_CASE(local_sgd_skip_joins_the_average_with_the_current_model) {
   // The straggler no longer paces the others: they compute more gradients.
   BOOST_TEST(skip.per_node(0).gradients() > 2 * skip.per_node(3).gradients());
   BOOST_TEST_MESSAGE("local_sgd with node 3 x4: WAIT " << wait.time_to_target() << " s, SKIP "
-                                                      << skip.time_to_target() << " s virtual");
+                                                       << skip.time_to_target() << " s virtual");
 }
 
 BOOST_AUTO_TEST_CASE(wait_is_the_default_and_leaves_the_run_unchanged) {

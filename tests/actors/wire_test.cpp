@@ -55,7 +55,7 @@ bool same(const atrain::blob<T>& a, const atrain::blob<T>& b) {
   return a.vec() == b.vec();
 }
 
-} // namespace
+}  // namespace
 
 BOOST_FIXTURE_TEST_SUITE(wire, wire_fixture)
 

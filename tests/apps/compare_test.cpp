@@ -32,7 +32,7 @@ std::size_t count_lines(const std::string& s) {
   return n;
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(compare)
 
@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_CASE(aggregates_speedups_and_table) {
   rs[1].runs = {run(1, 2.0, 0.845, 400), run(2, 3.0, 0.847, 600)};
   rs[2].name = "dasgd";  // one seed misses the target
   rs[2].runs = {run(1, 0.5, 0.846, 300), run(2, std::nullopt, 0.840, 900)};
-  rs[3].name = "osgp";   // one run failed: left out of every figure
+  rs[3].name = "osgp";  // one run failed: left out of every figure
   rs[3].runs = {run(1, 3.0, 0.848, 100), run(2, 9.0, 0.1, 5)};
   rs[3].runs[1].completed = false;
   rs[3].runs[1].error = "boom";
@@ -90,8 +90,9 @@ BOOST_AUTO_TEST_CASE(aggregates_speedups_and_table) {
   const auto table = markdown_table(rs, 0.845);
   BOOST_TEST_MESSAGE(table);
   BOOST_TEST(count_lines(table) == 2u + rs.size());
-  BOOST_TEST(table.find("| rfast | 2 | 1.250 ± 0.354 | 0.8480 ± 0.0028 | 1000 | 1.00 MB | 2.00× |") !=
-             std::string::npos);
+  BOOST_TEST(
+    table.find("| rfast | 2 | 1.250 ± 0.354 | 0.8480 ± 0.0028 | 1000 | 1.00 MB | 2.00× |") !=
+    std::string::npos);
   BOOST_TEST(table.find("| dasgd | 2 | not reached (1/2) |") != std::string::npos);
   BOOST_TEST(table.find("| osgp | 1 (1 failed) | 3.000 | 0.8480 | 100 | 100.0 kB | 0.83× |") !=
              std::string::npos);

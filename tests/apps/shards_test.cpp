@@ -73,7 +73,7 @@ void check_partition(const std::vector<rows>& shards, std::size_t n) {
   BOOST_TEST(std::count(seen.begin(), seen.end(), 1) == static_cast<std::ptrdiff_t>(n));
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(shards_export)
 
@@ -106,8 +106,8 @@ BOOST_AUTO_TEST_CASE(another_seed_and_label_skew_are_exported_as_drawn) {
   BOOST_TEST(sa[0] != sb[0]);
   for (std::size_t i = 0; i < 4; ++i)
     BOOST_TEST(sb[i] == b.plan->shard[i]);
-  const auto skew = export_split(
-    {"nodes=4", "shard={policy: LABEL_SKEW dirichlet_alpha: 0.1}", "dataset.max_train_samples=3000"});
+  const auto skew = export_split({"nodes=4", "shard={policy: LABEL_SKEW dirichlet_alpha: 0.1}",
+                                  "dataset.max_train_samples=3000"});
   const auto ss = read_shards(skew.json);
   BOOST_REQUIRE(ss.size() == 4u);
   for (std::size_t i = 0; i < 4; ++i)

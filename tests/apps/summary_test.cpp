@@ -53,8 +53,8 @@ BOOST_AUTO_TEST_CASE(a_run_that_lost_nodes_says_so_last) {
   atrain::cli::print_summary(r, out);
   const auto text = out.str();
   BOOST_TEST(last_line(text) == atrain::cli::lost_nodes_line(r), text);
-  BOOST_TEST(text.find("host lost       127.0.0.1:7001 at 4.2 s (2 nodes: 2 5)") !=
-               std::string::npos, text);
+  BOOST_TEST(
+    text.find("host lost       127.0.0.1:7001 at 4.2 s (2 nodes: 2 5)") != std::string::npos, text);
   BOOST_TEST(text.find("straggler       node 3 detected at 1.5 s, up to 3.2x") != std::string::npos,
              text);
   BOOST_TEST(text.find("fault           crash node 6") != std::string::npos, text);

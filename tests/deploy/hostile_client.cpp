@@ -24,7 +24,7 @@ void check(bool ok, const std::string& what) {
   failures += ok ? 0 : 1;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 4) {

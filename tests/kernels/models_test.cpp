@@ -32,31 +32,37 @@ data gen_data(std::size_t rows, std::size_t dim, std::size_t classes, std::uint6
   data d;
   d.dim = dim;
   d.x.resize(rows * dim);
-  for (auto& v : d.x) v = static_cast<float>(g.normal());
+  for (auto& v : d.x)
+    v = static_cast<float>(g.normal());
   d.y.resize(rows);
-  for (auto& v : d.y) v = static_cast<std::int32_t>(g.below(classes));
+  for (auto& v : d.y)
+    v = static_cast<std::int32_t>(g.below(classes));
   return d;
 }
 
 // ---- independent plain-loop references, in double ----------------------
 
-double softplus_ref(double t) { return t > 0 ? t + std::log1p(std::exp(-t)) : std::log1p(std::exp(t)); }
+double softplus_ref(double t) {
+  return t > 0 ? t + std::log1p(std::exp(-t)) : std::log1p(std::exp(t));
+}
 
 double lr_loss_ref(const data& d, const std::vector<double>& p, double l2) {
   double s = 0;
   for (std::size_t i = 0; i < d.rows(); ++i) {
     double z = p[d.dim];
-    for (std::size_t j = 0; j < d.dim; ++j) z += p[j] * d.x[i * d.dim + j];
+    for (std::size_t j = 0; j < d.dim; ++j)
+      z += p[j] * d.x[i * d.dim + j];
     const double sign = d.y[i] == 1 ? 1 : -1;
     s += softplus_ref(-sign * z);
   }
   double r = 0;
-  for (double v : p) r += v * v;
+  for (double v : p)
+    r += v * v;
   return s / static_cast<double>(d.rows()) + 0.5 * l2 * r;
 }
 
-double mlp_loss_ref(const std::vector<std::size_t>& widths, const data& d, const std::vector<double>& p,
-                    double l2) {
+double mlp_loss_ref(const std::vector<std::size_t>& widths, const data& d,
+                    const std::vector<double>& p, double l2) {
   double total = 0;
   for (std::size_t i = 0; i < d.rows(); ++i) {
     std::vector<double> a(d.x.begin() + static_cast<std::ptrdiff_t>(i * d.dim),
@@ -67,28 +73,34 @@ double mlp_loss_ref(const std::vector<std::size_t>& widths, const data& d, const
       std::vector<double> z(out);
       for (std::size_t o = 0; o < out; ++o) {
         double s = p[off + in * out + o];  // bias
-        for (std::size_t k = 0; k < in; ++k) s += a[k] * p[off + k * out + o];
+        for (std::size_t k = 0; k < in; ++k)
+          s += a[k] * p[off + k * out + o];
         z[o] = (l + 2 < widths.size()) ? std::max(s, 0.0) : s;
       }
       off += in * out + out;
       a = z;
     }
     double m = a[0];
-    for (double v : a) m = std::max(m, v);
+    for (double v : a)
+      m = std::max(m, v);
     double s = 0;
-    for (double v : a) s += std::exp(v - m);
+    for (double v : a)
+      s += std::exp(v - m);
     total += m + std::log(s) - a[static_cast<std::size_t>(d.y[i])];
   }
   double r = 0;
   std::size_t off = 0;
   for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
-    for (std::size_t k = 0; k < widths[l] * widths[l + 1]; ++k) r += p[off + k] * p[off + k];
+    for (std::size_t k = 0; k < widths[l] * widths[l + 1]; ++k)
+      r += p[off + k] * p[off + k];
     off += widths[l] * widths[l + 1] + widths[l + 1];
   }
   return total / static_cast<double>(d.rows()) + 0.5 * l2 * r;
 }
 
-std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+std::vector<double> to_double(const std::vector<float>& v) {
+  return {v.begin(), v.end()};
+}
 
 /// Analytic gradient vs central differences of `ref` (double, h = 1e-5) on
 /// coordinates `coords`. Relative bound 1e-3 (float gradient, double FD): a
@@ -108,7 +120,8 @@ void check_gradient_double(const std::vector<float>& params, const std::vector<f
     const double err = std::abs(grad[c] - fd);
     BOOST_TEST_INFO("coordinate " << c << ": analytic " << grad[c] << ", finite difference " << fd);
     BOOST_TEST(err <= 1e-3 * std::abs(fd) + 2e-6);
-    if (std::abs(fd) > 1e-3) ++significant;
+    if (std::abs(fd) > 1e-3)
+      ++significant;
   }
   BOOST_TEST(significant >= coords.size() / 2);  // the check is not vacuous
 }
@@ -133,14 +146,16 @@ void check_gradient_model(model& m, const batch_view& b, const std::vector<float
 std::vector<std::size_t> random_coords(std::size_t n, std::size_t count, std::uint64_t seed) {
   rng g(seed);
   std::vector<std::size_t> c;
-  for (std::size_t i = 0; i < count; ++i) c.push_back(static_cast<std::size_t>(g.below(n)));
+  for (std::size_t i = 0; i < count; ++i)
+    c.push_back(static_cast<std::size_t>(g.below(n)));
   return c;
 }
 
 std::vector<float> random_params(std::size_t n, double scale, std::uint64_t seed) {
   rng g(seed);
   std::vector<float> p(n);
-  for (auto& v : p) v = static_cast<float>(scale * g.normal());
+  for (auto& v : p)
+    v = static_cast<float>(scale * g.normal());
   return p;
 }
 
@@ -157,7 +172,8 @@ void check_split(model& m, const data& d, const std::vector<float>& params,
   for (auto s : sizes) {
     const double w = static_cast<double>(s) / static_cast<double>(d.rows());
     loss_mean += w * m.loss_and_gradient(d.slice(from, s), params.data(), g.data());
-    for (std::size_t k = 0; k < n; ++k) g_mean[k] += w * g[k];
+    for (std::size_t k = 0; k < n; ++k)
+      g_mean[k] += w * g[k];
     from += s;
   }
   BOOST_REQUIRE(from == d.rows());
@@ -170,7 +186,7 @@ void check_split(model& m, const data& d, const std::vector<float>& params,
   BOOST_TEST(max_err <= 1e-5 * max_g + 1e-7);
 }
 
-} // namespace
+}  // namespace
 
 // =========================================================================
 BOOST_AUTO_TEST_SUITE(logistic_regression)
@@ -181,7 +197,8 @@ BOOST_AUTO_TEST_CASE(shape_name_and_zero_init) {
   BOOST_TEST(m->name() == "logistic_regression(7)");
   std::vector<float> p(8, 3.0f);
   m->init_params(p.data(), 42);
-  for (float v : p) BOOST_TEST(v == 0.0f);
+  for (float v : p)
+    BOOST_TEST(v == 0.0f);
 }
 
 BOOST_AUTO_TEST_CASE(loss_matches_plain_loop) {
@@ -207,7 +224,8 @@ BOOST_AUTO_TEST_CASE(gradient_matches_finite_differences) {
   (void)m->loss_and_gradient(d.all(), p.data(), g.data());
   auto coords = random_coords(11, 6, 5);
   coords.push_back(10);  // the bias
-  check_gradient_double(p, g, coords, [&](const std::vector<double>& q) { return lr_loss_ref(d, q, l2); });
+  check_gradient_double(p, g, coords,
+                        [&](const std::vector<double>& q) { return lr_loss_ref(d, q, l2); });
   check_gradient_model(*m, d.all(), p, g, coords);
 }
 
@@ -246,7 +264,8 @@ BOOST_AUTO_TEST_CASE(gradient_descent_separates) {
   for (int i = 0; i < 200; ++i) {
     const int y = i % 2;
     const double c = y ? 1.5 : -1.5;
-    for (int j = 0; j < 4; ++j) d.x.push_back(static_cast<float>((j < 2 ? c : 0.0) + 0.5 * g.normal()));
+    for (int j = 0; j < 4; ++j)
+      d.x.push_back(static_cast<float>((j < 2 ? c : 0.0) + 0.5 * g.normal()));
     d.y.push_back(y);
   }
   auto m = make_logistic_regression(4, 1e-4);
@@ -259,7 +278,8 @@ BOOST_AUTO_TEST_CASE(gradient_descent_separates) {
     const double l = m->loss_and_gradient(d.all(), p.data(), grad.data());
     monotone = monotone && l <= prev + 1e-9;
     prev = l;
-    for (std::size_t k = 0; k < p.size(); ++k) p[k] -= 0.5f * grad[k];
+    for (std::size_t k = 0; k < p.size(); ++k)
+      p[k] -= 0.5f * grad[k];
   }
   const double last = m->loss(d.all(), p.data());
   BOOST_TEST(first == std::log(2.0), boost::test_tools::tolerance(1e-6));
@@ -288,11 +308,12 @@ BOOST_AUTO_TEST_CASE(large_batch_is_chunked_consistently) {
   std::size_t correct = 0;
   for (std::size_t i = 0; i < d.rows(); ++i) {
     double z = p[5];
-    for (std::size_t j = 0; j < 5; ++j) z += static_cast<double>(p[j]) * d.x[i * 5 + j];
+    for (std::size_t j = 0; j < 5; ++j)
+      z += static_cast<double>(p[j]) * d.x[i * 5 + j];
     correct += (z > 0 ? 1 : 0) == d.y[i];
   }
   BOOST_TEST(m->accuracy(d.all(), p.data()) ==
-                 static_cast<double>(correct) / static_cast<double>(d.rows()),
+               static_cast<double>(correct) / static_cast<double>(d.rows()),
              boost::test_tools::tolerance(1e-3));
 }
 
@@ -319,7 +340,8 @@ BOOST_AUTO_TEST_CASE(rejects_bad_input) {
   BOOST_CHECK_THROW((void)m->loss(d.slice(0, 0), p.data()), std::invalid_argument);
   auto bad = d;
   bad.y[2] = 2;
-  BOOST_CHECK_THROW((void)m->loss_and_gradient(bad.all(), p.data(), g.data()), std::invalid_argument);
+  BOOST_CHECK_THROW((void)m->loss_and_gradient(bad.all(), p.data(), g.data()),
+                    std::invalid_argument);
   BOOST_CHECK_THROW((void)make_logistic_regression(0, 0.0), std::invalid_argument);
 }
 
@@ -339,7 +361,8 @@ BOOST_AUTO_TEST_CASE(shape_name_and_init) {
   BOOST_TEST(a == b, boost::test_tools::per_element());
   BOOST_TEST(a != c);
   // Layout: W1 (80) b1 (8) W2 (48) b2 (6) W3 (18) b3 (3); He-uniform bound sqrt(6/in).
-  const std::size_t w_off[] = {0, 88, 142}, w_len[] = {80, 48, 18}, in[] = {10, 8, 6}, out[] = {8, 6, 3};
+  const std::size_t w_off[] = {0, 88, 142}, w_len[] = {80, 48, 18}, in[] = {10, 8, 6},
+                    out[] = {8, 6, 3};
   for (int l = 0; l < 3; ++l) {
     const double bound = std::sqrt(6.0 / static_cast<double>(in[l]));
     double sq = 0;
@@ -348,7 +371,8 @@ BOOST_AUTO_TEST_CASE(shape_name_and_init) {
       BOOST_TEST(std::abs(v) <= bound);
       sq += static_cast<double>(v) * v;
     }
-    const double var = sq / static_cast<double>(w_len[l]), expect = 2.0 / static_cast<double>(in[l]);
+    const double var = sq / static_cast<double>(w_len[l]),
+                 expect = 2.0 / static_cast<double>(in[l]);
     BOOST_TEST(var > 0.4 * expect);
     BOOST_TEST(var < 1.8 * expect);
     for (std::size_t k = 0; k < out[l]; ++k)
@@ -381,14 +405,15 @@ BOOST_AUTO_TEST_CASE(gradient_matches_finite_differences) {
   std::vector<float> p(m->num_params()), g(m->num_params());
   m->init_params(p.data(), 32);
   rng r(33);
-  for (auto& v : p) v += static_cast<float>(0.1 * r.normal());  // non-zero biases too
+  for (auto& v : p)
+    v += static_cast<float>(0.1 * r.normal());  // non-zero biases too
   (void)m->loss_and_gradient(d.all(), p.data(), g.data());
   auto coords = random_coords(p.size(), 16, 34);
   for (std::size_t c : {std::size_t{80}, std::size_t{87}, std::size_t{136}, std::size_t{140},
                         std::size_t{141}, std::size_t{142}, std::size_t{160}, p.size() - 1})
     coords.push_back(c);  // first/last of each bias, first/last of W3, last param
-  check_gradient_double(p, g, coords,
-                        [&](const std::vector<double>& q) { return mlp_loss_ref(widths, d, q, l2); });
+  check_gradient_double(
+    p, g, coords, [&](const std::vector<double>& q) { return mlp_loss_ref(widths, d, q, l2); });
   check_gradient_model(*m, d.all(), p, g, coords);
 }
 
@@ -434,7 +459,8 @@ BOOST_AUTO_TEST_CASE(gradient_descent_lowers_loss) {
   const double centres[3][4] = {{2, 0, 0, 0}, {0, 2, 0, 0}, {0, 0, 2, 0}};
   for (int i = 0; i < 150; ++i) {
     const int y = i % 3;
-    for (int j = 0; j < 4; ++j) d.x.push_back(static_cast<float>(centres[y][j] + 0.4 * g.normal()));
+    for (int j = 0; j < 4; ++j)
+      d.x.push_back(static_cast<float>(centres[y][j] + 0.4 * g.normal()));
     d.y.push_back(y);
   }
   auto m = make_mlp(4, {16}, 3, 1e-4);
@@ -443,7 +469,8 @@ BOOST_AUTO_TEST_CASE(gradient_descent_lowers_loss) {
   const double first = m->loss(d.all(), p.data());
   for (int step = 0; step < 300; ++step) {
     (void)m->loss_and_gradient(d.all(), p.data(), grad.data());
-    for (std::size_t k = 0; k < p.size(); ++k) p[k] -= 0.2f * grad[k];
+    for (std::size_t k = 0; k < p.size(); ++k)
+      p[k] -= 0.2f * grad[k];
   }
   const double last = m->loss(d.all(), p.data());
   BOOST_TEST_MESSAGE("mlp 4-16-3 gradient descent: loss " << first << " -> " << last);
@@ -482,7 +509,8 @@ BOOST_AUTO_TEST_CASE(many_shapes_evict_and_rebuild) {
   std::vector<float> p(m->num_params());
   m->init_params(p.data(), 72);
   std::vector<double> first;
-  for (std::size_t n = 1; n <= 20; ++n) first.push_back(m->loss(d.slice(0, n), p.data()));
+  for (std::size_t n = 1; n <= 20; ++n)
+    first.push_back(m->loss(d.slice(0, n), p.data()));
   for (std::size_t n = 1; n <= 20; ++n) {
     data sub;
     sub.dim = 4;

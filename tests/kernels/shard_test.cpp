@@ -18,30 +18,36 @@ bool covers_once(const shards& s, std::size_t n) {
   std::vector<int> seen(n, 0);
   for (const auto& shard : s) {
     for (std::uint32_t i : shard) {
-      if (i >= n || seen[i]++ != 0) return false;
+      if (i >= n || seen[i]++ != 0)
+        return false;
     }
   }
   return std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; });
 }
 
 bool each_sorted(const shards& s) {
-  return std::all_of(s.begin(), s.end(), [](const auto& v) { return std::is_sorted(v.begin(), v.end()); });
+  return std::all_of(s.begin(), s.end(),
+                     [](const auto& v) { return std::is_sorted(v.begin(), v.end()); });
 }
 
 /// Balanced labels: `per_class` samples of each class, interleaved.
 std::vector<std::int32_t> balanced_labels(std::size_t classes, std::size_t per_class) {
   std::vector<std::int32_t> labels(classes * per_class);
-  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(i % classes);
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    labels[i] = static_cast<std::int32_t>(i % classes);
   return labels;
 }
 
 /// Mean over nodes of the fraction of the node's samples in its top class.
-double mean_max_class_fraction(const shards& s, const std::vector<std::int32_t>& labels, std::size_t classes) {
+double mean_max_class_fraction(const shards& s, const std::vector<std::int32_t>& labels,
+                               std::size_t classes) {
   double total = 0;
   for (const auto& shard : s) {
     std::vector<std::size_t> hist(classes, 0);
-    for (std::uint32_t i : shard) ++hist[static_cast<std::size_t>(labels[i])];
-    total += static_cast<double>(*std::max_element(hist.begin(), hist.end())) / static_cast<double>(shard.size());
+    for (std::uint32_t i : shard)
+      ++hist[static_cast<std::size_t>(labels[i])];
+    total += static_cast<double>(*std::max_element(hist.begin(), hist.end())) /
+             static_cast<double>(shard.size());
   }
   return total / static_cast<double>(s.size());
 }
@@ -78,7 +84,7 @@ std::vector<std::uint32_t> draw(minibatch_sampler& s, const dataset& d, std::siz
   return order;
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(sharding)
 
@@ -88,14 +94,15 @@ BOOST_AUTO_TEST_CASE(iid_covers_and_balances) {
     BOOST_TEST(s.size() == nodes);
     BOOST_TEST(covers_once(s, 1003));
     BOOST_TEST(each_sorted(s));
-    const auto [lo, hi] = std::minmax_element(s.begin(), s.end(),
-                                              [](const auto& a, const auto& b) { return a.size() < b.size(); });
+    const auto [lo, hi] = std::minmax_element(
+      s.begin(), s.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); });
     BOOST_TEST(hi->size() - lo->size() <= 1u, "nodes " << nodes);
   }
   // More nodes than samples: sizes 1 and 0.
   const shards tiny = shard_iid(3, 5, 1);
   BOOST_TEST(covers_once(tiny, 3));
-  BOOST_TEST(std::count_if(tiny.begin(), tiny.end(), [](const auto& v) { return v.size() == 1; }) == 3);
+  BOOST_TEST(std::count_if(tiny.begin(), tiny.end(), [](const auto& v) { return v.size() == 1; }) ==
+             3);
   BOOST_CHECK_THROW((void)shard_iid(10, 0, 1), std::invalid_argument);
 }
 
@@ -157,7 +164,8 @@ BOOST_AUTO_TEST_CASE(label_skew_deterministic_and_nonempty) {
 BOOST_AUTO_TEST_CASE(sampler_epochs_and_rows) {
   const dataset d = indexed_dataset(200);
   std::vector<std::uint32_t> shard;
-  for (std::uint32_t i = 3; i < 200; i += 4) shard.push_back(i);  // 50 indices
+  for (std::uint32_t i = 3; i < 200; i += 4)
+    shard.push_back(i);  // 50 indices
   std::vector<std::uint32_t> sorted_shard = shard;
 
   minibatch_sampler s(d, shard, 7, 11);
@@ -210,7 +218,8 @@ BOOST_AUTO_TEST_CASE(sampler_over_iid_shards_of_a_dataset) {
     minibatch_sampler s(d, parts[k], 5, derive_seed(77, k));
     const std::size_t n = parts[k].size();
     const auto order = draw(s, d, (n + 4) / 5);
-    for (std::size_t j = 0; j < n; ++j) ++seen[order[j]];
+    for (std::size_t j = 0; j < n; ++j)
+      ++seen[order[j]];
   }
   BOOST_TEST(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
 }

@@ -20,29 +20,33 @@ const std::size_t sizes[] = {0, 1, 7, 16, 33, 1000, 2500};
 std::vector<float> randf(std::size_t n, std::uint64_t seed) {
   rng g(seed);
   std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(g.uniform(-2, 2));
+  for (auto& x : v)
+    x = static_cast<float>(g.uniform(-2, 2));
   return v;
 }
 
 std::vector<double> randd(std::size_t n, std::uint64_t seed) {
   rng g(seed);
   std::vector<double> v(n);
-  for (auto& x : v) x = g.uniform(-2, 2);
+  for (auto& x : v)
+    x = g.uniform(-2, 2);
   return v;
 }
 
 /// Equal up to rounding (the library may fuse multiply-adds, the loop may not).
 template <class T>
 bool close(const std::vector<T>& a, const std::vector<T>& b) {
-  if (a.size() != b.size()) return false;
+  if (a.size() != b.size())
+    return false;
   const double eps = sizeof(T) == 4 ? 1e-6 : 1e-14;
   for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])) > eps * (std::abs(static_cast<double>(b[i])) + 1))
+    if (std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])) >
+        eps * (std::abs(static_cast<double>(b[i])) + 1))
       return false;
   return true;
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(vector_ops)
 
@@ -51,20 +55,23 @@ BOOST_AUTO_TEST_CASE(axpy_all_overloads) {
     const auto xf = randf(n, 1);
     auto yf = randf(n, 2);
     auto ef = yf;
-    for (std::size_t i = 0; i < n; ++i) ef[i] += 0.75f * xf[i];
+    for (std::size_t i = 0; i < n; ++i)
+      ef[i] += 0.75f * xf[i];
     vec::axpy(0.75f, xf.data(), yf.data(), n);
     BOOST_TEST(close(yf, ef));
 
     const auto xd = randd(n, 3);
     auto yd = randd(n, 4);
     auto ed = yd;
-    for (std::size_t i = 0; i < n; ++i) ed[i] += -1.25 * xd[i];
+    for (std::size_t i = 0; i < n; ++i)
+      ed[i] += -1.25 * xd[i];
     vec::axpy(-1.25, xd.data(), yd.data(), n);
     BOOST_TEST(close(yd, ed));
 
     auto ym = randd(n, 5);
     auto em = ym;
-    for (std::size_t i = 0; i < n; ++i) em[i] += 0.1 * static_cast<double>(xf[i]);
+    for (std::size_t i = 0; i < n; ++i)
+      em[i] += 0.1 * static_cast<double>(xf[i]);
     vec::axpy(0.1, xf.data(), ym.data(), n);
     BOOST_TEST(close(ym, em));
   }
@@ -85,7 +92,8 @@ BOOST_AUTO_TEST_CASE(axpy_rounds_without_fma) {
   }
   vec::axpy(a, x.data(), y.data(), n);
   std::size_t differ = 0;
-  for (std::size_t i = 0; i < n; ++i) differ += y[i] != expect[i] ? 1 : 0;
+  for (std::size_t i = 0; i < n; ++i)
+    differ += y[i] != expect[i] ? 1 : 0;
   BOOST_TEST(differ == 0u);
 }
 
@@ -93,22 +101,26 @@ BOOST_AUTO_TEST_CASE(scale_and_copy) {
   for (auto n : sizes) {
     auto xf = randf(n, 6);
     auto ef = xf;
-    for (auto& v : ef) v *= -3.0f;
+    for (auto& v : ef)
+      v *= -3.0f;
     vec::scale(-3.0f, xf.data(), n);
     BOOST_TEST(close(xf, ef));
 
     auto xd = randd(n, 7);
     auto ed = xd;
-    for (auto& v : ed) v *= 0.3;
+    for (auto& v : ed)
+      v *= 0.3;
     vec::scale(0.3, xd.data(), n);
     BOOST_TEST(close(xd, ed));
 
     std::vector<float> f(n);
     vec::copy(xd.data(), f.data(), n);
-    for (std::size_t i = 0; i < n; ++i) BOOST_TEST(f[i] == static_cast<float>(xd[i]));
+    for (std::size_t i = 0; i < n; ++i)
+      BOOST_TEST(f[i] == static_cast<float>(xd[i]));
     std::vector<double> d(n);
     vec::copy(f.data(), d.data(), n);
-    for (std::size_t i = 0; i < n; ++i) BOOST_TEST(d[i] == static_cast<double>(f[i]));
+    for (std::size_t i = 0; i < n; ++i)
+      BOOST_TEST(d[i] == static_cast<double>(f[i]));
   }
 }
 
@@ -117,13 +129,16 @@ BOOST_AUTO_TEST_CASE(weighted_sum_matches_loop) {
     std::vector<std::vector<float>> xs;
     std::vector<const float*> ptrs;
     const std::vector<double> w{0.5, -0.25, 1.0 / 3.0, 2.0};
-    for (std::uint64_t k = 0; k < w.size(); ++k) xs.push_back(randf(n, 10 + k));
-    for (auto& x : xs) ptrs.push_back(x.data());
+    for (std::uint64_t k = 0; k < w.size(); ++k)
+      xs.push_back(randf(n, 10 + k));
+    for (auto& x : xs)
+      ptrs.push_back(x.data());
     std::vector<float> y(n, 99.0f);
     vec::weighted_sum(ptrs, w, y.data(), n);
     for (std::size_t i = 0; i < n; ++i) {
       double e = 0;
-      for (std::size_t k = 0; k < w.size(); ++k) e += w[k] * xs[k][i];
+      for (std::size_t k = 0; k < w.size(); ++k)
+        e += w[k] * xs[k][i];
       BOOST_TEST(std::abs(y[i] - e) <= 1e-6 * (std::abs(e) + 1));
     }
     // y may be one of the inputs
@@ -144,7 +159,8 @@ BOOST_AUTO_TEST_CASE(weighted_sum_matches_loop) {
   // no terms: zeros
   std::vector<float> y(5, 1.0f);
   vec::weighted_sum({}, {}, y.data(), 5);
-  for (float v : y) BOOST_TEST(v == 0.0f);
+  for (float v : y)
+    BOOST_TEST(v == 0.0f);
 }
 
 BOOST_AUTO_TEST_CASE(reductions) {
@@ -171,9 +187,11 @@ BOOST_AUTO_TEST_CASE(all_finite_detects_nan_and_inf) {
   for (auto n : sizes) {
     auto x = randf(n, 30);
     BOOST_TEST(vec::all_finite(x.data(), n));
-    if (n == 0) continue;
-    for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
-                      -std::numeric_limits<float>::infinity()}) {
+    if (n == 0)
+      continue;
+    for (float bad :
+         {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+          -std::numeric_limits<float>::infinity()}) {
       auto y = x;
       y[n - 1] = bad;
       BOOST_TEST(!vec::all_finite(y.data(), n));
@@ -189,13 +207,15 @@ BOOST_AUTO_TEST_CASE(gather_scatter) {
   const std::vector<std::uint32_t> idx{3, 0, 49, 17, 17, 8};
   std::vector<float> out(idx.size());
   vec::gather(x.data(), idx, out.data());
-  for (std::size_t k = 0; k < idx.size(); ++k) BOOST_TEST(out[k] == x[idx[k]]);
+  for (std::size_t k = 0; k < idx.size(); ++k)
+    BOOST_TEST(out[k] == x[idx[k]]);
 
   const std::vector<std::uint32_t> uniq{3, 0, 49, 17, 8};
   const auto v = randf(uniq.size(), 41);
   auto y = x;
   auto e = x;
-  for (std::size_t k = 0; k < uniq.size(); ++k) e[uniq[k]] = v[k];
+  for (std::size_t k = 0; k < uniq.size(); ++k)
+    e[uniq[k]] = v[k];
   vec::scatter(v.data(), uniq, y.data());
   BOOST_TEST(y == e, tt::per_element());
 
@@ -203,7 +223,8 @@ BOOST_AUTO_TEST_CASE(gather_scatter) {
   const auto w = randf(idx.size(), 42);
   y = x;
   e = x;
-  for (std::size_t k = 0; k < idx.size(); ++k) e[idx[k]] += -0.5f * w[k];
+  for (std::size_t k = 0; k < idx.size(); ++k)
+    e[idx[k]] += -0.5f * w[k];
   vec::scatter_add(-0.5f, w.data(), idx, y.data());
   BOOST_TEST(close(y, e));
 

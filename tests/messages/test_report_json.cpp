@@ -13,7 +13,9 @@
 BOOST_AUTO_TEST_SUITE(report_json)
 
 namespace {
-bool has(const std::string& json, const std::string& s) { return json.find(s) != std::string::npos; }
+bool has(const std::string& json, const std::string& s) {
+  return json.find(s) != std::string::npos;
+}
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(zero_counters_are_printed_and_unset_optional_is_absent) {
@@ -61,7 +63,7 @@ BOOST_AUTO_TEST_CASE(repeated_rows_and_nodes) {
   const std::string json = atrain::report_to_json(r);
   BOOST_TEST(has(json, "\"metrics\": ["), json);
   BOOST_TEST(has(json, "\"gradients\": 100,"), json);
-  BOOST_TEST(has(json, "\"dropped\": 0"), json);    // zero inside a repeated message
+  BOOST_TEST(has(json, "\"dropped\": 0"), json);  // zero inside a repeated message
   BOOST_TEST(has(json, "\"node\": 0"), json);
   BOOST_TEST(has(json, "\"slow node 3\""), json);
 }

@@ -114,8 +114,10 @@ atrain::loaded_spec parse(const std::string& text, const std::vector<std::string
 // 1-based line of the first occurrence of `snippet` in `text` (0 when absent).
 int line_of(const std::string& text, const std::string& snippet) {
   const auto pos = text.find(snippet);
-  if (pos == std::string::npos) return 0;
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
+  if (pos == std::string::npos)
+    return 0;
+  return 1 +
+         static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(pos), '\n'));
 }
 
 std::string edit(std::string text, const std::vector<std::pair<std::string, std::string>>& edits) {
@@ -134,7 +136,8 @@ std::string edit(std::string text, const std::vector<std::pair<std::string, std:
 std::vector<std::string> split_lines(const std::string& s) {
   std::vector<std::string> out;
   std::istringstream in(s);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
+  for (std::string l; std::getline(in, l);)
+    out.push_back(l);
   return out;
 }
 
@@ -162,218 +165,230 @@ struct bad_case {
 };
 
 const std::string rfast_block =
-    "rfast {\n    variant: PHI\n    step_size: 0.05\n    phi_min: 0.05\n    decay: 0.001\n  }";
+  "rfast {\n    variant: PHI\n    step_size: 0.05\n    phi_min: 0.05\n    decay: 0.001\n  }";
 const std::string c_edges_lines =
-    "  c_edges { from: 3 to: 2 }\n  c_edges { from: 2 to: 1 }\n  c_edges { from: 1 to: 0 }\n";
+  "  c_edges { from: 3 to: 2 }\n  c_edges { from: 2 to: 1 }\n  c_edges { from: 1 to: 0 }\n";
 
 std::vector<bad_case> bad_cases() {
   using E = std::vector<std::pair<std::string, std::string>>;
   using O = std::vector<std::string>;
   return {
-      // ---- parse errors: "FILE:LINE:COL: protobuf's reason"
-      {"syntax: stray brace", E{{"nodes: 4", "nodes: 4 }"}}, O{}, at::parse_line, "nodes: 4 }", "",
-       "Expected identifier"},
-      {"syntax: unterminated block", E{{"  period_seconds: 0.5\n}\nout_dir: \"out\"\n", "  period_seconds: 0.5"}},
-       O{}, at::parse_line, "period_seconds: 0.5", "", "Expected identifier"},
-      {"syntax: unterminated string", E{{"name: \"base\"", "name: \"base"}}, O{}, at::parse_line,
-       "name: \"base", "", "String literals cannot cross line boundaries"},
-      {"unknown field", E{{"step_size: 0.05", "stepsize: 0.05"}}, O{}, at::parse_line, "stepsize",
-       "stepsize", "has no field named"},
-      {"unknown top-level field", E{{"seed: 7", "seeds: 7"}}, O{}, at::parse_line, "seeds: 7", "seeds",
-       "has no field named"},
-      {"wrong type: string for integer", E{{"nodes: 4", "nodes: \"four\""}}, O{}, at::parse_line,
-       "nodes: \"four\"", "", "Expected integer"},
-      {"wrong type: identifier for double", E{{"loss: 0.01", "loss: high"}}, O{}, at::parse_line,
-       "loss: high", "", "Expected double"},
-      {"wrong type: fraction for integer", E{{"batch_size: 8", "batch_size: 8.5"}}, O{}, at::parse_line,
-       "batch_size: 8.5", "", "Expected integer"},
-      {"wrong type: negative unsigned", E{{"nodes: 4", "nodes: -4"}}, O{}, at::parse_line, "nodes: -4", "",
-       "Expected integer"},
-      {"huge integer", E{{"nodes: 4", "nodes: 99999999999999999999"}}, O{}, at::parse_line,
-       "nodes: 9999", "", "out of range"},
-      {"unknown enum name", E{{"clock: VIRTUAL", "clock: FAST"}}, O{}, at::parse_line, "clock: FAST",
-       "clock", "Unknown enumeration value of \"FAST\""},
-      {"unknown nested enum name", E{{"builder: EXPLICIT", "builder: HYPERCUBE"}}, O{}, at::parse_line,
-       "HYPERCUBE", "builder", "Unknown enumeration value"},
-      {"duplicate singular field", E{{"seed: 7", "seed: 7\nseed: 8"}}, O{}, at::parse_line, "seed: 8",
-       "seed", "specified multiple times"},
-      {"oneof given twice", E{{"  logistic_regression {", "  mlp { hidden: 4 }\n  logistic_regression {"}},
-       O{}, at::parse_line, "  logistic_regression {", "logistic_regression", "oneof"},
-      {"binary garbage", E{{"", std::string("\x01\x00\xff\xfe\x80garbage{{{{\x00\x00", 16)}}, O{},
-       at::parse_line, std::string("\x01", 1), "", "Invalid control characters"},
+    // ---- parse errors: "FILE:LINE:COL: protobuf's reason"
+    {"syntax: stray brace", E{{"nodes: 4", "nodes: 4 }"}}, O{}, at::parse_line, "nodes: 4 }", "",
+     "Expected identifier"},
+    {"syntax: unterminated block",
+     E{{"  period_seconds: 0.5\n}\nout_dir: \"out\"\n", "  period_seconds: 0.5"}}, O{},
+     at::parse_line, "period_seconds: 0.5", "", "Expected identifier"},
+    {"syntax: unterminated string", E{{"name: \"base\"", "name: \"base"}}, O{}, at::parse_line,
+     "name: \"base", "", "String literals cannot cross line boundaries"},
+    {"unknown field", E{{"step_size: 0.05", "stepsize: 0.05"}}, O{}, at::parse_line, "stepsize",
+     "stepsize", "has no field named"},
+    {"unknown top-level field", E{{"seed: 7", "seeds: 7"}}, O{}, at::parse_line, "seeds: 7",
+     "seeds", "has no field named"},
+    {"wrong type: string for integer", E{{"nodes: 4", "nodes: \"four\""}}, O{}, at::parse_line,
+     "nodes: \"four\"", "", "Expected integer"},
+    {"wrong type: identifier for double", E{{"loss: 0.01", "loss: high"}}, O{}, at::parse_line,
+     "loss: high", "", "Expected double"},
+    {"wrong type: fraction for integer", E{{"batch_size: 8", "batch_size: 8.5"}}, O{},
+     at::parse_line, "batch_size: 8.5", "", "Expected integer"},
+    {"wrong type: negative unsigned", E{{"nodes: 4", "nodes: -4"}}, O{}, at::parse_line,
+     "nodes: -4", "", "Expected integer"},
+    {"huge integer", E{{"nodes: 4", "nodes: 99999999999999999999"}}, O{}, at::parse_line,
+     "nodes: 9999", "", "out of range"},
+    {"unknown enum name", E{{"clock: VIRTUAL", "clock: FAST"}}, O{}, at::parse_line, "clock: FAST",
+     "clock", "Unknown enumeration value of \"FAST\""},
+    {"unknown nested enum name", E{{"builder: EXPLICIT", "builder: HYPERCUBE"}}, O{},
+     at::parse_line, "HYPERCUBE", "builder", "Unknown enumeration value"},
+    {"duplicate singular field", E{{"seed: 7", "seed: 7\nseed: 8"}}, O{}, at::parse_line, "seed: 8",
+     "seed", "specified multiple times"},
+    {"oneof given twice",
+     E{{"  logistic_regression {", "  mlp { hidden: 4 }\n  logistic_regression {"}}, O{},
+     at::parse_line, "  logistic_regression {", "logistic_regression", "oneof"},
+    {"binary garbage", E{{"", std::string("\x01\x00\xff\xfe\x80garbage{{{{\x00\x00", 16)}}, O{},
+     at::parse_line, std::string("\x01", 1), "", "Invalid control characters"},
 
-      // ---- validation: "FILE:LINE: field.path: reason"
-      {"zero nodes", E{{"nodes: 4", "nodes: 0"}}, O{}, at::line, "nodes: 0", "nodes", "must be >= 1"},
-      {"too many nodes", E{{"nodes: 4", "nodes: 200000"}}, O{}, at::line, "nodes: 200000", "nodes",
-       "must be <= 100000"},
-      {"clock absent", E{{"clock: VIRTUAL\n", ""}}, O{}, at::absent, "", "clock", "must be VIRTUAL or REAL"},
-      {"clock unspecified", E{{"clock: VIRTUAL", "clock: CLOCK_UNSPECIFIED"}}, O{}, at::line,
-       "clock: CLOCK_UNSPECIFIED", "clock", "must be VIRTUAL or REAL"},
-      {"clock unknown number", E{{"clock: VIRTUAL", "clock: 7"}}, O{}, at::line, "clock: 7", "clock",
-       "must be VIRTUAL or REAL"},
-      {"dataset format unset", E{{"  format: LIBSVM\n", ""}}, O{}, at::line, "dataset {", "dataset.format",
-       "must be LIBSVM, IDX or CIFAR10"},
-      {"train file missing", E{{"train_path: \"tiny.libsvm\"", "train_path: \"missing.libsvm\""}}, O{},
-       at::line, "train_path", "dataset.train_path", "file not found"},
-      {"train path unset", E{{"  train_path: \"tiny.libsvm\"\n", ""}}, O{}, at::line, "dataset {",
-       "dataset.train_path", "must be set"},
-      {"test file missing", E{{"test_path: \"tiny.libsvm\"", "test_path: \"nope/test.libsvm\""}}, O{},
-       at::line, "test_path", "dataset.test_path", "file not found"},
-      {"train path is a directory", E{{"train_path: \"tiny.libsvm\"", "train_path: \".\""}}, O{}, at::line,
-       "train_path", "dataset.train_path", "not a regular file"},
-      {"IDX without labels", E{{"format: LIBSVM", "format: IDX"}}, O{}, at::line, "dataset {",
-       "dataset.train_labels_path", "must be set for IDX"},
-      {"dimension too large", E{{"dimension: 3", "dimension: 20000000"}}, O{}, at::line, "dimension",
-       "dataset.dimension", "must be <= 10000000"},
-      {"label skew without alpha", E{{"policy: IID", "policy: LABEL_SKEW"}}, O{}, at::line, "shard {",
-       "shard.dirichlet_alpha", "must be > 0"},
-      {"label skew negative alpha", E{{"policy: IID", "policy: LABEL_SKEW dirichlet_alpha: -1"}}, O{},
-       at::line, "dirichlet_alpha", "shard.dirichlet_alpha", "must be > 0"},
-      {"model kind unset", E{{"  logistic_regression {\n    l2: 0.0001\n  }\n", ""}}, O{}, at::line,
-       "model {", "model", "choose a model"},
-      {"batch size zero", E{{"batch_size: 8", "batch_size: 0"}}, O{}, at::line, "batch_size: 0",
-       "model.batch_size", "must be >= 1"},
-      {"mlp hidden zero", E{{"logistic_regression {\n    l2: 0.0001\n  }", "mlp {\n    hidden: [16, 0]\n  }"}},
-       O{}, at::line, "hidden: [16, 0]", "model.mlp.hidden[1]", "must be >= 1"},
-      {"negative l2", E{{"l2: 0.0001", "l2: -0.5"}}, O{}, at::line, "l2: -0.5",
-       "model.logistic_regression.l2", "must be >= 0"},
-      {"algorithm unset", E{{rfast_block, ""}}, O{}, at::line, "algorithm {", "algorithm",
-       "choose an algorithm"},
-      {"rfast variant unset", E{{"    variant: PHI\n", ""}}, O{}, at::line, "rfast {",
-       "algorithm.rfast.variant", "step-size scaling must be explicit"},
-      {"negative step size", E{{"step_size: 0.05", "step_size: -0.05"}}, O{}, at::line, "step_size: -0.05",
-       "algorithm.rfast.step_size", "must be > 0 (got -0.05)"},
-      {"zero step size", E{{"step_size: 0.05", "step_size: 0"}}, O{}, at::line, "step_size: 0",
-       "algorithm.rfast.step_size", "must be > 0"},
-      {"nan step size", E{{"step_size: 0.05", "step_size: nan"}}, O{}, at::line, "step_size: nan",
-       "algorithm.rfast.step_size", "must be a finite number"},
-      {"phi_min above 1", E{{"phi_min: 0.05", "phi_min: 1.5"}}, O{}, at::line, "phi_min: 1.5",
-       "algorithm.rfast.phi_min", "must be in (0, 1]"},
-      {"phi_min zero", E{{"phi_min: 0.05", "phi_min: 0"}}, O{}, at::line, "phi_min: 0",
-       "algorithm.rfast.phi_min", "must be in (0, 1]"},
-      {"negative decay", E{{"decay: 0.001", "decay: -1"}}, O{}, at::line, "decay: -1",
-       "algorithm.rfast.decay", "must be >= 0"},
-      {"centralized zero step", E{{rfast_block, "centralized {\n    step_size: 0\n  }"}}, O{}, at::line,
-       "step_size: 0", "algorithm.centralized.step_size", "must be > 0"},
-      {"builder unset", E{{"  builder: EXPLICIT\n", ""}}, O{}, at::line, "topology {", "topology.builder",
-       "must be set when nodes > 1"},
-      {"tree arity zero", E{{"builder: EXPLICIT", "builder: TREE_PAIR\n  arity: 0"}}, O{}, at::line,
-       "arity: 0", "topology.arity", "must be >= 1"},
-      {"tree root out of range", E{{"builder: EXPLICIT", "builder: TREE_PAIR\n  arity: 2\n  root: 4"}}, O{},
-       at::line, "root: 4", "topology.root", "must be < nodes = 4"},
-      {"star root out of range", E{{"builder: EXPLICIT", "builder: STAR\n  root: 9"}}, O{}, at::line,
-       "root: 9", "topology.root", "must be < nodes"},
-      {"torus mismatch", E{{"builder: EXPLICIT", "builder: TORUS\n  rows: 2\n  cols: 3"}}, O{}, at::line,
-       "rows: 2", "topology.rows", "must equal nodes = 4"},
-      {"random regular degree too high", E{{"builder: EXPLICIT", "builder: RANDOM_REGULAR\n  degree: 4"}},
-       O{}, at::line, "degree: 4", "topology.degree", "must be in [1, nodes - 1]"},
-      {"random regular degree zero", E{{"builder: EXPLICIT", "builder: RANDOM_REGULAR"}}, O{}, at::line,
-       "topology {", "topology.degree", "must be in [1, nodes - 1]"},
-      {"explicit edge out of range", E{{"r_edges { from: 2 to: 3 }", "r_edges { from: 2 to: 7 }"}}, O{},
-       at::line, "from: 2 to: 7", "topology.r_edges[2].to", "node 7 out of range"},
-      {"explicit self loop", E{{"c_edges { from: 2 to: 1 }", "c_edges { from: 2 to: 2 }"}}, O{}, at::line,
-       "from: 2 to: 2", "topology.c_edges[1]", "self loop"},
-      {"explicit c_edges empty", E{{c_edges_lines, ""}}, O{}, at::line, "topology {", "topology.c_edges",
-       "at least one edge"},
-      {"tau zero", E{{"tau_seconds: 0.01", "tau_seconds: 0"}}, O{}, at::line, "tau_seconds: 0",
-       "cost.tau_seconds", "must be > 0"},
-      {"tau_per_node wrong length", E{{"tau_seconds: 0.01", "tau_per_node: [0.01, 0.02, 0.03]"}}, O{},
-       at::line, "tau_per_node", "cost.tau_per_node", "exactly nodes = 4 entries (got 3)"},
-      {"tau_per_node negative entry", E{{"tau_seconds: 0.01", "tau_per_node: [0.01, 0.02, -1, 0.01]"}}, O{},
-       at::line, "tau_per_node", "cost.tau_per_node[2]", "must be > 0"},
-      {"jitter one", E{{"jitter: 0.1", "jitter: 1"}}, O{}, at::line, "jitter: 1", "cost.jitter",
-       "must be in [0, 1)"},
-      {"slowdown node out of range", E{{"slowdown { node: 2", "slowdown { node: 4"}}, O{}, at::line,
-       "slowdown", "cost.slowdown[0].node", "out of range"},
-      {"slowdown factor below one", E{{"factor: 3", "factor: 0.5"}}, O{}, at::line, "factor: 0.5",
-       "cost.slowdown[0].factor", "must be >= 1"},
-      {"negative latency", E{{"latency_seconds: 0.001", "latency_seconds: -0.001"}}, O{}, at::line,
-       "latency_seconds", "link.latency_seconds", "must be >= 0"},
-      {"infinite latency", E{{"latency_seconds: 0.001", "latency_seconds: inf"}}, O{}, at::line,
-       "latency_seconds", "link.latency_seconds", "must be a finite number (got inf)"},
-      {"negative bandwidth", E{{"bandwidth_bytes_per_second: 1e9", "bandwidth_bytes_per_second: -1"}}, O{},
-       at::line, "bandwidth", "link.bandwidth_bytes_per_second", "must be >= 0"},
-      {"loss 1.5", E{{"loss: 0.01", "loss: 1.5"}}, O{}, at::line, "loss: 1.5", "link.loss",
-       "must be in [0, 1] (got 1.5)"},
-      {"duplicate above one", E{{"duplicate: 0.01", "duplicate: 1.01"}}, O{}, at::line, "duplicate: 1.01",
-       "link.duplicate", "must be in [0, 1]"},
-      {"negative reorder", E{{"reorder: 0.01", "reorder: -0.1"}}, O{}, at::line, "reorder: -0.1",
-       "link.reorder", "must be in [0, 1]"},
-      {"negative reorder delay", E{{"reorder_delay_seconds: 0.002", "reorder_delay_seconds: -1"}}, O{},
-       at::line, "reorder_delay_seconds", "link.reorder_delay_seconds", "must be >= 0"},
-      {"no stop budget", E{{"time_seconds: 10", "time_seconds: 0"}}, O{}, at::line, "stop {", "stop",
-       "time_seconds > 0 or gradients > 0"},
-      {"target accuracy above one", E{{"target_accuracy: 0.8", "target_accuracy: 1.5"}}, O{}, at::line,
-       "target_accuracy", "stop.target_accuracy", "must be in [0, 1]"},
-      {"stop at target without target", E{{"  target_accuracy: 0.8\n", ""}}, O{}, at::line,
-       "stop_at_target", "stop.stop_at_target", "requires stop.target_accuracy > 0"},
-      {"eval period zero", E{{"period_seconds: 0.5", "period_seconds: 0"}}, O{}, at::line,
-       "period_seconds: 0", "eval.period_seconds", "must be > 0"},
-      {"eval absent", E{{"eval {\n  period_seconds: 0.5\n}\n", ""}}, O{}, at::absent, "",
-       "eval.period_seconds", "must be > 0"},
-      {"invalid UTF-8 name", E{{"name: \"base\"", "name: \"b\\xffse\""}}, O{}, at::line, "name:", "name",
-       "valid UTF-8"},
+    // ---- validation: "FILE:LINE: field.path: reason"
+    {"zero nodes", E{{"nodes: 4", "nodes: 0"}}, O{}, at::line, "nodes: 0", "nodes", "must be >= 1"},
+    {"too many nodes", E{{"nodes: 4", "nodes: 200000"}}, O{}, at::line, "nodes: 200000", "nodes",
+     "must be <= 100000"},
+    {"clock absent", E{{"clock: VIRTUAL\n", ""}}, O{}, at::absent, "", "clock",
+     "must be VIRTUAL or REAL"},
+    {"clock unspecified", E{{"clock: VIRTUAL", "clock: CLOCK_UNSPECIFIED"}}, O{}, at::line,
+     "clock: CLOCK_UNSPECIFIED", "clock", "must be VIRTUAL or REAL"},
+    {"clock unknown number", E{{"clock: VIRTUAL", "clock: 7"}}, O{}, at::line, "clock: 7", "clock",
+     "must be VIRTUAL or REAL"},
+    {"dataset format unset", E{{"  format: LIBSVM\n", ""}}, O{}, at::line, "dataset {",
+     "dataset.format", "must be LIBSVM, IDX or CIFAR10"},
+    {"train file missing", E{{"train_path: \"tiny.libsvm\"", "train_path: \"missing.libsvm\""}},
+     O{}, at::line, "train_path", "dataset.train_path", "file not found"},
+    {"train path unset", E{{"  train_path: \"tiny.libsvm\"\n", ""}}, O{}, at::line, "dataset {",
+     "dataset.train_path", "must be set"},
+    {"test file missing", E{{"test_path: \"tiny.libsvm\"", "test_path: \"nope/test.libsvm\""}}, O{},
+     at::line, "test_path", "dataset.test_path", "file not found"},
+    {"train path is a directory", E{{"train_path: \"tiny.libsvm\"", "train_path: \".\""}}, O{},
+     at::line, "train_path", "dataset.train_path", "not a regular file"},
+    {"IDX without labels", E{{"format: LIBSVM", "format: IDX"}}, O{}, at::line, "dataset {",
+     "dataset.train_labels_path", "must be set for IDX"},
+    {"dimension too large", E{{"dimension: 3", "dimension: 20000000"}}, O{}, at::line, "dimension",
+     "dataset.dimension", "must be <= 10000000"},
+    {"label skew without alpha", E{{"policy: IID", "policy: LABEL_SKEW"}}, O{}, at::line, "shard {",
+     "shard.dirichlet_alpha", "must be > 0"},
+    {"label skew negative alpha", E{{"policy: IID", "policy: LABEL_SKEW dirichlet_alpha: -1"}}, O{},
+     at::line, "dirichlet_alpha", "shard.dirichlet_alpha", "must be > 0"},
+    {"model kind unset", E{{"  logistic_regression {\n    l2: 0.0001\n  }\n", ""}}, O{}, at::line,
+     "model {", "model", "choose a model"},
+    {"batch size zero", E{{"batch_size: 8", "batch_size: 0"}}, O{}, at::line, "batch_size: 0",
+     "model.batch_size", "must be >= 1"},
+    {"mlp hidden zero",
+     E{{"logistic_regression {\n    l2: 0.0001\n  }", "mlp {\n    hidden: [16, 0]\n  }"}}, O{},
+     at::line, "hidden: [16, 0]", "model.mlp.hidden[1]", "must be >= 1"},
+    {"negative l2", E{{"l2: 0.0001", "l2: -0.5"}}, O{}, at::line, "l2: -0.5",
+     "model.logistic_regression.l2", "must be >= 0"},
+    {"algorithm unset", E{{rfast_block, ""}}, O{}, at::line, "algorithm {", "algorithm",
+     "choose an algorithm"},
+    {"rfast variant unset", E{{"    variant: PHI\n", ""}}, O{}, at::line, "rfast {",
+     "algorithm.rfast.variant", "step-size scaling must be explicit"},
+    {"negative step size", E{{"step_size: 0.05", "step_size: -0.05"}}, O{}, at::line,
+     "step_size: -0.05", "algorithm.rfast.step_size", "must be > 0 (got -0.05)"},
+    {"zero step size", E{{"step_size: 0.05", "step_size: 0"}}, O{}, at::line, "step_size: 0",
+     "algorithm.rfast.step_size", "must be > 0"},
+    {"nan step size", E{{"step_size: 0.05", "step_size: nan"}}, O{}, at::line, "step_size: nan",
+     "algorithm.rfast.step_size", "must be a finite number"},
+    {"phi_min above 1", E{{"phi_min: 0.05", "phi_min: 1.5"}}, O{}, at::line, "phi_min: 1.5",
+     "algorithm.rfast.phi_min", "must be in (0, 1]"},
+    {"phi_min zero", E{{"phi_min: 0.05", "phi_min: 0"}}, O{}, at::line, "phi_min: 0",
+     "algorithm.rfast.phi_min", "must be in (0, 1]"},
+    {"negative decay", E{{"decay: 0.001", "decay: -1"}}, O{}, at::line, "decay: -1",
+     "algorithm.rfast.decay", "must be >= 0"},
+    {"centralized zero step", E{{rfast_block, "centralized {\n    step_size: 0\n  }"}}, O{},
+     at::line, "step_size: 0", "algorithm.centralized.step_size", "must be > 0"},
+    {"builder unset", E{{"  builder: EXPLICIT\n", ""}}, O{}, at::line, "topology {",
+     "topology.builder", "must be set when nodes > 1"},
+    {"tree arity zero", E{{"builder: EXPLICIT", "builder: TREE_PAIR\n  arity: 0"}}, O{}, at::line,
+     "arity: 0", "topology.arity", "must be >= 1"},
+    {"tree root out of range",
+     E{{"builder: EXPLICIT", "builder: TREE_PAIR\n  arity: 2\n  root: 4"}}, O{}, at::line,
+     "root: 4", "topology.root", "must be < nodes = 4"},
+    {"star root out of range", E{{"builder: EXPLICIT", "builder: STAR\n  root: 9"}}, O{}, at::line,
+     "root: 9", "topology.root", "must be < nodes"},
+    {"torus mismatch", E{{"builder: EXPLICIT", "builder: TORUS\n  rows: 2\n  cols: 3"}}, O{},
+     at::line, "rows: 2", "topology.rows", "must equal nodes = 4"},
+    {"random regular degree too high",
+     E{{"builder: EXPLICIT", "builder: RANDOM_REGULAR\n  degree: 4"}}, O{}, at::line, "degree: 4",
+     "topology.degree", "must be in [1, nodes - 1]"},
+    {"random regular degree zero", E{{"builder: EXPLICIT", "builder: RANDOM_REGULAR"}}, O{},
+     at::line, "topology {", "topology.degree", "must be in [1, nodes - 1]"},
+    {"explicit edge out of range", E{{"r_edges { from: 2 to: 3 }", "r_edges { from: 2 to: 7 }"}},
+     O{}, at::line, "from: 2 to: 7", "topology.r_edges[2].to", "node 7 out of range"},
+    {"explicit self loop", E{{"c_edges { from: 2 to: 1 }", "c_edges { from: 2 to: 2 }"}}, O{},
+     at::line, "from: 2 to: 2", "topology.c_edges[1]", "self loop"},
+    {"explicit c_edges empty", E{{c_edges_lines, ""}}, O{}, at::line, "topology {",
+     "topology.c_edges", "at least one edge"},
+    {"tau zero", E{{"tau_seconds: 0.01", "tau_seconds: 0"}}, O{}, at::line, "tau_seconds: 0",
+     "cost.tau_seconds", "must be > 0"},
+    {"tau_per_node wrong length", E{{"tau_seconds: 0.01", "tau_per_node: [0.01, 0.02, 0.03]"}}, O{},
+     at::line, "tau_per_node", "cost.tau_per_node", "exactly nodes = 4 entries (got 3)"},
+    {"tau_per_node negative entry",
+     E{{"tau_seconds: 0.01", "tau_per_node: [0.01, 0.02, -1, 0.01]"}}, O{}, at::line,
+     "tau_per_node", "cost.tau_per_node[2]", "must be > 0"},
+    {"jitter one", E{{"jitter: 0.1", "jitter: 1"}}, O{}, at::line, "jitter: 1", "cost.jitter",
+     "must be in [0, 1)"},
+    {"slowdown node out of range", E{{"slowdown { node: 2", "slowdown { node: 4"}}, O{}, at::line,
+     "slowdown", "cost.slowdown[0].node", "out of range"},
+    {"slowdown factor below one", E{{"factor: 3", "factor: 0.5"}}, O{}, at::line, "factor: 0.5",
+     "cost.slowdown[0].factor", "must be >= 1"},
+    {"negative latency", E{{"latency_seconds: 0.001", "latency_seconds: -0.001"}}, O{}, at::line,
+     "latency_seconds", "link.latency_seconds", "must be >= 0"},
+    {"infinite latency", E{{"latency_seconds: 0.001", "latency_seconds: inf"}}, O{}, at::line,
+     "latency_seconds", "link.latency_seconds", "must be a finite number (got inf)"},
+    {"negative bandwidth", E{{"bandwidth_bytes_per_second: 1e9", "bandwidth_bytes_per_second: -1"}},
+     O{}, at::line, "bandwidth", "link.bandwidth_bytes_per_second", "must be >= 0"},
+    {"loss 1.5", E{{"loss: 0.01", "loss: 1.5"}}, O{}, at::line, "loss: 1.5", "link.loss",
+     "must be in [0, 1] (got 1.5)"},
+    {"duplicate above one", E{{"duplicate: 0.01", "duplicate: 1.01"}}, O{}, at::line,
+     "duplicate: 1.01", "link.duplicate", "must be in [0, 1]"},
+    {"negative reorder", E{{"reorder: 0.01", "reorder: -0.1"}}, O{}, at::line, "reorder: -0.1",
+     "link.reorder", "must be in [0, 1]"},
+    {"negative reorder delay", E{{"reorder_delay_seconds: 0.002", "reorder_delay_seconds: -1"}},
+     O{}, at::line, "reorder_delay_seconds", "link.reorder_delay_seconds", "must be >= 0"},
+    {"no stop budget", E{{"time_seconds: 10", "time_seconds: 0"}}, O{}, at::line, "stop {", "stop",
+     "time_seconds > 0 or gradients > 0"},
+    {"target accuracy above one", E{{"target_accuracy: 0.8", "target_accuracy: 1.5"}}, O{},
+     at::line, "target_accuracy", "stop.target_accuracy", "must be in [0, 1]"},
+    {"stop at target without target", E{{"  target_accuracy: 0.8\n", ""}}, O{}, at::line,
+     "stop_at_target", "stop.stop_at_target", "requires stop.target_accuracy > 0"},
+    {"eval period zero", E{{"period_seconds: 0.5", "period_seconds: 0"}}, O{}, at::line,
+     "period_seconds: 0", "eval.period_seconds", "must be > 0"},
+    {"eval absent", E{{"eval {\n  period_seconds: 0.5\n}\n", ""}}, O{}, at::absent, "",
+     "eval.period_seconds", "must be > 0"},
+    {"invalid UTF-8 name", E{{"name: \"base\"", "name: \"b\\xffse\""}}, O{}, at::line,
+     "name:", "name", "valid UTF-8"},
 
-      // ---- overrides: "--set path[=value]: reason"
-      {"override unknown field", E{}, O{"algorithm.rfast.stepsize=0.1"}, at::set, "",
-       "algorithm.rfast.stepsize", "no field 'stepsize' in atrain.proto.RFast"},
-      {"override bad unsigned", E{}, O{"nodes=-3"}, at::set, "", "nodes=-3", "not an unsigned integer"},
-      {"override bad double", E{}, O{"algorithm.rfast.step_size=fast"}, at::set, "",
-       "algorithm.rfast.step_size=fast", "not a number"},
-      {"override without '='", E{}, O{"nodes"}, at::set, "", "nodes", "expected field.path=value"},
-      {"override unknown enum", E{}, O{"clock=FAST"}, at::set, "", "clock=FAST",
-       "no value 'FAST' in enum atrain.proto.Clock"},
-      {"override bad list element", E{}, O{"model.mlp.hidden=[4,x]"}, at::set, "", "model.mlp.hidden",
-       "not an unsigned integer"},
-      {"override list without brackets", E{}, O{"model.mlp.hidden=4"}, at::set, "", "model.mlp.hidden",
-       "write the whole list"},
-      {"override index out of range", E{}, O{"topology.r_edges[9].from=1"}, at::set, "",
-       "topology.r_edges[9].from", "index 9 out of range"},
-      {"override through a scalar", E{}, O{"nodes.count=1"}, at::set, "", "nodes.count",
-       "'nodes' is not a message"},
-      {"override malformed path", E{}, O{"link..loss=1"}, at::set, "", "link..loss", "empty field name"},
-      {"override bad message text", E{}, O{"link={loss: }"}, at::set, "", "link",
-       "not a valid atrain.proto.LinkModel"},
-      {"override makes loss invalid", E{}, O{"link.loss=1.5"}, at::set, "", "link.loss", "must be in [0, 1]"},
-      {"fault node out of range", E{}, O{"faults.straggle=[{node: 9 factor: 2}]"}, at::set, "",
-       "faults.straggle[0].node", "out of range"},
-      {"fault window backwards", E{}, O{"faults.loss_burst=[{loss: 0.5 from_seconds: 2 to_seconds: 1}]"},
-       at::set, "", "faults.loss_burst[0].to_seconds", "must be after from_seconds"},
-      {"partition node on both sides", E{}, O{"faults.partition=[{side_a: [0, 1] side_b: [1, 2]}]"},
-       at::set, "", "faults.partition[0].side_b[0]", "on both sides"},
-      {"bad gradients kind unset", E{}, O{"faults.bad_gradients=[{node: 1}]"}, at::set, "",
-       "faults.bad_gradients[0].kind", "must be NOT_FINITE or SCALED"},
-      {"whole node restart of the parameter server", E{},
-       O{"algorithm.async_ps={step_size: 1 server: 2}",
-         "faults.crash=[{node: 2 whole_node: true restart_after_seconds: 1}]"},
-       at::set, "", "faults.crash[0].restart_after_seconds",
-       "a whole node cannot be restarted: node 2 holds the parameter server"},
-      {"whole node restart of the loscar aggregator", E{},
-       O{"algorithm.loscar={step_size: 0.3 round_seconds: 0.01 sparsity: 0.1 aggregator: 1}",
-         "faults.crash=[{node: 1 whole_node: true restart_after_seconds: 1}]"},
-       at::set, "", "faults.crash[0].restart_after_seconds",
-       "a whole node cannot be restarted: node 1 holds the LOSCAR aggregator"},
-      {"straggle factor below one", E{}, O{"faults.straggle=[{node: 1 factor: 0.5}]"}, at::set, "",
-       "faults.straggle[0].factor", "must be >= 1"},
-      {"acknowledged link losing everything", E{}, O{"algorithm.dasgd={step_size: 0.1}", "link.loss=1"},
-       at::set, "", "link.loss", "must be < 1 for acknowledged links"},
-      {"loscar sparsity zero", E{}, O{"algorithm.loscar={step_size: 0.3 round_seconds: 0.01}"}, at::set,
-       "", "algorithm.loscar.sparsity", "must be in (0, 1]"},
-      {"loscar without round length", E{}, O{"algorithm.loscar={step_size: 0.3 sparsity: 0.1}"},
-       at::set, "", "algorithm.loscar.round_seconds", "must be > 0"},
-      {"async_ps server out of range", E{}, O{"algorithm.async_ps={step_size: 1 server: 99}"},
-       at::set, "", "algorithm.async_ps.server", "does not exist"},
-      {"override negative step size", E{}, O{"algorithm.rfast.step_size=-1"}, at::set, "",
-       "algorithm.rfast.step_size", "must be > 0 (got -1)"},
-      {"override zero nodes", E{}, O{"nodes=0"}, at::set, "", "nodes", "must be >= 1"},
-      {"override nodes breaks explicit edges", E{}, O{"nodes=3"}, at::line, "from: 2 to: 3",
-       "topology.r_edges[2].to", "node 3 out of range (nodes = 3)"},
-      {"override odd regular graph", E{{"builder: EXPLICIT", "builder: RANDOM_REGULAR\n  degree: 3"}},
-       O{"nodes=5"}, at::line, "degree: 3", "topology.degree", "must be even"},
-      {"override edge into self loop", E{}, O{"topology.r_edges[0].to=0"}, at::set, "",
-       "topology.r_edges[0]", "self loop 0 -> 0"},
-      {"override selects centralized without step", E{}, O{"algorithm.centralized.decay=0"}, at::line,
-       "algorithm {", "algorithm.centralized.step_size", "must be > 0"},
+    // ---- overrides: "--set path[=value]: reason"
+    {"override unknown field", E{}, O{"algorithm.rfast.stepsize=0.1"}, at::set, "",
+     "algorithm.rfast.stepsize", "no field 'stepsize' in atrain.proto.RFast"},
+    {"override bad unsigned", E{}, O{"nodes=-3"}, at::set, "", "nodes=-3",
+     "not an unsigned integer"},
+    {"override bad double", E{}, O{"algorithm.rfast.step_size=fast"}, at::set, "",
+     "algorithm.rfast.step_size=fast", "not a number"},
+    {"override without '='", E{}, O{"nodes"}, at::set, "", "nodes", "expected field.path=value"},
+    {"override unknown enum", E{}, O{"clock=FAST"}, at::set, "", "clock=FAST",
+     "no value 'FAST' in enum atrain.proto.Clock"},
+    {"override bad list element", E{}, O{"model.mlp.hidden=[4,x]"}, at::set, "", "model.mlp.hidden",
+     "not an unsigned integer"},
+    {"override list without brackets", E{}, O{"model.mlp.hidden=4"}, at::set, "",
+     "model.mlp.hidden", "write the whole list"},
+    {"override index out of range", E{}, O{"topology.r_edges[9].from=1"}, at::set, "",
+     "topology.r_edges[9].from", "index 9 out of range"},
+    {"override through a scalar", E{}, O{"nodes.count=1"}, at::set, "", "nodes.count",
+     "'nodes' is not a message"},
+    {"override malformed path", E{}, O{"link..loss=1"}, at::set, "", "link..loss",
+     "empty field name"},
+    {"override bad message text", E{}, O{"link={loss: }"}, at::set, "", "link",
+     "not a valid atrain.proto.LinkModel"},
+    {"override makes loss invalid", E{}, O{"link.loss=1.5"}, at::set, "", "link.loss",
+     "must be in [0, 1]"},
+    {"fault node out of range", E{}, O{"faults.straggle=[{node: 9 factor: 2}]"}, at::set, "",
+     "faults.straggle[0].node", "out of range"},
+    {"fault window backwards", E{},
+     O{"faults.loss_burst=[{loss: 0.5 from_seconds: 2 to_seconds: 1}]"}, at::set, "",
+     "faults.loss_burst[0].to_seconds", "must be after from_seconds"},
+    {"partition node on both sides", E{}, O{"faults.partition=[{side_a: [0, 1] side_b: [1, 2]}]"},
+     at::set, "", "faults.partition[0].side_b[0]", "on both sides"},
+    {"bad gradients kind unset", E{}, O{"faults.bad_gradients=[{node: 1}]"}, at::set, "",
+     "faults.bad_gradients[0].kind", "must be NOT_FINITE or SCALED"},
+    {"whole node restart of the parameter server", E{},
+     O{"algorithm.async_ps={step_size: 1 server: 2}",
+       "faults.crash=[{node: 2 whole_node: true restart_after_seconds: 1}]"},
+     at::set, "", "faults.crash[0].restart_after_seconds",
+     "a whole node cannot be restarted: node 2 holds the parameter server"},
+    {"whole node restart of the loscar aggregator", E{},
+     O{"algorithm.loscar={step_size: 0.3 round_seconds: 0.01 sparsity: 0.1 aggregator: 1}",
+       "faults.crash=[{node: 1 whole_node: true restart_after_seconds: 1}]"},
+     at::set, "", "faults.crash[0].restart_after_seconds",
+     "a whole node cannot be restarted: node 1 holds the LOSCAR aggregator"},
+    {"straggle factor below one", E{}, O{"faults.straggle=[{node: 1 factor: 0.5}]"}, at::set, "",
+     "faults.straggle[0].factor", "must be >= 1"},
+    {"acknowledged link losing everything", E{},
+     O{"algorithm.dasgd={step_size: 0.1}", "link.loss=1"}, at::set, "", "link.loss",
+     "must be < 1 for acknowledged links"},
+    {"loscar sparsity zero", E{}, O{"algorithm.loscar={step_size: 0.3 round_seconds: 0.01}"},
+     at::set, "", "algorithm.loscar.sparsity", "must be in (0, 1]"},
+    {"loscar without round length", E{}, O{"algorithm.loscar={step_size: 0.3 sparsity: 0.1}"},
+     at::set, "", "algorithm.loscar.round_seconds", "must be > 0"},
+    {"async_ps server out of range", E{}, O{"algorithm.async_ps={step_size: 1 server: 99}"},
+     at::set, "", "algorithm.async_ps.server", "does not exist"},
+    {"override negative step size", E{}, O{"algorithm.rfast.step_size=-1"}, at::set, "",
+     "algorithm.rfast.step_size", "must be > 0 (got -1)"},
+    {"override zero nodes", E{}, O{"nodes=0"}, at::set, "", "nodes", "must be >= 1"},
+    {"override nodes breaks explicit edges", E{}, O{"nodes=3"}, at::line, "from: 2 to: 3",
+     "topology.r_edges[2].to", "node 3 out of range (nodes = 3)"},
+    {"override odd regular graph", E{{"builder: EXPLICIT", "builder: RANDOM_REGULAR\n  degree: 3"}},
+     O{"nodes=5"}, at::line, "degree: 3", "topology.degree", "must be even"},
+    {"override edge into self loop", E{}, O{"topology.r_edges[0].to=0"}, at::set, "",
+     "topology.r_edges[0]", "self loop 0 -> 0"},
+    {"override selects centralized without step", E{}, O{"algorithm.centralized.decay=0"}, at::line,
+     "algorithm {", "algorithm.centralized.step_size", "must be > 0"},
   };
 }
 
@@ -407,7 +422,8 @@ BOOST_AUTO_TEST_CASE(bad_specs_are_refused_with_path_line_and_reason) {
           const int line = line_of(text, c.line_snippet);
           BOOST_TEST_REQUIRE(line > 0);
           prefix = label + ":" + std::to_string(line) + ":";
-          if (c.where == at::line) prefix += " " + c.path + ": ";
+          if (c.where == at::line)
+            prefix += " " + c.path + ": ";
           break;
         }
         case at::absent:
@@ -419,16 +435,19 @@ BOOST_AUTO_TEST_CASE(bad_specs_are_refused_with_path_line_and_reason) {
       }
       bool found = false;
       for (const auto& l : split_lines(msg)) {
-        if (l.rfind(prefix, 0) != 0) continue;
+        if (l.rfind(prefix, 0) != 0)
+          continue;
         if (c.where == at::parse_line) {  // "FILE:LINE:COL: reason"
           const auto rest = l.substr(prefix.size());
-          if (rest.empty() || !std::isdigit(static_cast<unsigned char>(rest[0]))) continue;
+          if (rest.empty() || !std::isdigit(static_cast<unsigned char>(rest[0])))
+            continue;
         }
-        if (l.find(c.path) != std::string::npos && l.find(c.reason) != std::string::npos) found = true;
+        if (l.find(c.path) != std::string::npos && l.find(c.reason) != std::string::npos)
+          found = true;
       }
       BOOST_TEST(found, "expected a line starting with '" << prefix << "' naming '" << c.path
-                                                           << "' and '" << c.reason << "', got:\n"
-                                                           << msg);
+                                                          << "' and '" << c.reason << "', got:\n"
+                                                          << msg);
     }
   }
 }
@@ -466,34 +485,40 @@ BOOST_AUTO_TEST_CASE(multiple_bad_overrides_are_all_reported) {
 }
 
 BOOST_AUTO_TEST_CASE(centralized_ignores_topology) {
-  const std::string text =
-      edit(base_spec, {{rfast_block, "centralized {\n    step_size: 0.1\n  }"}, {"  builder: EXPLICIT\n", ""}});
+  const std::string text = edit(base_spec, {{rfast_block, "centralized {\n    step_size: 0.1\n  }"},
+                                            {"  builder: EXPLICIT\n", ""}});
   BOOST_CHECK_NO_THROW(atrain::validate(parse(text)));
 }
 
 BOOST_AUTO_TEST_CASE(other_valid_variants) {
   // Each edit set turns the base spec into another valid spec.
   const std::vector<std::vector<std::pair<std::string, std::string>>> variants = {
-      {{"builder: EXPLICIT", "builder: TORUS\n  rows: 2\n  cols: 2"}},
-      {{"builder: EXPLICIT", "builder: TREE_PAIR\n  arity: 3\n  root: 3"}},
-      {{"builder: EXPLICIT", "builder: RANDOM_REGULAR\n  degree: 3"}},
-      {{"builder: EXPLICIT", "builder: RING"}},
-      {{"builder: EXPLICIT", "builder: STAR root: 0"}},
-      {{"tau_seconds: 0.01", "tau_per_node: [0.01, 0.02, 0.03, 0.04]"}},
-      {{"time_seconds: 10", "gradients: 1000"}},
-      {{"policy: IID", "policy: LABEL_SKEW\n  dirichlet_alpha: 0.5"}},
-      {{"format: LIBSVM", "format: IDX"},
-       {"train_path: \"tiny.libsvm\"", "train_path: \"images.idx\" train_labels_path: \"labels.idx\""},
-       {"test_path: \"tiny.libsvm\"", "test_path: \"images.idx\" test_labels_path: \"labels.idx\""}},
-      {{"logistic_regression {\n    l2: 0.0001\n  }", "mlp {\n    hidden: [16, 8]\n    l2: 0.001\n  }"}},
-      {{"    variant: PHI\n", "    variant: PLAIN\n"}, {"    phi_min: 0.05\n", ""}},
-      {{"nodes: 4", "nodes: 1"}, {c_edges_lines, ""}, {"  r_edges { from: 0 to: 1 }\n  r_edges { from: 1 to: 2 }\n  r_edges { from: 2 to: 3 }\n", ""},
-       {"slowdown { node: 2 factor: 3 }", ""}},
-      {{"link {", "link {\n  loss: 1\n"}, {"  loss: 0.01\n", ""}},
-      // A multi-host run may checkpoint (it used to be refused).
-      {{"clock: VIRTUAL", "clock: REAL"},
-       {"out_dir: \"out\"", "out_dir: \"out\"\ndeploy { hosts: [\"127.0.0.1:7420\", "
-                            "\"127.0.0.1:7421\"] }\ncheckpoint { at_seconds: [1] file: \"run.ckpt\" }"}},
+    {{"builder: EXPLICIT", "builder: TORUS\n  rows: 2\n  cols: 2"}},
+    {{"builder: EXPLICIT", "builder: TREE_PAIR\n  arity: 3\n  root: 3"}},
+    {{"builder: EXPLICIT", "builder: RANDOM_REGULAR\n  degree: 3"}},
+    {{"builder: EXPLICIT", "builder: RING"}},
+    {{"builder: EXPLICIT", "builder: STAR root: 0"}},
+    {{"tau_seconds: 0.01", "tau_per_node: [0.01, 0.02, 0.03, 0.04]"}},
+    {{"time_seconds: 10", "gradients: 1000"}},
+    {{"policy: IID", "policy: LABEL_SKEW\n  dirichlet_alpha: 0.5"}},
+    {{"format: LIBSVM", "format: IDX"},
+     {"train_path: \"tiny.libsvm\"",
+      "train_path: \"images.idx\" train_labels_path: \"labels.idx\""},
+     {"test_path: \"tiny.libsvm\"", "test_path: \"images.idx\" test_labels_path: \"labels.idx\""}},
+    {{"logistic_regression {\n    l2: 0.0001\n  }",
+      "mlp {\n    hidden: [16, 8]\n    l2: 0.001\n  }"}},
+    {{"    variant: PHI\n", "    variant: PLAIN\n"}, {"    phi_min: 0.05\n", ""}},
+    {{"nodes: 4", "nodes: 1"},
+     {c_edges_lines, ""},
+     {"  r_edges { from: 0 to: 1 }\n  r_edges { from: 1 to: 2 }\n  r_edges { from: 2 to: 3 }\n",
+      ""},
+     {"slowdown { node: 2 factor: 3 }", ""}},
+    {{"link {", "link {\n  loss: 1\n"}, {"  loss: 0.01\n", ""}},
+    // A multi-host run may checkpoint (it used to be refused).
+    {{"clock: VIRTUAL", "clock: REAL"},
+     {"out_dir: \"out\"",
+      "out_dir: \"out\"\ndeploy { hosts: [\"127.0.0.1:7420\", "
+      "\"127.0.0.1:7421\"] }\ncheckpoint { at_seconds: [1] file: \"run.ckpt\" }"}},
   };
   for (std::size_t i = 0; i < variants.size(); ++i) {
     BOOST_TEST_CONTEXT("variant " << i) {
@@ -506,11 +531,13 @@ BOOST_AUTO_TEST_CASE(other_valid_variants) {
 BOOST_AUTO_TEST_CASE(dasgd_restarts_with_batching_and_coalescing) {
   // Refused before the hand-over knew ranges; a restart is now allowed for
   // every DASGD variant, as for centralized SGD (from the last checkpoint).
-  const std::string msg = failure(base_spec, {"algorithm.dasgd={step_size: 0.1 broadcast_every: 2 coalesce: true}",
-                                              "faults.crash=[{node: 1 restart_after_seconds: 1}]"});
+  const std::string msg =
+    failure(base_spec, {"algorithm.dasgd={step_size: 0.1 broadcast_every: 2 coalesce: true}",
+                        "faults.crash=[{node: 1 restart_after_seconds: 1}]"});
   BOOST_TEST(msg.empty(), msg);
-  const std::string central = failure(base_spec, {"algorithm.centralized={step_size: 0.1}",
-                                                  "faults.crash=[{node: 0 restart_after_seconds: 1}]"});
+  const std::string central =
+    failure(base_spec, {"algorithm.centralized={step_size: 0.1}",
+                        "faults.crash=[{node: 0 restart_after_seconds: 1}]"});
   BOOST_TEST(central.empty(), central);
 }
 
@@ -519,11 +546,11 @@ BOOST_AUTO_TEST_CASE(whole_node_restart_is_accepted_where_the_node_restarts) {
   // holds, but for the server's or the aggregator's node (refused above).
   const std::string whole = "faults.crash=[{node: 1 whole_node: true restart_after_seconds: 1}]";
   const std::vector<std::vector<std::string>> accepted = {
-      {whole},
-      {whole, "algorithm.dpsgd={step_size: 0.1}"},
-      {whole, "algorithm.sgp={step_size: 0.1}"},
-      {whole, "algorithm.async_ps={step_size: 1 server: 2}"},
-      {whole, "algorithm.loscar={step_size: 0.3 round_seconds: 0.01 sparsity: 0.1 aggregator: 2}"},
+    {whole},
+    {whole, "algorithm.dpsgd={step_size: 0.1}"},
+    {whole, "algorithm.sgp={step_size: 0.1}"},
+    {whole, "algorithm.async_ps={step_size: 1 server: 2}"},
+    {whole, "algorithm.loscar={step_size: 0.3 round_seconds: 0.01 sparsity: 0.1 aggregator: 2}"},
   };
   for (const auto& o : accepted) {
     BOOST_TEST_CONTEXT(o.back()) {
@@ -534,8 +561,8 @@ BOOST_AUTO_TEST_CASE(whole_node_restart_is_accepted_where_the_node_restarts) {
 }
 
 BOOST_AUTO_TEST_CASE(lines_map_has_expected_entries) {
-  const std::string text =
-      edit(base_spec, {{"logistic_regression {\n    l2: 0.0001\n  }", "mlp {\n    hidden: [16,\n      8]\n  }"}});
+  const std::string text = edit(base_spec, {{"logistic_regression {\n    l2: 0.0001\n  }",
+                                             "mlp {\n    hidden: [16,\n      8]\n  }"}});
   const auto s = parse(text);
   auto expect = [&](const std::string& path, const std::string& snippet) {
     BOOST_TEST_CONTEXT(path) {
@@ -565,9 +592,11 @@ BOOST_AUTO_TEST_CASE(lines_map_has_expected_entries) {
 
   // where(): the field's line, the nearest parent's, or no line at all.
   BOOST_TEST(s.where("algorithm.rfast.step_size") ==
-             label + ":" + std::to_string(line_of(text, "step_size: 0.05")) + ": algorithm.rfast.step_size");
-  BOOST_TEST(s.where("dataset.train_labels_path") ==
-             label + ":" + std::to_string(line_of(text, "dataset {")) + ": dataset.train_labels_path");
+             label + ":" + std::to_string(line_of(text, "step_size: 0.05")) +
+               ": algorithm.rfast.step_size");
+  BOOST_TEST(s.where("dataset.train_labels_path") == label + ":" +
+                                                       std::to_string(line_of(text, "dataset {")) +
+                                                       ": dataset.train_labels_path");
   BOOST_TEST(s.where("shard.dirichlet_alpha") ==
              label + ":" + std::to_string(line_of(text, "shard {")) + ": shard.dirichlet_alpha");
   BOOST_TEST(s.where("progress") == label + ": progress");
@@ -576,9 +605,9 @@ BOOST_AUTO_TEST_CASE(lines_map_has_expected_entries) {
 BOOST_AUTO_TEST_CASE(overrides_are_applied) {
   auto s = parse(base_spec, {"nodes=8", "clock=real", "seed=42", "name=\"renamed\"",
                              "algorithm.rfast.step_size=1e-3", "model.mlp.hidden=[64, 32]",
-                             "topology.r_edges[1].to=3", "cost.tau_per_node=[]", "stop.stop_at_target=false",
-                             "link={loss: 0.25 latency_seconds: 0.5}", "progress=true",
-                             "dataset.max_train_samples=100"});
+                             "topology.r_edges[1].to=3", "cost.tau_per_node=[]",
+                             "stop.stop_at_target=false", "link={loss: 0.25 latency_seconds: 0.5}",
+                             "progress=true", "dataset.max_train_samples=100"});
   const auto& sp = s.spec;
   BOOST_TEST(sp.nodes() == 8u);
   BOOST_TEST(sp.clock() == atrain::proto::REAL);
@@ -634,7 +663,8 @@ BOOST_AUTO_TEST_CASE(overrides_are_applied) {
     BOOST_FAIL("nan loss accepted");
   } catch (const spec_error& e) {
     BOOST_TEST(std::string(e.what()).find("--set link.loss: must be a finite number (got nan)") !=
-               std::string::npos, e.what());
+                 std::string::npos,
+               e.what());
   }
 }
 
@@ -659,8 +689,8 @@ BOOST_AUTO_TEST_CASE(load_spec_from_file_resolves_relative_paths) {
     atrain::validate(atrain::load_spec((sub / "bad.textproto").string()));
     BOOST_FAIL("loss 1.5 accepted");
   } catch (const spec_error& e) {
-    const std::string expected =
-        (sub / "bad.textproto").string() + ":" + std::to_string(line_of(text, "loss: 0.01")) + ": link.loss: ";
+    const std::string expected = (sub / "bad.textproto").string() + ":" +
+                                 std::to_string(line_of(text, "loss: 0.01")) + ": link.loss: ";
     BOOST_TEST(std::string(e.what()).find(expected) != std::string::npos, e.what());
   }
 }
@@ -670,7 +700,8 @@ BOOST_AUTO_TEST_CASE(unreadable_spec_files) {
     (void)atrain::load_spec((tmp().path / "does-not-exist.textproto").string());
     BOOST_FAIL("missing spec file accepted");
   } catch (const spec_error& e) {
-    BOOST_TEST(std::string(e.what()).find("does-not-exist.textproto: cannot open spec file") != std::string::npos,
+    BOOST_TEST(std::string(e.what()).find("does-not-exist.textproto: cannot open spec file") !=
+                 std::string::npos,
                e.what());
   }
   BOOST_CHECK_THROW((void)atrain::load_spec(tmp().path.string()), spec_error);  // a directory
@@ -701,13 +732,15 @@ BOOST_AUTO_TEST_CASE(never_crashes_on_mangled_input) {
       const std::size_t pos = rng() % (text.size() + 1);
       switch (rng() % 3) {
         case 0:
-          if (pos < text.size()) text.erase(pos, 1 + rng() % 8);
+          if (pos < text.size())
+            text.erase(pos, 1 + rng() % 8);
           break;
         case 1:
           text.insert(pos, 1, alphabet[rng() % alphabet.size()]);
           break;
         default:
-          if (pos < text.size()) text[pos] = static_cast<char>(rng() % 256);
+          if (pos < text.size())
+            text[pos] = static_cast<char>(rng() % 256);
           break;
       }
     }
@@ -724,7 +757,8 @@ BOOST_AUTO_TEST_CASE(never_crashes_on_mangled_input) {
   // Pure random bytes.
   for (int iter = 0; iter < 300; ++iter) {
     std::string text(rng() % 512, '\0');
-    for (auto& ch : text) ch = static_cast<char>(rng() % 256);
+    for (auto& ch : text)
+      ch = static_cast<char>(rng() % 256);
     try {
       atrain::validate(parse(text));
     } catch (const spec_error& e) {
@@ -732,11 +766,22 @@ BOOST_AUTO_TEST_CASE(never_crashes_on_mangled_input) {
     }
   }
   // Random overrides on real paths: each typed path refuses at least "[" and "{".
-  const std::vector<std::string> paths = {"nodes", "clock", "seed", "algorithm.rfast.step_size",
-                                          "model.mlp.hidden", "topology.r_edges[0].from", "topology",
-                                          "cost.tau_per_node", "link", "stop.gradients", "name", "progress"};
-  const std::vector<std::string> values = {"", "-1", "1e999", "nan", "-inf", "[", "[]", "[1,,2]", "{",
-                                           "{}", "\"", "18446744073709551616", "true", "REAL", "0x10"};
+  const std::vector<std::string> paths = {"nodes",
+                                          "clock",
+                                          "seed",
+                                          "algorithm.rfast.step_size",
+                                          "model.mlp.hidden",
+                                          "topology.r_edges[0].from",
+                                          "topology",
+                                          "cost.tau_per_node",
+                                          "link",
+                                          "stop.gradients",
+                                          "name",
+                                          "progress"};
+  const std::vector<std::string> values = {"",     "-1",   "1e999", "nan",
+                                           "-inf", "[",    "[]",    "[1,,2]",
+                                           "{",    "{}",   "\"",    "18446744073709551616",
+                                           "true", "REAL", "0x10"};
   for (const auto& p : paths) {
     int refused_here = 0;
     for (const auto& v : values) {

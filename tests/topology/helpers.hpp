@@ -17,4 +17,4 @@ bool throws_with(F&& f, const std::string& part) {
   return false;
 }
 
-} // namespace atrain::test
+}  // namespace atrain::test

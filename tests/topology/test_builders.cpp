@@ -14,7 +14,8 @@ namespace {
 
 bool all_out_degrees(const digraph& g, std::size_t d) {
   for (std::uint32_t i = 0; i < g.size(); ++i) {
-    if (g.out(i).size() != d) return false;
+    if (g.out(i).size() != d)
+      return false;
   }
   return true;
 }
@@ -31,7 +32,7 @@ std::size_t exponential_degree(std::size_t n) {
   return offsets.size();
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(builders)
 
@@ -64,7 +65,8 @@ BOOST_AUTO_TEST_CASE(exponential_degrees) {
   const digraph g16 = make_exponential(16);
   BOOST_TEST(g16.out(0) == (std::vector<std::uint32_t>{1, 2, 4, 8, 12, 14, 15}),
              boost::test_tools::per_element());
-  BOOST_TEST(throws_with([] { (void)make_exponential(1); }, "exponential: nodes must be >= 2, got 1"));
+  BOOST_TEST(
+    throws_with([] { (void)make_exponential(1); }, "exponential: nodes must be >= 2, got 1"));
 }
 
 BOOST_AUTO_TEST_CASE(trees) {
@@ -102,8 +104,8 @@ BOOST_AUTO_TEST_CASE(star_torus_complete) {
   BOOST_TEST(torus.size() == 12u);
   BOOST_TEST(all_out_degrees(torus, 4));
   BOOST_TEST(torus.is_symmetric());
-  BOOST_TEST(torus.has_edge(3, 0));   // row 0 wraps
-  BOOST_TEST(torus.has_edge(8, 0));   // column 0 wraps
+  BOOST_TEST(torus.has_edge(3, 0));                  // row 0 wraps
+  BOOST_TEST(torus.has_edge(8, 0));                  // column 0 wraps
   BOOST_TEST(all_out_degrees(make_torus(2, 2), 2));  // neighbours coincide
   BOOST_TEST(all_out_degrees(make_torus(1, 5), 2));  // a ring
   BOOST_TEST(throws_with([] { (void)make_torus(0, 4); }, "torus: rows must be >= 1"));
@@ -117,7 +119,7 @@ BOOST_AUTO_TEST_CASE(star_torus_complete) {
 
 BOOST_AUTO_TEST_CASE(random_regular) {
   for (const auto& [n, d] : std::vector<std::pair<std::size_t, std::size_t>>{
-           {2, 1}, {10, 2}, {16, 3}, {32, 4}, {64, 7}, {100, 8}}) {
+         {2, 1}, {10, 2}, {16, 3}, {32, 4}, {64, 7}, {100, 8}}) {
     BOOST_TEST_CONTEXT("n = " << n << ", degree = " << d) {
       const digraph g = make_random_regular(n, d, 42);
       BOOST_TEST(all_out_degrees(g, d));

@@ -9,7 +9,6 @@
 using namespace atrain;
 using atrain::test::throws_with;
 
-
 BOOST_AUTO_TEST_SUITE(graph)
 
 BOOST_AUTO_TEST_CASE(add_edge_keeps_sorted_lists_and_drops_loops_and_duplicates) {

@@ -15,7 +15,7 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(make_topology_suite)
 
@@ -50,7 +50,8 @@ BOOST_AUTO_TEST_CASE(tree_pair_gets_zero_one_weights) {
   BOOST_TEST(t.r(4, 4) == 1.0);
   BOOST_TEST(t.c(4, 4) == 1.0);
   for (std::uint32_t child = 0; child < 13; ++child) {
-    if (child == 4) continue;
+    if (child == 4)
+      continue;
     const std::uint32_t parent = tree.in(child).front();
     BOOST_TEST(t.r(child, parent) == 1.0);  // child copies parent's model
     BOOST_TEST(t.c(parent, child) == 1.0);  // child hands its mass to parent
@@ -84,11 +85,11 @@ BOOST_AUTO_TEST_CASE(dot_lists_every_edge_and_marks_roots) {
   BOOST_TEST(contains(dot, "digraph"));
   for (const edge& e : t.g_r.edges()) {
     BOOST_TEST(contains(dot, "\n  " + std::to_string(e.from) + " -> " + std::to_string(e.to) +
-                                 " [style=solid];"));
+                               " [style=solid];"));
   }
   for (const edge& e : t.g_c.edges()) {
     BOOST_TEST(contains(dot, "\n  " + std::to_string(e.from) + " -> " + std::to_string(e.to) +
-                                 " [style=dashed];"));
+                               " [style=dashed];"));
   }
   BOOST_TEST(contains(dot, "\n  2 [shape=doublecircle];"));
   BOOST_TEST(!contains(dot, "\n  0 [shape=doublecircle];"));

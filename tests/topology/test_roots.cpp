@@ -15,7 +15,7 @@ std::vector<std::uint32_t> all_nodes(std::size_t n) {
   return v;
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_SUITE(roots)
 
@@ -42,8 +42,8 @@ BOOST_AUTO_TEST_CASE(a_tree_pair_without_its_root_or_an_interior_node_has_no_com
   const std::vector<std::uint32_t> without_root{1, 2, 3, 4, 5, 6, 7};
   const digraph sub = induced_subgraph(tree, without_root);
   BOOST_TEST(sub.size() == 7u);
-  BOOST_TEST(sub.has_edge(0, 2));   // 1 -> 3
-  BOOST_TEST(!sub.has_edge(0, 1));  // 1 and 2 were siblings
+  BOOST_TEST(sub.has_edge(0, 2));     // 1 -> 3
+  BOOST_TEST(!sub.has_edge(0, 1));    // 1 and 2 were siblings
   BOOST_TEST(sub.num_edges() == 5u);  // 1->3, 1->4, 2->5, 2->6, 3->7
   BOOST_TEST(common_roots(sub, sub.reversed()).empty());
   const digraph no_1 = induced_subgraph(tree, {0, 2, 3, 4, 5, 6, 7});
@@ -100,7 +100,8 @@ BOOST_AUTO_TEST_CASE(bipartite_split_on_rings) {
   const auto torus = bipartite_split(make_torus(4, 4));
   BOOST_TEST_REQUIRE(torus.has_value());
   const digraph t = make_torus(4, 4);
-  for (const edge& e : t.edges()) BOOST_TEST((*torus)[e.from] != (*torus)[e.to]);
+  for (const edge& e : t.edges())
+    BOOST_TEST((*torus)[e.from] != (*torus)[e.to]);
   BOOST_TEST(!bipartite_split(make_complete(3)).has_value());
 }
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <complex>
+#include <functional>
 
 #include <Eigen/Eigenvalues>
 
@@ -83,13 +83,13 @@ BOOST_AUTO_TEST_CASE(metropolis_hastings_is_symmetric_doubly_stochastic) {
 
 BOOST_AUTO_TEST_CASE(spectral_gaps) {
   BOOST_TEST(std::abs(spectral_gap(row_stochastic(make_complete(8))) - 1.0) < 1e-9);
-  const double closed_form =
-      1.0 - std::abs((1.0 + std::polar(1.0, 2 * M_PI / 16)) / 2.0);
+  const double closed_form = 1.0 - std::abs((1.0 + std::polar(1.0, 2 * M_PI / 16)) / 2.0);
   const double ring_gap = spectral_gap(row_stochastic(make_directed_ring(16)));
   BOOST_TEST(std::abs(ring_gap - closed_form) < 1e-9);
   BOOST_TEST(ring_gap < 0.05);
   // The same ring's push matrix is its transpose: same spectrum.
-  BOOST_TEST(std::abs(spectral_gap(column_stochastic(make_directed_ring(16))) - closed_form) < 1e-9);
+  BOOST_TEST(std::abs(spectral_gap(column_stochastic(make_directed_ring(16))) - closed_form) <
+             1e-9);
   // Exponential graph of 16: comfortably connected (|lambda_2| about 0.6 or less).
   BOOST_TEST(spectral_gap(row_stochastic(make_exponential(16))) > 0.3);
   // Two disconnected halves: eigenvalue 1 twice, gap 0.
@@ -112,13 +112,11 @@ double dense_gap(const weight_matrix& w) {
 /// Symmetric pattern but not reversible (w01 w12 w20 != w02 w21 w10): complex spectrum.
 weight_matrix rotating_triangle() {
   weight_matrix w(3, 3);
-  w << 0.2, 0.6, 0.2,
-       0.2, 0.2, 0.6,
-       0.6, 0.2, 0.2;
+  w << 0.2, 0.6, 0.2, 0.2, 0.2, 0.6, 0.6, 0.2, 0.2;
   return w;
 }
 
-} // namespace
+}  // namespace
 
 BOOST_AUTO_TEST_CASE(spectral_gap_agrees_with_a_direct_dense_solve) {
   // Symmetric-pattern matrices take the reversible (symmetric solver) path,
@@ -127,10 +125,14 @@ BOOST_AUTO_TEST_CASE(spectral_gap_agrees_with_a_direct_dense_solve) {
   chorded.add_edge(0, 5);
   chorded.add_edge(3, 8);
   const std::vector<weight_matrix> cases{
-      row_stochastic(make_exponential(12)),        row_stochastic(make_star(9, 3)),
-      column_stochastic(make_torus(3, 4)),         metropolis_hastings(make_random_regular(24, 3, 9)),
-      row_stochastic(chorded),                     column_stochastic(chorded),
-      row_stochastic(make_from_edges(5, {{0, 1}, {1, 2}, {2, 1}, {3, 4}})), rotating_triangle()};
+    row_stochastic(make_exponential(12)),
+    row_stochastic(make_star(9, 3)),
+    column_stochastic(make_torus(3, 4)),
+    metropolis_hastings(make_random_regular(24, 3, 9)),
+    row_stochastic(chorded),
+    column_stochastic(chorded),
+    row_stochastic(make_from_edges(5, {{0, 1}, {1, 2}, {2, 1}, {3, 4}})),
+    rotating_triangle()};
   for (std::size_t k = 0; k < cases.size(); ++k) {
     BOOST_TEST_CONTEXT("case " << k) {
       BOOST_TEST(std::abs(spectral_gap(cases[k]) - dense_gap(cases[k])) < 1e-9);
@@ -140,7 +142,8 @@ BOOST_AUTO_TEST_CASE(spectral_gap_agrees_with_a_direct_dense_solve) {
   const digraph tree = make_tree(40, 1, 0);  // a path: one Jordan block of size 39
   weight_matrix r = weight_matrix::Zero(40, 40);
   r(0, 0) = 1;
-  for (std::uint32_t i = 1; i < 40; ++i) r(i, tree.in(i).front()) = 1;
+  for (std::uint32_t i = 1; i < 40; ++i)
+    r(i, tree.in(i).front()) = 1;
   BOOST_TEST(spectral_gap(r) == 1.0);
 }
 

@@ -15,31 +15,35 @@ void require_nodes(const char* builder, std::size_t n, std::size_t minimum) {
 
 void require_node_id(const char* builder, const char* parameter, std::uint32_t id, std::size_t n) {
   if (id >= n) {
-    throw topology_error(std::string(builder) + ": " + parameter + " must be < nodes = " +
-                         std::to_string(n) + ", got " + std::to_string(id));
+    throw topology_error(std::string(builder) + ": " + parameter +
+                         " must be < nodes = " + std::to_string(n) + ", got " + std::to_string(id));
   }
 }
 
-std::uint32_t id(std::size_t i) { return static_cast<std::uint32_t>(i); }
+std::uint32_t id(std::size_t i) {
+  return static_cast<std::uint32_t>(i);
+}
 
 void add_both(digraph& g, std::size_t a, std::size_t b) {
   g.add_edge(id(a), id(b));
   g.add_edge(id(b), id(a));
 }
 
-} // namespace
+}  // namespace
 
 digraph make_ring(std::size_t n) {
   require_nodes("ring", n, 2);
   digraph g(n);
-  for (std::size_t i = 0; i < n; ++i) add_both(g, i, (i + 1) % n);
+  for (std::size_t i = 0; i < n; ++i)
+    add_both(g, i, (i + 1) % n);
   return g;
 }
 
 digraph make_directed_ring(std::size_t n) {
   require_nodes("directed_ring", n, 2);
   digraph g(n);
-  for (std::size_t i = 0; i < n; ++i) g.add_edge(id(i), id((i + 1) % n));
+  for (std::size_t i = 0; i < n; ++i)
+    g.add_edge(id(i), id((i + 1) % n));
   return g;
 }
 
@@ -57,12 +61,15 @@ digraph make_exponential(std::size_t n) {
 
 digraph make_tree(std::size_t n, std::size_t arity, std::uint32_t root) {
   require_nodes("tree", n, 2);
-  if (arity < 1) throw topology_error("tree: arity must be >= 1, got 0");
+  if (arity < 1)
+    throw topology_error("tree: arity must be >= 1, got 0");
   require_node_id("tree", "root", root, n);
   /// Breadth-first label k becomes `root` and vice versa for k = 0.
   const auto label = [root](std::size_t k) {
-    if (k == 0) return root;
-    if (k == root) return std::uint32_t{0};
+    if (k == 0)
+      return root;
+    if (k == root)
+      return std::uint32_t{0};
     return id(k);
   };
   digraph g(n);
@@ -78,15 +85,19 @@ digraph make_star(std::size_t n, std::uint32_t centre) {
   require_node_id("star", "centre", centre, n);
   digraph g(n);
   for (std::size_t i = 0; i < n; ++i) {
-    if (i != centre) add_both(g, centre, i);
+    if (i != centre)
+      add_both(g, centre, i);
   }
   return g;
 }
 
 digraph make_torus(std::size_t rows, std::size_t cols) {
-  if (rows < 1) throw topology_error("torus: rows must be >= 1, got 0");
-  if (cols < 1) throw topology_error("torus: cols must be >= 1, got 0");
-  if (rows * cols < 2) throw topology_error("torus: rows*cols must be >= 2, got 1");
+  if (rows < 1)
+    throw topology_error("torus: rows must be >= 1, got 0");
+  if (cols < 1)
+    throw topology_error("torus: cols must be >= 1, got 0");
+  if (rows * cols < 2)
+    throw topology_error("torus: rows*cols must be >= 2, got 1");
   digraph g(rows * cols);
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {
@@ -103,7 +114,8 @@ digraph make_complete(std::size_t n) {
   digraph g(n);
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
-      if (i != j) g.add_edge(id(i), id(j));
+      if (i != j)
+        g.add_edge(id(i), id(j));
     }
   }
   return g;
@@ -129,17 +141,18 @@ digraph induced_subgraph(const digraph& g, const std::vector<std::uint32_t>& kee
   std::vector<std::uint32_t> index(g.size(), absent);  // old id -> new id
   for (std::size_t k = 0; k < keep.size(); ++k) {
     if (keep[k] >= g.size() || (k > 0 && keep[k] <= keep[k - 1])) {
-      throw topology_error("induced_subgraph: kept node #" + std::to_string(k) + " (" +
-                           std::to_string(keep[k]) + ") is out of range (nodes = " +
-                           std::to_string(g.size()) + ") or not above the one before");
+      throw topology_error(
+        "induced_subgraph: kept node #" + std::to_string(k) + " (" + std::to_string(keep[k]) +
+        ") is out of range (nodes = " + std::to_string(g.size()) + ") or not above the one before");
     }
     index[keep[k]] = id(k);
   }
   digraph sub(keep.size());
   for (const auto& e : g.edges()) {
-    if (index[e.from] != absent && index[e.to] != absent) sub.add_edge(index[e.from], index[e.to]);
+    if (index[e.from] != absent && index[e.to] != absent)
+      sub.add_edge(index[e.from], index[e.to]);
   }
   return sub;
 }
 
-} // namespace atrain
+}  // namespace atrain

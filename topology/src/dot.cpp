@@ -15,22 +15,24 @@ std::string format_gap(double gap) {
 
 void append_edges(std::string& dot, const digraph& g, const char* style) {
   for (const edge& e : g.edges()) {
-    dot += "  " + std::to_string(e.from) + " -> " + std::to_string(e.to) + " [style=" + style +
-           "];\n";
+    dot +=
+      "  " + std::to_string(e.from) + " -> " + std::to_string(e.to) + " [style=" + style + "];\n";
   }
 }
 
-} // namespace
+}  // namespace
 
 std::string to_dot(const topology& t) {
   std::string dot = "digraph atrain {\n";
   dot += "  label=\"solid: G_R (pull), dashed: G_C (push); double circle: common root; "
-         "gap R " + format_gap(t.gap_r) + ", gap C " + format_gap(t.gap_c) +
-         (t.tree ? "; tree pair" : "") + "\";\n";
+         "gap R " +
+         format_gap(t.gap_r) + ", gap C " + format_gap(t.gap_c) + (t.tree ? "; tree pair" : "") +
+         "\";\n";
   dot += "  node [shape=circle];\n";
   std::vector<bool> is_root(t.g_r.size(), false);
   for (const std::uint32_t r : t.roots) {
-    if (r < is_root.size()) is_root[r] = true;
+    if (r < is_root.size())
+      is_root[r] = true;
   }
   // Every node is listed so that isolated nodes still appear.
   for (std::uint32_t i = 0; i < t.g_r.size(); ++i) {
@@ -41,4 +43,4 @@ std::string to_dot(const topology& t) {
   return dot + "}\n";
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -11,7 +11,8 @@ namespace {
 /// Inserts v into the sorted vector unless present; true when inserted.
 bool insert_sorted(std::vector<std::uint32_t>& list, std::uint32_t v) {
   const auto it = std::lower_bound(list.begin(), list.end(), v);
-  if (it != list.end() && *it == v) return false;
+  if (it != list.end() && *it == v)
+    return false;
   list.insert(it, v);
   return true;
 }
@@ -39,7 +40,7 @@ bool all_true(const std::vector<bool>& flags) {
   return std::all_of(flags.begin(), flags.end(), [](bool b) { return b; });
 }
 
-} // namespace
+}  // namespace
 
 digraph::digraph(std::size_t n) {
   if (n > std::numeric_limits<std::uint32_t>::max()) {
@@ -51,7 +52,8 @@ digraph::digraph(std::size_t n) {
 
 std::size_t digraph::num_edges() const noexcept {
   std::size_t count = 0;
-  for (const auto& list : out_) count += list.size();
+  for (const auto& list : out_)
+    count += list.size();
   return count;
 }
 
@@ -63,12 +65,15 @@ void digraph::add_edge(std::uint32_t from, std::uint32_t to) {
                            std::to_string(size()) + " nodes");
     }
   }
-  if (from == to) return;
-  if (insert_sorted(out_[from], to)) insert_sorted(in_[to], from);
+  if (from == to)
+    return;
+  if (insert_sorted(out_[from], to))
+    insert_sorted(in_[to], from);
 }
 
 bool digraph::has_edge(std::uint32_t from, std::uint32_t to) const noexcept {
-  if (from >= size() || to >= size()) return false;
+  if (from >= size() || to >= size())
+    return false;
   return std::binary_search(out_[from].begin(), out_[from].end(), to);
 }
 
@@ -76,7 +81,8 @@ std::vector<edge> digraph::edges() const {
   std::vector<edge> result;
   result.reserve(num_edges());
   for (std::uint32_t from = 0; from < size(); ++from) {
-    for (const std::uint32_t to : out_[from]) result.push_back(edge{from, to});
+    for (const std::uint32_t to : out_[from])
+      result.push_back(edge{from, to});
   }
   return result;
 }
@@ -95,8 +101,8 @@ bool digraph::is_symmetric() const noexcept {
 
 std::vector<bool> digraph::reachable_from(std::uint32_t source) const {
   if (source >= size()) {
-    throw topology_error("reachable_from: source " + std::to_string(source) +
-                         " out of range for " + std::to_string(size()) + " nodes");
+    throw topology_error("reachable_from: source " + std::to_string(source) + " out of range for " +
+                         std::to_string(size()) + " nodes");
   }
   return search(out_, source);
 }
@@ -110,8 +116,9 @@ std::vector<bool> digraph::reaching(std::uint32_t target) const {
 }
 
 bool digraph::strongly_connected() const {
-  if (size() == 0) return false;
+  if (size() == 0)
+    return false;
   return all_true(reachable_from(0)) && all_true(reaching(0));
 }
 
-} // namespace atrain
+}  // namespace atrain

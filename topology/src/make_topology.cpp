@@ -13,10 +13,12 @@ namespace {
 std::string format_nodes(const std::vector<std::uint32_t>& nodes, std::size_t shown = 32) {
   std::string s = "{";
   for (std::size_t k = 0; k < nodes.size() && k < shown; ++k) {
-    if (k > 0) s += ", ";
+    if (k > 0)
+      s += ", ";
     s += std::to_string(nodes[k]);
   }
-  if (nodes.size() > shown) s += ", ... (" + std::to_string(nodes.size()) + " nodes)";
+  if (nodes.size() > shown)
+    s += ", ... (" + std::to_string(nodes.size()) + " nodes)";
   return s + "}";
 }
 
@@ -31,15 +33,16 @@ void check_pair_sizes(const digraph& g_r, const digraph& g_c) {
     throw topology_error("make_topology: G_R has " + std::to_string(g_r.size()) +
                          " nodes but G_C has " + std::to_string(g_c.size()));
   }
-  if (g_r.size() == 0) throw topology_error("make_topology: the graphs have no nodes");
+  if (g_r.size() == 0)
+    throw topology_error("make_topology: the graphs have no nodes");
 }
 
 [[noreturn]] void throw_no_common_root(const digraph& g_r, const digraph& g_c) {
   throw topology_error(
-      "make_topology: G_R and G_C share no common root (a node that reaches every node along "
-      "G_R and that every node reaches along G_C): nodes reaching all along G_R: " +
-      format_nodes(spanning_roots(g_r)) +
-      "; nodes reached by all along G_C: " + format_nodes(spanning_roots(g_c.reversed())));
+    "make_topology: G_R and G_C share no common root (a node that reaches every node along "
+    "G_R and that every node reaches along G_C): nodes reaching all along G_R: " +
+    format_nodes(spanning_roots(g_r)) +
+    "; nodes reached by all along G_C: " + format_nodes(spanning_roots(g_c.reversed())));
 }
 
 /// The unique node without in-edge of a tree G_R; throws when G_R is no tree.
@@ -49,19 +52,24 @@ std::uint32_t tree_root(const digraph& g_r) {
   for (std::uint32_t i = 0; i < g_r.size(); ++i) {
     if (g_r.in(i).size() > 1) {
       throw topology_error(where + "node " + std::to_string(i) + " has " +
-                           std::to_string(g_r.in(i).size()) + " in-edges (a parent must be unique)");
+                           std::to_string(g_r.in(i).size()) +
+                           " in-edges (a parent must be unique)");
     }
-    if (g_r.in(i).empty()) parentless.push_back(i);
+    if (g_r.in(i).empty())
+      parentless.push_back(i);
   }
   if (parentless.size() != 1) {
-    throw topology_error(where + "exactly one node must have no in-edge (the root), these have "
-                         "none: " + format_nodes(parentless));
+    throw topology_error(where +
+                         "exactly one node must have no in-edge (the root), these have "
+                         "none: " +
+                         format_nodes(parentless));
   }
   const std::vector<bool> reached = g_r.reachable_from(parentless[0]);
   for (std::uint32_t i = 0; i < g_r.size(); ++i) {
     if (!reached[i]) {
-      throw topology_error(where + "node " + std::to_string(i) + " is not reachable from the root " +
-                           std::to_string(parentless[0]) + " (a cycle)");
+      throw topology_error(where + "node " + std::to_string(i) +
+                           " is not reachable from the root " + std::to_string(parentless[0]) +
+                           " (a cycle)");
     }
   }
   return parentless[0];
@@ -80,15 +88,16 @@ weight_matrix tree_pull(const digraph& g_r, std::uint32_t root) {
   weight_matrix r = weight_matrix::Zero(n, n);
   r(root, root) = 1.0;
   for (std::uint32_t child = 0; child < g_r.size(); ++child) {
-    if (child != root) r(child, g_r.in(child).front()) = 1.0;
+    if (child != root)
+      r(child, g_r.in(child).front()) = 1.0;
   }
   return r;
 }
 
 void warn_about_gap(topology& t, const char* matrix, double gap) {
   if (std::isnan(gap)) {
-    t.warnings.push_back(std::string("spectral gap of ") + matrix + " not computed: " +
-                         std::to_string(t.g_r.size()) + " nodes > " +
+    t.warnings.push_back(std::string("spectral gap of ") + matrix +
+                         " not computed: " + std::to_string(t.g_r.size()) + " nodes > " +
                          std::to_string(spectral_gap_max_nodes));
     return;
   }
@@ -103,7 +112,7 @@ void warn_about_gap(topology& t, const char* matrix, double gap) {
   }
 }
 
-} // namespace
+}  // namespace
 
 topology make_topology(digraph g_r, digraph g_c, bool tree) {
   check_pair_sizes(g_r, g_c);
@@ -119,7 +128,8 @@ topology make_topology(digraph g_r, digraph g_c, bool tree) {
     t.c = column_stochastic(g_c);
   }
   t.roots = common_roots(g_r, g_c);
-  if (t.roots.empty()) throw_no_common_root(g_r, g_c);
+  if (t.roots.empty())
+    throw_no_common_root(g_r, g_c);
   t.gap_r = spectral_gap(t.r);
   // C = R^T (same spectrum) for every tree pair and whenever G_C is G_R reversed
   // or both are the same symmetric graph; skip the second O(n^3) solve then.
@@ -131,4 +141,4 @@ topology make_topology(digraph g_r, digraph g_c, bool tree) {
   return t;
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -33,7 +33,8 @@ public:
   std::uint64_t below(std::uint64_t bound) noexcept {
     const std::uint64_t limit = ~std::uint64_t{0} - (~std::uint64_t{0} % bound);
     std::uint64_t x = next();
-    while (x >= limit) x = next();
+    while (x >= limit)
+      x = next();
     return x % bound;
   }
 
@@ -52,7 +53,8 @@ void shuffle(std::vector<std::uint32_t>& v, splitmix& gen) {
 bool can_finish(const digraph& g, const std::map<std::uint32_t, std::size_t>& open) {
   for (auto a = open.begin(); a != open.end(); ++a) {
     for (auto b = std::next(a); b != open.end(); ++b) {
-      if (!g.has_edge(a->first, b->first)) return true;
+      if (!g.has_edge(a->first, b->first))
+        return true;
     }
   }
   return open.empty();
@@ -65,7 +67,8 @@ std::optional<digraph> try_pairing(std::size_t n, std::size_t degree, splitmix& 
   std::vector<std::uint32_t> stubs;
   stubs.reserve(n * degree);
   for (std::size_t d = 0; d < degree; ++d) {
-    for (std::size_t i = 0; i < n; ++i) stubs.push_back(static_cast<std::uint32_t>(i));
+    for (std::size_t i = 0; i < n; ++i)
+      stubs.push_back(static_cast<std::uint32_t>(i));
   }
   while (!stubs.empty()) {
     shuffle(stubs, gen);
@@ -81,17 +84,21 @@ std::optional<digraph> try_pairing(std::size_t n, std::size_t degree, splitmix& 
         ++open[b];
       }
     }
-    if (!can_finish(g, open)) return std::nullopt;
+    if (!can_finish(g, open))
+      return std::nullopt;
     stubs.clear();
-    for (const auto& [node, count] : open) stubs.insert(stubs.end(), count, node);
+    for (const auto& [node, count] : open)
+      stubs.insert(stubs.end(), count, node);
   }
   return g;
 }
 
 void check_regular_parameters(std::size_t n, std::size_t degree) {
   const std::string where = "random_regular: ";
-  if (n < 2) throw topology_error(where + "nodes must be >= 2, got " + std::to_string(n));
-  if (degree < 1) throw topology_error(where + "degree must be >= 1, got 0");
+  if (n < 2)
+    throw topology_error(where + "nodes must be >= 2, got " + std::to_string(n));
+  if (degree < 1)
+    throw topology_error(where + "degree must be >= 1, got 0");
   if (degree >= n) {
     throw topology_error(where + "degree must be < nodes = " + std::to_string(n) + ", got " +
                          std::to_string(degree));
@@ -106,19 +113,20 @@ void check_regular_parameters(std::size_t n, std::size_t degree) {
   }
 }
 
-} // namespace
+}  // namespace
 
 digraph make_random_regular(std::size_t n, std::size_t degree, std::uint64_t seed) {
   check_regular_parameters(n, degree);
   splitmix gen(seed);
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
     std::optional<digraph> g = try_pairing(n, degree, gen);
-    if (g && g->strongly_connected()) return std::move(*g);
+    if (g && g->strongly_connected())
+      return std::move(*g);
   }
-  throw topology_error("random_regular: no simple connected graph with nodes = " +
-                       std::to_string(n) + ", degree = " + std::to_string(degree) + " after " +
-                       std::to_string(max_attempts) + " attempts (seed " + std::to_string(seed) +
-                       ")");
+  throw topology_error(
+    "random_regular: no simple connected graph with nodes = " + std::to_string(n) +
+    ", degree = " + std::to_string(degree) + " after " + std::to_string(max_attempts) +
+    " attempts (seed " + std::to_string(seed) + ")");
 }
 
-} // namespace atrain
+}  // namespace atrain

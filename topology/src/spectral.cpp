@@ -26,15 +26,18 @@ std::optional<Eigen::VectorXd> balancing_weights(const weight_matrix& w) {
   Eigen::VectorXd d = Eigen::VectorXd::Zero(n);
   std::vector<Eigen::Index> frontier;
   for (Eigen::Index start = 0; start < n; ++start) {
-    if (d(start) != 0.0) continue;
+    if (d(start) != 0.0)
+      continue;
     d(start) = 1.0;
     frontier.push_back(start);
     while (!frontier.empty()) {
       const Eigen::Index i = frontier.back();
       frontier.pop_back();
       for (Eigen::Index j = 0; j < n; ++j) {
-        if (i == j || w(i, j) == 0.0) continue;
-        if (!(w(i, j) * w(j, i) > 0.0)) return std::nullopt;  // one-way or sign change
+        if (i == j || w(i, j) == 0.0)
+          continue;
+        if (!(w(i, j) * w(j, i) > 0.0))
+          return std::nullopt;  // one-way or sign change
         if (d(j) == 0.0) {
           d(j) = d(i) * w(i, j) / w(j, i);
           frontier.push_back(j);
@@ -42,12 +45,14 @@ std::optional<Eigen::VectorXd> balancing_weights(const weight_matrix& w) {
       }
     }
   }
-  if (!d.allFinite() || !(d.array() > 0.0).all()) return std::nullopt;
+  if (!d.allFinite() || !(d.array() > 0.0).all())
+    return std::nullopt;
   for (Eigen::Index i = 0; i < n; ++i) {
     for (Eigen::Index j = i + 1; j < n; ++j) {
       const double a = d(i) * w(i, j);
       const double b = d(j) * w(j, i);
-      if (std::abs(a - b) > balance_tol * std::max(std::abs(a), std::abs(b))) return std::nullopt;
+      if (std::abs(a - b) > balance_tol * std::max(std::abs(a), std::abs(b)))
+        return std::nullopt;
     }
   }
   return d;
@@ -79,9 +84,10 @@ Eigen::VectorXd general_moduli(const weight_matrix& w) {
 class component_finder {
 public:
   explicit component_finder(const digraph& g)
-      : g_(g), index_(g.size(), -1), low_(g.size(), 0), on_stack_(g.size(), false) {
+    : g_(g), index_(g.size(), -1), low_(g.size(), 0), on_stack_(g.size(), false) {
     for (std::uint32_t v = 0; v < g_.size(); ++v) {
-      if (index_[v] < 0) search_from(v);
+      if (index_[v] < 0)
+        search_from(v);
     }
   }
 
@@ -123,9 +129,11 @@ private:
         }
         continue;
       }
-      if (low_[u] == index_[u]) pop_component(u);
+      if (low_[u] == index_[u])
+        pop_component(u);
       calls.pop_back();
-      if (!calls.empty()) low_[calls.back().first] = std::min(low_[calls.back().first], low_[u]);
+      if (!calls.empty())
+        low_[calls.back().first] = std::min(low_[calls.back().first], low_[u]);
     }
   }
 
@@ -153,12 +161,13 @@ std::vector<std::vector<Eigen::Index>> pattern_components(const weight_matrix& w
 
 /// Eigenvalue moduli of one irreducible block.
 Eigen::VectorXd block_moduli(const weight_matrix& block) {
-  if (block.rows() == 1) return block.cwiseAbs().reshaped();
+  if (block.rows() == 1)
+    return block.cwiseAbs().reshaped();
   const std::optional<Eigen::VectorXd> d = balancing_weights(block);
   return d ? reversible_moduli(block, *d) : general_moduli(block);
 }
 
-} // namespace
+}  // namespace
 
 double spectral_gap(const weight_matrix& w) {
   if (w.rows() == 0 || w.rows() != w.cols()) {
@@ -168,8 +177,10 @@ double spectral_gap(const weight_matrix& w) {
   if (static_cast<std::size_t>(w.rows()) > spectral_gap_max_nodes) {
     return std::numeric_limits<double>::quiet_NaN();
   }
-  if (w.rows() == 1) return 1.0;  // no second eigenvalue: one node is always in consensus
-  if (!w.allFinite()) throw topology_error("spectral_gap: the matrix has a NaN or infinite entry");
+  if (w.rows() == 1)
+    return 1.0;  // no second eigenvalue: one node is always in consensus
+  if (!w.allFinite())
+    throw topology_error("spectral_gap: the matrix has a NaN or infinite entry");
   // Permuted to block-triangular form (one block per strongly connected component
   // of the pattern), w's spectrum is the union of its diagonal blocks' spectra:
   // exact for trees (1 x 1 blocks), where a dense solve of the defective matrix
@@ -185,4 +196,4 @@ double spectral_gap(const weight_matrix& w) {
   return 1.0 - moduli[1];
 }
 
-} // namespace atrain
+}  // namespace atrain

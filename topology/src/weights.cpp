@@ -8,7 +8,9 @@
 namespace atrain {
 namespace {
 
-bool square_nonempty(const weight_matrix& w) { return w.rows() > 0 && w.rows() == w.cols(); }
+bool square_nonempty(const weight_matrix& w) {
+  return w.rows() > 0 && w.rows() == w.cols();
+}
 
 /// No negative entry (beyond -tol) and no NaN/inf.
 bool nonnegative_finite(const weight_matrix& w, double tol) {
@@ -19,7 +21,7 @@ bool sums_to_one(const Eigen::VectorXd& sums, double tol) {
   return ((sums.array() - 1.0).abs() <= tol).all();
 }
 
-} // namespace
+}  // namespace
 
 weight_matrix row_stochastic(const digraph& g) {
   const auto n = static_cast<Eigen::Index>(g.size());
@@ -27,7 +29,8 @@ weight_matrix row_stochastic(const digraph& g) {
   for (std::uint32_t i = 0; i < g.size(); ++i) {
     const double share = 1.0 / static_cast<double>(g.in(i).size() + 1);
     r(i, i) = share;
-    for (const std::uint32_t j : g.in(i)) r(i, j) = share;
+    for (const std::uint32_t j : g.in(i))
+      r(i, j) = share;
   }
   return r;
 }
@@ -38,7 +41,8 @@ weight_matrix column_stochastic(const digraph& g) {
   for (std::uint32_t i = 0; i < g.size(); ++i) {
     const double share = 1.0 / static_cast<double>(g.out(i).size() + 1);
     c(i, i) = share;
-    for (const std::uint32_t j : g.out(i)) c(j, i) = share;
+    for (const std::uint32_t j : g.out(i))
+      c(j, i) = share;
   }
   return c;
 }
@@ -81,14 +85,17 @@ bool is_symmetric(const weight_matrix& w, double tol) {
 
 bool respects_graph(const weight_matrix& w, const digraph& g) {
   const auto n = static_cast<Eigen::Index>(g.size());
-  if (w.rows() != n || w.cols() != n || !nonnegative_finite(w, 0.0)) return false;
+  if (w.rows() != n || w.cols() != n || !nonnegative_finite(w, 0.0))
+    return false;
   for (Eigen::Index i = 0; i < n; ++i) {
     for (Eigen::Index j = 0; j < n; ++j) {
-      if (i == j || w(i, j) == 0.0) continue;
-      if (!g.has_edge(static_cast<std::uint32_t>(j), static_cast<std::uint32_t>(i))) return false;
+      if (i == j || w(i, j) == 0.0)
+        continue;
+      if (!g.has_edge(static_cast<std::uint32_t>(j), static_cast<std::uint32_t>(i)))
+        return false;
     }
   }
   return true;
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -133,4 +133,4 @@ private:
 [[nodiscard]] caf::expected<void> write_outputs(const proto::RunReport& report,
                                                 const std::string& dir);
 
-} // namespace atrain
+}  // namespace atrain

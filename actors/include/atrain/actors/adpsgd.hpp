@@ -32,7 +32,7 @@ struct adpsgd_exchange {
 /// node's host in a multi-host run: same code).
 /// The plan's g_r must be symmetric and bipartite (prepare_run checks).
 [[nodiscard]] node_actors spawn_adpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
-                                     std::uint32_t i);
+                                            std::uint32_t i);
 
 /// Restart (supervision): a replacement for node `k`'s crashed worker, a
 /// child of `sup`, keeping every message until join_adpsgd_worker starts it.
@@ -51,6 +51,6 @@ void join_adpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_adpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
-                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
-} // namespace atrain
+}  // namespace atrain

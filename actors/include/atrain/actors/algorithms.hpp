@@ -39,12 +39,12 @@ void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
 /// Once every link that ended at the dead worker points at the replacement:
 /// gives it its durable state and a donor's model the algorithm's way, then
 /// calls `started`.
-void join_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
-                      const worker_restart& r, restart_started started);
+void join_replacement(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
+                      restart_started started);
 
 /// Both steps in this process, every node a child of `sup`.
 [[nodiscard]] caf::expected<std::vector<node_actors>>
-spawn_algorithm(caf::event_based_actor* sup, const context_ptr& ctx,
-                std::vector<caf::actor>& links, caf::actor& server);
+spawn_algorithm(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<caf::actor>& links,
+                caf::actor& server);
 
-} // namespace atrain
+}  // namespace atrain

@@ -44,8 +44,8 @@ struct async_ps_view {
 /// node's host in a multi-host run: same code).
 /// The server lives on node spec.algorithm.async_ps.server (its hub),
 /// spawned before that node's worker.
-[[nodiscard]] node_actors spawn_async_ps_node(caf::event_based_actor* parent, const context_ptr& ctx,
-                                     std::uint32_t i);
+[[nodiscard]] node_actors spawn_async_ps_node(caf::event_based_actor* parent,
+                                              const context_ptr& ctx, std::uint32_t i);
 
 /// Restart (supervision): a replacement for node `k`'s crashed worker, a
 /// child of `sup`, keeping every message until join_async_ps_worker starts it.
@@ -61,6 +61,6 @@ void join_async_ps_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,
-                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                   std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
-} // namespace atrain
+}  // namespace atrain

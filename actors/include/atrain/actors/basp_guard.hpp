@@ -98,8 +98,8 @@ struct basp_guard {
 /// its BASP broker, at the first publish or connection: call this after one.
 /// Nothing to do without automatic connections. Blocks the caller (a main
 /// thread, before serving).
-[[nodiscard]] caf::expected<void>
-replace_automatic_connection_port(caf::actor_system& sys, const std::string& host,
-                                  std::uint16_t port);
+[[nodiscard]] caf::expected<void> replace_automatic_connection_port(caf::actor_system& sys,
+                                                                    const std::string& host,
+                                                                    std::uint16_t port);
 
-} // namespace atrain
+}  // namespace atrain

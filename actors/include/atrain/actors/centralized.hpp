@@ -9,13 +9,13 @@ namespace atrain {
 
 /// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
 /// node's host in a multi-host run: same code).
-[[nodiscard]] node_actors spawn_centralized_node(caf::event_based_actor* parent, const context_ptr& ctx,
-                                     std::uint32_t i);
+[[nodiscard]] node_actors spawn_centralized_node(caf::event_based_actor* parent,
+                                                 const context_ptr& ctx, std::uint32_t i);
 
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_centralized(caf::event_based_actor* sup, const context_ptr& ctx,
-                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                      std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
 /// Restart (supervisor.cpp): a replacement worker that waits for its state,
 /// and its join — the run's last checkpoint (r.checkpoint) or, before the
@@ -25,4 +25,4 @@ void wire_centralized(caf::event_based_actor* sup, const context_ptr& ctx,
 void join_centralized_worker(caf::event_based_actor* sup, const context_ptr& ctx,
                              const worker_restart& r, restart_started started);
 
-} // namespace atrain
+}  // namespace atrain

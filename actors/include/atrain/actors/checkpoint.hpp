@@ -42,8 +42,8 @@ using ckpt_poll_atom = caf::atom_constant<caf::atom("ckpoll")>;
 /// `requested`; at its gradient boundary the worker calls stop_here();
 /// (ckpt_drain_atom) answers busy_for(); (ckpt_go_atom) calls go().
 struct barrier_hold {
-  bool requested = false;  // a barrier asked to stop at the next gradient boundary
-  bool held = false;       // stopped there (no gradient in flight)
+  bool requested = false;                   // a barrier asked to stop at the next gradient boundary
+  bool held = false;                        // stopped there (no gradient in flight)
   caf::actor_clock::time_point wake_due{};  // when the gradient in flight completes
 
   /// At a gradient boundary: true (now held) when a barrier is waiting.
@@ -219,4 +219,4 @@ private:
   std::shared_ptr<const proto::Checkpoint> last_;
 };
 
-} // namespace atrain
+}  // namespace atrain

@@ -92,4 +92,4 @@ struct staleness_stats {
   }
 };
 
-} // namespace atrain
+}  // namespace atrain

@@ -6,8 +6,8 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <string>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -24,12 +24,12 @@ struct pushsum_node;
 /// Test hook: with the virtual clock (one thread) a test may read every
 /// registered tracker between two scheduler steps.
 struct run_probe {
-  std::vector<const rfast_tracker*> trackers;  // index = node; null when gone
+  std::vector<const rfast_tracker*> trackers;     // index = node; null when gone
   std::vector<const std::vector<float>*> models;  // worker's x, index = node; null when gone
-  std::vector<caf::actor_addr> workers;        // index = node (fault tests)
-  std::vector<caf::actor_addr> buffers;        // index = node; empty without buffers
-  caf::actor_addr server;                      // the parameter server (async_ps); empty otherwise
-  std::vector<const pushsum_node*> pushsum;    // SGP/OSGP state and ledger, index = node
+  std::vector<caf::actor_addr> workers;           // index = node (fault tests)
+  std::vector<caf::actor_addr> buffers;           // index = node; empty without buffers
+  caf::actor_addr server;                    // the parameter server (async_ps); empty otherwise
+  std::vector<const pushsum_node*> pushsum;  // SGP/OSGP state and ledger, index = node
 
   /// Empties the per-node slots for a run of n nodes.
   void assign_nodes(std::size_t n) {
@@ -55,10 +55,10 @@ struct run_probe {
 /// The driver's side of a multi-host run: the connected hosts' spawners and
 /// where each node lives.
 struct deployment {
-  std::vector<caf::actor> hosts;        // spawners (see host.hpp)
-  std::vector<std::string> names;       // "HOST:PORT", for messages
-  std::vector<std::uint32_t> host_of;   // index = node
-  std::string secret;                   // sent with every spawn request
+  std::vector<caf::actor> hosts;       // spawners (see host.hpp)
+  std::vector<std::string> names;      // "HOST:PORT", for messages
+  std::vector<std::uint32_t> host_of;  // index = node
+  std::string secret;                  // sent with every spawn request
 };
 
 struct run_context {
@@ -135,7 +135,7 @@ struct worker_restart {
   std::uint32_t node = 0;
   /// 1 for a node's first restart, 2 for its second, ...
   std::uint64_t incarnation = 1;
-  caf::actor_addr dead;     // the crashed worker
+  caf::actor_addr dead;  // the crashed worker
   caf::actor replacement;
   std::vector<node_actors> nodes;  // the run's nodes; nodes[node].worker = replacement
   std::vector<caf::actor> links;   // every link actor of the run
@@ -171,4 +171,4 @@ void send_after(Self* self, const caf::actor& dest, double delay, Ts&&... xs) {
     self->delayed_send(dest, to_timespan(delay), std::forward<Ts>(xs)...);
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -22,12 +22,12 @@ enum dasgd_stream : std::uint32_t { dasgd_gradients = 31, dasgd_relayed = 32 };
 struct dasgd_ledger {
   /// A gradient this node computed.
   struct created {
-    std::uint64_t index = 0;      // local number, 1, 2, ...
-    std::int64_t read_ns = 0;     // when x_i was read (the gradient started)
-    std::int64_t done_ns = 0;     // when it completed (its creation time)
-    double gamma = 0;             // the step size it was applied with
+    std::uint64_t index = 0;         // local number, 1, 2, ...
+    std::int64_t read_ns = 0;        // when x_i was read (the gradient started)
+    std::int64_t done_ns = 0;        // when it completed (its creation time)
+    double gamma = 0;                // the step size it was applied with
     std::size_t applied_before = 0;  // this node's applied entries at the read
-    std::vector<float> g;         // the raw gradient
+    std::vector<float> g;            // the raw gradient
   };
   /// One gradient applied to x_i (own or remote), in application order.
   struct applied {
@@ -59,7 +59,7 @@ struct dasgd_ledger {
 /// The workers of one process share a creation record for the staleness
 /// measurement; a run spanning processes measures none.
 [[nodiscard]] node_actors spawn_dasgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
-                                     std::uint32_t i);
+                                           std::uint32_t i);
 
 /// Restart (docs/RELIABILITY.md): worker k's replacement, which keeps every
 /// message until the supervisor starts it.
@@ -71,12 +71,12 @@ struct dasgd_ledger {
 /// model, record and inbox for the replacement, has every other live node
 /// fence its gradient stream, then starts the replacement with the fences
 /// and tells the donor up to where to relay.
-void join_dasgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
-                       const worker_restart& r, restart_started started);
+void join_dasgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
+                       restart_started started);
 
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
-} // namespace atrain
+}  // namespace atrain

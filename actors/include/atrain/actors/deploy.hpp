@@ -36,8 +36,8 @@ void configure_networking(caf::actor_system_config& cfg, const tls_files& tls);
 
 /// Where the run's nodes go and how to reach the hosts.
 struct deploy_options {
-  std::vector<std::string> hosts;         // "HOST:PORT"
-  std::vector<std::uint32_t> placement;   // host per node; empty = round-robin
+  std::vector<std::string> hosts;        // "HOST:PORT"
+  std::vector<std::uint32_t> placement;  // host per node; empty = round-robin
   std::string secret;
   tls_files tls;
 };
@@ -72,9 +72,9 @@ void record_deploy(const deployment& d, proto::Deployment& out);
 /// `host_of`: host per node): the states of its nodes (every other node's
 /// entry keeps only its id), with the spec, time and records; no links, no
 /// evaluator (they live with the driver).
-[[nodiscard]] std::vector<proto::Checkpoint> checkpoint_parts(const proto::Checkpoint& ck,
-                                                              const std::vector<std::uint32_t>& host_of,
-                                                              std::size_t hosts);
+[[nodiscard]] std::vector<proto::Checkpoint>
+checkpoint_parts(const proto::Checkpoint& ck, const std::vector<std::uint32_t>& host_of,
+                 std::size_t hosts);
 
 /// The shared secret in `path`, trailing whitespace removed (>= 16 characters).
 [[nodiscard]] caf::expected<std::string> read_secret_file(const std::string& path);
@@ -83,4 +83,4 @@ void record_deploy(const deployment& d, proto::Deployment& out);
 [[nodiscard]] caf::expected<std::pair<std::string, std::uint16_t>>
 split_host_port(const std::string& s);
 
-} // namespace atrain
+}  // namespace atrain

@@ -43,7 +43,7 @@ struct dpsgd_round {
 /// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
 /// node's host in a multi-host run: same code).
 [[nodiscard]] node_actors spawn_dpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
-                                     std::uint32_t i);
+                                           std::uint32_t i);
 
 /// Restart (supervision): a replacement for node `k`'s crashed worker, a
 /// child of `sup`, keeping every message until join_dpsgd_worker starts it.
@@ -56,12 +56,12 @@ struct dpsgd_round {
 /// (to the dead worker); the rest arrive over the re-pointed links. W stays
 /// doubly stochastic: every round from there moves the node average by the
 /// gradient steps alone.
-void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
-                       const worker_restart& r, restart_started started);
+void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
+                       restart_started started);
 
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_dpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
-} // namespace atrain
+}  // namespace atrain

@@ -60,4 +60,4 @@ private:
   proto::FaultSchedule spec_;
 };
 
-} // namespace atrain
+}  // namespace atrain

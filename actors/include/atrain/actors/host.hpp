@@ -34,8 +34,8 @@ struct host_options {
 /// Counters of a spawner (stats_atom answers them).
 struct host_counters {
   std::uint64_t runs = 0;
-  std::uint64_t refused = 0;    // spawn requests refused (secret, spec, ids, load)
-  std::uint64_t unexpected = 0; // messages of unknown type
+  std::uint64_t refused = 0;     // spawn requests refused (secret, spec, ids, load)
+  std::uint64_t unexpected = 0;  // messages of unknown type
 };
 
 [[nodiscard]] caf::actor spawn_host(caf::actor_system& sys, host_options opts);
@@ -43,4 +43,4 @@ struct host_counters {
 /// Whether `a` and `b` are equal, in time independent of where they differ.
 [[nodiscard]] bool same_secret(const std::string& a, const std::string& b) noexcept;
 
-} // namespace atrain
+}  // namespace atrain

@@ -29,8 +29,8 @@ enum loscar_stream : std::uint32_t { loscar_up = 41, loscar_down = 42 };
 /// values aligned with `sample`).
 ///   naive = false (DELAY_CORRECTED): x[S] += mean - y_s
 ///   naive = true  (NAIVE):           x[S]  = mean
-void loscar_merge(std::vector<float>& x, const std::vector<std::uint32_t>& sample,
-                  const float* y_s, const float* mean, bool naive);
+void loscar_merge(std::vector<float>& x, const std::vector<std::uint32_t>& sample, const float* y_s,
+                  const float* mean, bool naive);
 
 /// N_i and Q_i of one worker (see loscar.cpp for the formulas).
 struct loscar_steps {
@@ -45,12 +45,12 @@ struct loscar_steps {
 /// One merge as a worker applied it (test probe only).
 struct loscar_merge_record {
   std::uint64_t round = 0;
-  std::uint32_t overlap = 0;            // local steps taken between y_i and the merge
-  std::vector<std::uint32_t> sample;    // S_r as this worker drew it
-  std::vector<float> y_s;               // y_i[S_r], what it sent
-  std::vector<float> mean;              // m_r, what it received
-  std::vector<float> z;                 // z_i, the model before the merge
-  std::vector<float> x;                 // x_i after the merge
+  std::uint32_t overlap = 0;          // local steps taken between y_i and the merge
+  std::vector<std::uint32_t> sample;  // S_r as this worker drew it
+  std::vector<float> y_s;             // y_i[S_r], what it sent
+  std::vector<float> mean;            // m_r, what it received
+  std::vector<float> z;               // z_i, the model before the merge
+  std::vector<float> x;               // x_i after the merge
 };
 
 /// Test hook (virtual clock with a run_probe only, between two scheduler
@@ -63,7 +63,7 @@ struct loscar_merge_record {
 /// The root aggregator lives on node `aggregator` (its hub, also its buffer,
 /// so the evaluator counts its traffic and rejections).
 [[nodiscard]] node_actors spawn_loscar_node(caf::event_based_actor* parent, const context_ptr& ctx,
-                                     std::uint32_t i);
+                                            std::uint32_t i);
 
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
@@ -72,7 +72,8 @@ struct loscar_merge_record {
 /// values, the aggregator's senders are nodes of the run, no worker is
 /// past the aggregator's round or behind the round before it. Empty when
 /// fine, else the reason.
-[[nodiscard]] std::string loscar_check_checkpoint(const proto::Checkpoint& ck, const run_plan& plan);
+[[nodiscard]] std::string loscar_check_checkpoint(const proto::Checkpoint& ck,
+                                                  const run_plan& plan);
 
 /// Restart (docs/RELIABILITY.md): worker k's replacement, which keeps every
 /// message until the aggregator starts it.
@@ -86,6 +87,6 @@ void join_loscar_worker(caf::event_based_actor* sup, const context_ptr& ctx,
                         const worker_restart& r, restart_started started);
 
 void wire_loscar(caf::event_based_actor* sup, const context_ptr& ctx,
-                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
-} // namespace atrain
+}  // namespace atrain

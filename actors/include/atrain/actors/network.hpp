@@ -62,7 +62,7 @@ public:
 private:
   struct stream {
     bool zero_seen = false;
-    std::uint64_t below = 1;       // every seq in [1, below) has been seen
+    std::uint64_t below = 1;        // every seq in [1, below) has been seen
     std::set<std::uint64_t> above;  // seen seqs >= below
   };
   std::map<std::pair<std::uint32_t, std::uint32_t>, stream> seen_;
@@ -90,9 +90,8 @@ private:
 /// to every worker, index = node), every worker (init_atom, its route to the
 /// hub), and every worker (start_atom). Each node's route to the hub is kept
 /// in its worker_routes (for a restarted worker).
-void wire_star(caf::event_based_actor* sup, const context_ptr& ctx,
-               std::vector<caf::actor>& links, std::uint32_t at,
-               std::vector<node_actors>& nodes);
+void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<caf::actor>& links,
+               std::uint32_t at, std::vector<node_actors>& nodes);
 
 /// Adds `p`'s payloads into `into` (DASGD's coalescing: gradients summed, the
 /// newest sequence number kept). False when the shapes differ.
@@ -132,4 +131,4 @@ struct outbox {
                                            const outbox& out, const staleness_stats& staleness,
                                            const std::vector<float>& x);
 
-} // namespace atrain
+}  // namespace atrain

@@ -14,4 +14,4 @@ namespace atrain {
 /// ends the line.
 void print_progress(const run_plan& plan, const metric_sample& row, double wall, bool last);
 
-} // namespace atrain
+}  // namespace atrain

@@ -18,9 +18,9 @@ class rfast_tracker {
 public:
   struct in_neighbour {
     std::uint32_t node = 0;
-    double c = 0;                 // c_ij
-    std::uint64_t seq = 0;        // seq of the newest rho^_j (0 = none yet)
-    double_blob rho_hat;          // newest received rho_j
+    double c = 0;           // c_ij
+    std::uint64_t seq = 0;  // seq of the newest rho^_j (0 = none yet)
+    double_blob rho_hat;    // newest received rho_j
     double sigma_hat = 0;
     /// The consumed part of rho_j. Blobs are immutable, so "rho~ = rho^"
     /// shares the received buffer instead of copying it.
@@ -28,8 +28,8 @@ public:
     double sigma_tilde = 0;
   };
 
-  rfast_tracker(std::uint32_t node, std::size_t dim, double c_self,
-                std::vector<in_neighbour> in_c, bool phi_variant, double phi_min);
+  rfast_tracker(std::uint32_t node, std::size_t dim, double c_self, std::vector<in_neighbour> in_c,
+                bool phi_variant, double phi_min);
 
   /// Initialise with the first gradient: z = g_prev = g0.
   void init(const float* g0);
@@ -100,7 +100,7 @@ private:
 /// node's host in a multi-host run: same code).
 /// Its gradient buffer first, then its worker.
 [[nodiscard]] node_actors spawn_rfast_node(caf::event_based_actor* parent, const context_ptr& ctx,
-                                     std::uint32_t i);
+                                           std::uint32_t i);
 
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it. The routes are kept in the run's
@@ -130,4 +130,4 @@ void wire_rfast(caf::event_based_actor* sup, const context_ptr& ctx,
 /// Lets a node from respawn_rfast_node go, once its epoch view was sent.
 void start_respawned_rfast_node(caf::event_based_actor* sup, const node_actors& node);
 
-} // namespace atrain
+}  // namespace atrain

@@ -21,8 +21,8 @@ struct rfast_epoch_plan {
   std::uint32_t epoch = 0;
   std::vector<std::uint32_t> members;  // ascending
   std::shared_ptr<const topology> topo;
-  std::uint32_t root = 0;              // a common root (run id): the evaluated model on trees
-  std::string kind;                    // e.g. "tree pair of arity 2"
+  std::uint32_t root = 0;  // a common root (run id): the evaluated model on trees
+  std::string kind;        // e.g. "tree pair of arity 2"
 };
 
 /// Epoch 0: the spec's graph pair over every node.
@@ -82,4 +82,4 @@ void start_rfast_epoch(caf::event_based_actor* sup, const context_ptr& ctx,
                        std::vector<node_actors>& nodes, const rfast_epoch_plan& e,
                        const std::vector<bool>& worker_up, std::vector<caf::actor>& new_links);
 
-} // namespace atrain
+}  // namespace atrain

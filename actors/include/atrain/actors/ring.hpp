@@ -113,10 +113,10 @@ private:
   std::size_t dim_;
   std::vector<float> buf_;
   std::vector<double> counts_;  // contributions per chunk
-  std::uint64_t round_ = 0;   // the active (or next) round
+  std::uint64_t round_ = 0;     // the active (or next) round
   bool active_ = false;
   bool finished_ = false;
-  std::uint32_t next_ = 0;    // next step whose chunk we wait for
+  std::uint32_t next_ = 0;  // next step whose chunk we wait for
   std::map<std::pair<std::uint64_t, std::uint32_t>, std::pair<float_blob, double>> stash_;
   std::vector<float> contribution_;  // this rank's vector of the active round
   double contribution_count_ = 0;
@@ -173,8 +173,8 @@ private:
 
 /// Builds the links of the ring i -> i+1 mod n between the nodes' workers and
 /// sends each worker (start_atom, successor route).
-void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx,
-               std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<node_actors>& nodes,
+               std::vector<caf::actor>& links);
 
 /// What every ring worker holds: its computation, model x, last gradient g,
 /// its end of the ring, and its step count k; whether a gradient is in
@@ -187,7 +187,7 @@ struct ring_worker_state {
   std::vector<float> x;
   std::vector<float> g;
   std::uint64_t steps = 0;
-  std::uint64_t averages = 0;  // Local SGD: averages done
+  std::uint64_t averages = 0;       // Local SGD: averages done
   std::uint32_t since_average = 0;  // Local SGD: local steps since the last average
   bool computing = false;
   std::uint64_t read_at = 0;
@@ -268,8 +268,8 @@ caf::behavior ring_joining(caf::stateful_actor<State>* self, std::uint32_t id,
 
 /// Supervision: freezes every live rank, decides the round (ring_resume),
 /// and starts the replacement r.replacement (made with ring_joining) at it.
-void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx,
-                      const worker_restart& r, restart_started started);
+void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
+                      restart_started started);
 /// Checkpoints: a ring worker's part of NodeState (at rest: no gradient in
 /// flight, the ring idle; SKIP: with the gradients not in a step yet), and
 /// putting it back.
@@ -369,9 +369,8 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
       const auto& ring = st.ring->state();
       ctx->events.record(ctx->ns(self), id, event_kind::restart, k, ring.round());
       self->set_default_handler(caf::skip);
-      self->become(caf::keep_behavior,
-                   caf::behavior{[=](resume_atom, std::uint64_t m, const float_blob& sum,
-                                     double count) {
+      self->become(caf::keep_behavior, caf::behavior{[=](resume_atom, std::uint64_t m,
+                                                         const float_blob& sum, double count) {
                      ring_resume(self, *ctx, m, sum, count, on_sum);
                    }});
       return std::make_tuple(ring.round(), float_blob{ring.last_sum()}, ring.last_count(),
@@ -408,4 +407,4 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
   };
 }
 
-} // namespace atrain
+}  // namespace atrain

@@ -42,4 +42,4 @@ struct run_log_files {
 void log_event(caf::local_actor* self, const run_context& ctx, const std::string& kind,
                const std::string& fields = {});
 
-} // namespace atrain
+}  // namespace atrain

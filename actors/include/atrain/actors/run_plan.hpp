@@ -22,14 +22,14 @@ struct run_plan {
   std::string spec_file;
   std::string base_dir;  // the spec file's directory (relative dataset paths)
   std::shared_ptr<const dataset> train;
-  std::shared_ptr<const dataset> test;  // may equal train when no test set is given
-  shards shard;                          // one index list per node
-  std::optional<atrain::topology> topo;  // absent for single-node algorithms
-  std::vector<double> tau;               // seconds per gradient, per node (virtual clock)
-  std::vector<double> slowdown;          // >= 1 per node (both clocks)
-  fault_schedule faults;                 // injected faults (spec.faults)
-  std::unique_ptr<model> prototype;      // cloned per actor
-  std::vector<float> x0;                 // initial parameters (identical on every node)
+  std::shared_ptr<const dataset> test;         // may equal train when no test set is given
+  shards shard;                                // one index list per node
+  std::optional<atrain::topology> topo;        // absent for single-node algorithms
+  std::vector<double> tau;                     // seconds per gradient, per node (virtual clock)
+  std::vector<double> slowdown;                // >= 1 per node (both clocks)
+  fault_schedule faults;                       // injected faults (spec.faults)
+  std::unique_ptr<model> prototype;            // cloned per actor
+  std::vector<float> x0;                       // initial parameters (identical on every node)
   std::vector<std::uint32_t> train_eval_rows;  // rows of `train` used for train_loss
   std::vector<std::string> warnings;
 
@@ -47,4 +47,4 @@ struct run_plan {
 /// topologies included).
 [[nodiscard]] std::shared_ptr<const run_plan> prepare_run(const loaded_spec& spec);
 
-} // namespace atrain
+}  // namespace atrain

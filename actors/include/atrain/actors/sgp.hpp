@@ -52,10 +52,10 @@ struct pushsum_descent {
 /// ledger: what the node sent, added and descended, in order. A restarted
 /// worker appears there once it has joined.
 struct pushsum_node {
-  std::vector<double> x;   // numerator x_i (float64: push-sum mass is exact)
-  double w = 1;            // weight w_i
-  std::uint64_t steps = 0; // completed steps
-  bool record = false;     // keep the ledger below (probe only)
+  std::vector<double> x;    // numerator x_i (float64: push-sum mass is exact)
+  double w = 1;             // weight w_i
+  std::uint64_t steps = 0;  // completed steps
+  bool record = false;      // keep the ledger below (probe only)
   std::vector<pushsum_sent> sent;
   std::vector<pushsum_added> added;
   std::vector<pushsum_descent> descents;
@@ -74,12 +74,12 @@ struct pushsum_node {
 /// node's host in a multi-host run: same code).
 /// SGP or OSGP, as the spec says; links i -> i + 2^a mod n for a < m.
 [[nodiscard]] node_actors spawn_sgp_node(caf::event_based_actor* parent, const context_ptr& ctx,
-                                     std::uint32_t i);
+                                         std::uint32_t i);
 
 /// Restart (supervision): a replacement for node `k`'s crashed worker, a
 /// child of `sup`, keeping every message until join_sgp_worker starts it.
-[[nodiscard]] caf::actor spawn_sgp_replacement(caf::event_based_actor* sup,
-                                               const context_ptr& ctx, std::uint32_t k);
+[[nodiscard]] caf::actor spawn_sgp_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
+                                               std::uint32_t k);
 
 /// Starts the replacement at the step after the last one the dead worker
 /// handed its links, with half of a live in-neighbour's (x, w) (the donor
@@ -89,12 +89,12 @@ struct pushsum_node {
 /// the dead worker: the replacement drops those that still arrive and does
 /// not wait for them. From the join on, the living nodes' mass plus the mass
 /// in flight to them is conserved.
-void join_sgp_worker(caf::event_based_actor* sup, const context_ptr& ctx,
-                     const worker_restart& r, restart_started started);
+void join_sgp_worker(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
+                     restart_started started);
 
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
-void wire_sgp(caf::event_based_actor* sup, const context_ptr& ctx,
-                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+void wire_sgp(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<node_actors>& nodes,
+              std::vector<caf::actor>& links);
 
-} // namespace atrain
+}  // namespace atrain

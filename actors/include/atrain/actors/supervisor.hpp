@@ -29,4 +29,4 @@ struct run_sink {
                                           caf::actor listener, std::shared_ptr<run_sink> sink,
                                           bool progress);
 
-} // namespace atrain
+}  // namespace atrain

@@ -16,9 +16,9 @@
 namespace atrain {
 
 struct tls_refusal {
-  std::string peer;    ///< "ADDR:PORT" of the other end ("an unknown peer" if unavailable)
-  std::string reason;  ///< OpenSSL's reason, the certificate check's result, the alert
-  bool incoming = false;  ///< we accepted the connection (else we connected out)
+  std::string peer;         ///< "ADDR:PORT" of the other end ("an unknown peer" if unavailable)
+  std::string reason;       ///< OpenSSL's reason, the certificate check's result, the alert
+  bool incoming = false;    ///< we accepted the connection (else we connected out)
   std::uint64_t count = 0;  ///< refusals in this process so far, this one included
 };
 
@@ -37,4 +37,4 @@ void on_tls_refusal(std::function<void(const tls_refusal&)> sink);
 /// client ("" if none): what a driver adds to "cannot reach host".
 [[nodiscard]] std::string last_outgoing_tls_refusal();
 
-} // namespace atrain
+}  // namespace atrain

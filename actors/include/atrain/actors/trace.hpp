@@ -9,14 +9,31 @@
 namespace atrain {
 
 enum class event_kind : std::uint32_t {
-  wake = 1, send = 2, receive = 3, drop = 4, duplicate = 5, evaluate = 6, stop = 7, reject = 8,
-  replace = 9, retransmit = 10, ack = 11, coalesce = 12, crash = 13, restart = 14,
-  reroot = 15, old_epoch = 16, checkpoint = 17,
+  wake = 1,
+  send = 2,
+  receive = 3,
+  drop = 4,
+  duplicate = 5,
+  evaluate = 6,
+  stop = 7,
+  reject = 8,
+  replace = 9,
+  retransmit = 10,
+  ack = 11,
+  coalesce = 12,
+  crash = 13,
+  restart = 14,
+  reroot = 15,
+  old_epoch = 16,
+  checkpoint = 17,
   donate = 18,  // SGP/OSGP restart: a node gave half its (x, w) to a replacement
   fenced = 19,  // SGP/OSGP restart: a message sent before the join, dropped
-  loscar_drop = 20,  // the LOSCAR aggregator drops a restarted worker from a round (a = node, b = round)
-  dasgd_fence = 21,  // DASGD restart: a node fences its gradient stream (a = restarted node, b = highest number sent)
-  dasgd_lost = 22,   // DASGD restart: a dead worker's gradients made, never sent (a = first number, b = last)
+  loscar_drop =
+    20,  // the LOSCAR aggregator drops a restarted worker from a round (a = node, b = round)
+  dasgd_fence = 21,  // DASGD restart: a node fences its gradient stream (a = restarted node, b =
+                     // highest number sent)
+  dasgd_lost =
+    22,  // DASGD restart: a dead worker's gradients made, never sent (a = first number, b = last)
 };
 
 class trace {
@@ -39,4 +56,4 @@ private:
   std::uint64_t events_ = 0;
 };
 
-} // namespace atrain
+}  // namespace atrain

@@ -148,4 +148,4 @@ private:
   std::vector<std::int32_t> y_;
 };
 
-} // namespace atrain
+}  // namespace atrain

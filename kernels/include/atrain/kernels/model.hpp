@@ -62,7 +62,7 @@ public:
 /// parameter order from atrain::rng(seed), zero biases. Prediction: argmax of
 /// the logits (first index on ties). Requires dim > 0, classes >= 2, hidden
 /// widths > 0.
-[[nodiscard]] std::unique_ptr<model> make_mlp(std::size_t dim, const std::vector<std::size_t>& hidden,
-                                              std::size_t classes, double l2);
+[[nodiscard]] std::unique_ptr<model>
+make_mlp(std::size_t dim, const std::vector<std::size_t>& hidden, std::size_t classes, double l2);
 
-} // namespace atrain
+}  // namespace atrain

@@ -35,7 +35,8 @@ public:
 
   void reseed(std::uint64_t seed) noexcept {
     std::uint64_t s = seed;
-    for (auto& w : s_) w = splitmix64(s);
+    for (auto& w : s_)
+      w = splitmix64(s);
   }
 
   /// The generator's whole state (checkpoints), and setting it back.
@@ -43,7 +44,8 @@ public:
     return {s_[0], s_[1], s_[2], s_[3]};
   }
   void set_state(const std::array<std::uint64_t, 4>& s) noexcept {
-    for (std::size_t k = 0; k < 4; ++k) s_[k] = s[k];
+    for (std::size_t k = 0; k < 4; ++k)
+      s_[k] = s[k];
   }
 
   static constexpr result_type min() noexcept { return 0; }
@@ -62,7 +64,9 @@ public:
   }
 
   /// Uniform double in [0, 1) with 53 random bits.
-  [[nodiscard]] double uniform() noexcept { return static_cast<double>((*this)() >> 11) * 0x1.0p-53; }
+  [[nodiscard]] double uniform() noexcept {
+    return static_cast<double>((*this)() >> 11) * 0x1.0p-53;
+  }
 
   /// Uniform double in [a, b).
   [[nodiscard]] double uniform(double a, double b) noexcept { return a + (b - a) * uniform(); }
@@ -87,7 +91,8 @@ public:
   /// Standard normal (Box-Muller, one value per call).
   [[nodiscard]] double normal() noexcept {
     double u1 = uniform();
-    while (u1 <= 0.0) u1 = uniform();
+    while (u1 <= 0.0)
+      u1 = uniform();
     const double u2 = uniform();
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
   }
@@ -96,7 +101,8 @@ public:
   [[nodiscard]] double gamma(double shape) noexcept {
     if (shape < 1.0) {
       double u = uniform();
-      while (u <= 0.0) u = uniform();
+      while (u <= 0.0)
+        u = uniform();
       return gamma(shape + 1.0) * std::pow(u, 1.0 / shape);
     }
     const double d = shape - 1.0 / 3.0;
@@ -104,11 +110,14 @@ public:
     for (;;) {
       double x = normal();
       double v = 1.0 + c * x;
-      if (v <= 0) continue;
+      if (v <= 0)
+        continue;
       v = v * v * v;
       const double u = uniform();
-      if (u < 1.0 - 0.0331 * x * x * x * x) return d * v;
-      if (std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
+      if (u < 1.0 - 0.0331 * x * x * x * x)
+        return d * v;
+      if (std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v)))
+        return d * v;
     }
   }
 
@@ -130,4 +139,4 @@ private:
   std::uint64_t s_[4];
 };
 
-} // namespace atrain
+}  // namespace atrain

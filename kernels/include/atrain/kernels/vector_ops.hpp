@@ -7,12 +7,12 @@
 
 namespace atrain::vec {
 
-void axpy(float a, const float* x, float* y, std::size_t n);        // y += a x
-void axpy(double a, const double* x, double* y, std::size_t n);     // y += a x
-void axpy(double a, const float* x, double* y, std::size_t n);      // y += a x (mixed)
-void scale(float a, float* x, std::size_t n);                      // x *= a
+void axpy(float a, const float* x, float* y, std::size_t n);     // y += a x
+void axpy(double a, const double* x, double* y, std::size_t n);  // y += a x
+void axpy(double a, const float* x, double* y, std::size_t n);   // y += a x (mixed)
+void scale(float a, float* x, std::size_t n);                    // x *= a
 void scale(double a, double* x, std::size_t n);
-void copy(const double* x, float* y, std::size_t n);               // y = float(x)
+void copy(const double* x, float* y, std::size_t n);  // y = float(x)
 void copy(const float* x, double* y, std::size_t n);
 /// y = sum_k w[k] * xs[k]
 void weighted_sum(const std::vector<const float*>& xs, const std::vector<double>& w, float* y,
@@ -29,4 +29,4 @@ void scatter(const float* v, const std::vector<std::uint32_t>& idx, float* x);
 /// x[idx[k]] += a * v[k]
 void scatter_add(float a, const float* v, const std::vector<std::uint32_t>& idx, float* x);
 
-} // namespace atrain::vec
+}  // namespace atrain::vec

@@ -38,7 +38,7 @@
 namespace atrain {
 
 class spec_error : public std::runtime_error {
- public:
+public:
   using runtime_error::runtime_error;
 };
 

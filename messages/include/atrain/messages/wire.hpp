@@ -105,9 +105,9 @@ struct packet {
   std::uint32_t to = 0;
   std::uint32_t kind = 0;
   std::uint64_t seq = 0;
-  float_blob f;                  // float payload (models, gradients)
-  double_blob d;                 // double payload (tracker running sums)
-  std::vector<double> scalars;   // small extras (push-sum weights ...)
+  float_blob f;                 // float payload (models, gradients)
+  double_blob d;                // double payload (tracker running sums)
+  std::vector<double> scalars;  // small extras (push-sum weights ...)
   /// R-FAST tracking epoch of the sender (0 until a re-rooting); receivers
   /// drop packets of another epoch.
   std::uint32_t epoch = 0;
@@ -120,8 +120,8 @@ struct packet {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, packet& x) {
-  return f(caf::meta::type_name("atrain_packet"), x.from, x.to, x.kind, x.seq, x.f, x.d,
-           x.scalars, x.epoch);
+  return f(caf::meta::type_name("atrain_packet"), x.from, x.to, x.kind, x.seq, x.f, x.d, x.scalars,
+           x.epoch);
 }
 
 /// What a worker tells the evaluator about itself.
@@ -150,9 +150,8 @@ struct model_snapshot {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, model_snapshot& x) {
   return f(caf::meta::type_name("atrain_model_snapshot"), x.node, x.gradients, x.messages_sent,
-           x.bytes_sent, x.staleness_sum, x.staleness_max, x.staleness_count, x.rejected,
-           x.params, x.fault_hits, x.weight, x.refused, x.refused_since, x.busy_seconds,
-           x.late);
+           x.bytes_sent, x.staleness_sum, x.staleness_max, x.staleness_count, x.rejected, x.params,
+           x.fault_hits, x.weight, x.refused, x.refused_since, x.busy_seconds, x.late);
 }
 
 /// One tracker-mass account of an R-FAST gradient buffer (for the invariant):
@@ -162,8 +161,8 @@ struct mass_account {
   double_blob z;
   double_blob g_prev;
   double_blob rho_sent;
-  std::vector<std::uint32_t> in_c;  // in-neighbours j in G_C
-  std::vector<double> c_in;          // c_ij, aligned with in_c
+  std::vector<std::uint32_t> in_c;        // in-neighbours j in G_C
+  std::vector<double> c_in;               // c_ij, aligned with in_c
   std::vector<double_blob> rho_consumed;  // rho~_ij, aligned with in_c
   double phi = 1;
   double sigma_sent = 0;
@@ -172,8 +171,8 @@ struct mass_account {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, mass_account& x) {
-  return f(caf::meta::type_name("atrain_mass_account"), x.node, x.z, x.g_prev, x.rho_sent,
-           x.in_c, x.c_in, x.rho_consumed, x.phi, x.sigma_sent, x.sigma_consumed);
+  return f(caf::meta::type_name("atrain_mass_account"), x.node, x.z, x.g_prev, x.rho_sent, x.in_c,
+           x.c_in, x.rho_consumed, x.phi, x.sigma_sent, x.sigma_consumed);
 }
 
 /// One node's part of an R-FAST tracking epoch (a re-rooting, see
@@ -205,9 +204,9 @@ struct link_stats {
   std::uint64_t forwarded = 0;
   std::uint64_t dropped = 0;
   std::uint64_t duplicated = 0;
-  std::uint64_t replaced = 0;  // overwritten while waiting (newest wins)
-  std::uint64_t retransmitted = 0;  // acknowledged links: sent again after a timeout
-  std::uint64_t coalesced = 0;      // merged into a packet waiting for the wire
+  std::uint64_t replaced = 0;             // overwritten while waiting (newest wins)
+  std::uint64_t retransmitted = 0;        // acknowledged links: sent again after a timeout
+  std::uint64_t coalesced = 0;            // merged into a packet waiting for the wire
   std::vector<std::uint64_t> fault_hits;  // per injected fault: packets cut / exposed / delayed
 };
 
@@ -231,8 +230,8 @@ struct metric_sample {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metric_sample& x) {
-  return f(caf::meta::type_name("atrain_metric_sample"), x.time_seconds, x.gradients,
-           x.train_loss, x.test_accuracy, x.consensus_error, x.messages, x.bytes, x.dropped);
+  return f(caf::meta::type_name("atrain_metric_sample"), x.time_seconds, x.gradients, x.train_loss,
+           x.test_accuracy, x.consensus_error, x.messages, x.bytes, x.dropped);
 }
 
 /// A finished run's report, carried as serialized atrain.proto.RunReport bytes
@@ -268,8 +267,8 @@ struct spawn_request {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, spawn_request& x) {
-  return f(caf::meta::type_name("atrain_spawn_request"), x.secret, x.spec, x.spec_label,
-           x.base_dir, x.nodes, x.run_seconds, x.supervisor, x.checkpoint, x.checkpoint_label);
+  return f(caf::meta::type_name("atrain_spawn_request"), x.secret, x.spec, x.spec_label, x.base_dir,
+           x.nodes, x.run_seconds, x.supervisor, x.checkpoint, x.checkpoint_label);
 }
 
 /// One node's actors as its host spawned them (invalid handles: none).
@@ -301,4 +300,4 @@ typename Inspector::result_type inspect(Inspector& f, spawn_reply& x) {
 /// Adds every type above to the config. Call before constructing the system.
 void register_message_types(caf::actor_system_config& cfg);
 
-} // namespace atrain
+}  // namespace atrain

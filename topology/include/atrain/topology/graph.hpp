@@ -66,8 +66,8 @@ private:
 // ---- builders (all throw topology_error on impossible parameters, naming the
 // builder, the parameter and the reason). Every builder needs n >= 2 nodes except
 // make_from_edges (n >= 1).
-[[nodiscard]] digraph make_ring(std::size_t n);            // i <-> i+1 (mod n)
-[[nodiscard]] digraph make_directed_ring(std::size_t n);   // i -> i+1 (mod n)
+[[nodiscard]] digraph make_ring(std::size_t n);           // i <-> i+1 (mod n)
+[[nodiscard]] digraph make_directed_ring(std::size_t n);  // i -> i+1 (mod n)
 /// i -> i + 2^k and i -> i - 2^k (mod n) for 2^k < n (symmetric; offsets that
 /// coincide mod n give one edge, e.g. n = 16 has out-degree 7).
 [[nodiscard]] digraph make_exponential(std::size_t n);
@@ -75,7 +75,7 @@ private:
 /// children of k are arity*k+1 .. arity*k+arity (those < n); then labels 0 and
 /// `root` are swapped so that `root` is the root. Edges parent -> child.
 [[nodiscard]] digraph make_tree(std::size_t n, std::size_t arity, std::uint32_t root);
-[[nodiscard]] digraph make_star(std::size_t n, std::uint32_t centre);   // both directions
+[[nodiscard]] digraph make_star(std::size_t n, std::uint32_t centre);  // both directions
 /// Node r*cols + c linked both ways to its right and lower neighbours, wrapping
 /// around; rows, cols >= 1 and rows*cols >= 2.
 [[nodiscard]] digraph make_torus(std::size_t rows, std::size_t cols);
@@ -93,4 +93,4 @@ private:
 /// topology_error naming the first id that is out of range or out of order.
 [[nodiscard]] digraph induced_subgraph(const digraph& g, const std::vector<std::uint32_t>& keep);
 
-} // namespace atrain
+}  // namespace atrain

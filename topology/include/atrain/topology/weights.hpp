@@ -63,14 +63,14 @@ inline constexpr double small_spectral_gap = 0.05;
 
 /// Everything R-FAST (and the other algorithms) need about the network.
 struct topology {
-  digraph g_r;          // pull graph
-  digraph g_c;          // push graph
-  weight_matrix r;      // row-stochastic over g_r
-  weight_matrix c;      // column-stochastic over g_c
+  digraph g_r;                       // pull graph
+  digraph g_c;                       // push graph
+  weight_matrix r;                   // row-stochastic over g_r
+  weight_matrix c;                   // column-stochastic over g_c
   std::vector<std::uint32_t> roots;  // common roots; never empty once built
-  double gap_r = 0;     // spectral_gap(r); NaN when n > spectral_gap_max_nodes
+  double gap_r = 0;                  // spectral_gap(r); NaN when n > spectral_gap_max_nodes
   double gap_c = 0;
-  bool tree = false;    // a tree pair with 0/1 weights
+  bool tree = false;                  // a tree pair with 0/1 weights
   std::vector<std::string> warnings;  // e.g. small spectral gap
 };
 
@@ -89,4 +89,4 @@ struct topology {
 /// Graphviz: G_R edges solid, G_C edges dashed, common roots double circles.
 [[nodiscard]] std::string to_dot(const topology& t);
 
-} // namespace atrain
+}  // namespace atrain
