@@ -37,6 +37,8 @@
 /// the partner generator and the compute unit.
 #include "atrain/actors/adpsgd.hpp"
 
+#include "atrain/actors/algorithm.hpp"
+
 #include <tuple>
 #include <utility>
 
@@ -367,6 +369,44 @@ void join_adpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 void wire_adpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
                  std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
   gossip::wire_nodes(sup, ctx, nodes, links);
+}
+
+// ---- the descriptor the runtime reads (registry.cpp lists it)
+namespace {
+
+/// AD-PSGD gossips over G_R taken as undirected, split active/passive.
+void adpsgd_check_topology(const loaded_spec& ls, const topology& topo) {
+  gossip::check_undirected(ls, topo, "adpsgd");
+  if (!bipartite_split(topo.g_r))
+    throw spec_error(ls.where("topology") +
+                     ": adpsgd needs a bipartite graph for its active/passive split "
+                     "(e.g. RING with an even number of nodes); this one is not");
+}
+
+/// The partner generator and served marks against the topology.
+std::string adpsgd_check_node(const proto::NodeState& s, std::uint32_t i, const run_plan& plan) {
+  const auto& a = s.adpsgd();
+  if (a.rng_size() != 4)
+    return "the partner generator's state is not 4 words";
+  if (static_cast<std::size_t>(a.served_size()) != plan.topo->g_r.out(i).size())
+    return "served marks do not match the topology";
+  return {};
+}
+
+}  // namespace
+
+algorithm_descriptor adpsgd_algorithm() {
+  algorithm_descriptor d;
+  d.kind = proto::AlgorithmSpec::kAdpsgd;
+  d.name = "adpsgd";
+  d.uses_topology = true;
+  d.check_topology = adpsgd_check_topology;
+  d.spawn_node = spawn_adpsgd_node;
+  d.wire = wire_adpsgd;
+  d.spawn_replacement = spawn_adpsgd_replacement;
+  d.join = join_adpsgd_worker;
+  d.check_node = adpsgd_check_node;
+  return d;
 }
 
 }  // namespace atrain

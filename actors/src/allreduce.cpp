@@ -35,6 +35,8 @@
 /// yet (pending) go into the file (RingSkipState).
 #include "atrain/actors/allreduce.hpp"
 
+#include "atrain/actors/algorithm.hpp"
+
 #include <utility>
 
 #include "atrain/actors/ring.hpp"
@@ -152,6 +154,36 @@ node_actors spawn_allreduce_node(caf::event_based_actor* parent, const context_p
 caf::actor spawn_allreduce_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
                                        std::uint32_t k) {
   return sup->spawn(allreduce_worker, k, ctx, true);
+}
+
+// ---- the descriptor the runtime reads (registry.cpp lists it)
+namespace {
+
+/// A SKIP ring's waiting gradients (ring_skip) against the model.
+std::string allreduce_check_node(const proto::NodeState& s, std::uint32_t, const run_plan& plan) {
+  const auto& k = s.ring_skip();
+  if (k.pending_read_size() > 0 ? static_cast<std::size_t>(k.pending_size()) != plan.dim()
+                                : k.pending_size() != 0)
+    return "ring_skip: the waiting gradients' sum does not fit the model";
+  for (auto read : k.pending_read())
+    if (read > s.wakes())
+      return "ring_skip: a waiting gradient read x after the node's step";
+  return {};
+}
+
+}  // namespace
+
+algorithm_descriptor allreduce_algorithm() {
+  algorithm_descriptor d;
+  d.kind = proto::AlgorithmSpec::kAllreduce;
+  d.name = "allreduce";
+  d.spawn_node = spawn_allreduce_node;
+  d.wire = wire_ring;
+  d.needs_every_node = "every step is a ring all-reduce over every node";
+  d.spawn_replacement = ignoring_incarnation<spawn_allreduce_replacement>;
+  d.join = join_ring_worker;
+  d.check_node = allreduce_check_node;
+  return d;
 }
 
 }  // namespace atrain

@@ -47,6 +47,8 @@
 /// models, versions and request counts into theirs.
 #include "atrain/actors/async_ps.hpp"
 
+#include "atrain/actors/algorithm.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -382,6 +384,43 @@ void join_async_ps_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 void wire_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,
                    std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
   wire_star(sup, ctx, links, ctx->plan->spec.algorithm().async_ps().server(), nodes);
+}
+
+// ---- the descriptor the runtime reads (registry.cpp lists it)
+namespace {
+
+std::optional<std::uint32_t> server_of(const proto::AlgorithmSpec& a) {
+  return a.async_ps().server();
+}
+
+/// The server's model and ledger (on the server's node only).
+std::string async_ps_check_node(const proto::NodeState& s, std::uint32_t i, const run_plan& plan) {
+  if (i != plan.spec.algorithm().async_ps().server())
+    return {};
+  const auto& ps = s.async_ps_server();
+  if (!s.has_async_ps_server() || static_cast<std::size_t>(ps.params_size()) != plan.dim())
+    return "the parameter server's model is missing or not of the model's dimension";
+  if (static_cast<std::size_t>(ps.applied_size()) != plan.nodes() ||
+      static_cast<std::size_t>(ps.sent_version_size()) != plan.nodes())
+    return "the parameter server's ledger does not have one entry per worker";
+  return {};
+}
+
+}  // namespace
+
+algorithm_descriptor async_ps_algorithm() {
+  algorithm_descriptor d;
+  d.kind = proto::AlgorithmSpec::kAsyncPs;
+  d.name = "async_ps";
+  d.spawn_node = spawn_async_ps_node;
+  d.wire = wire_async_ps;
+  d.critical_node = server_of;
+  d.critical_role = "the parameter server";
+  d.spawn_replacement = ignoring_incarnation<spawn_async_ps_replacement>;
+  d.join = join_async_ps_worker;
+  d.check_node = async_ps_check_node;
+  d.evaluation.evaluated_hub = server_of;
+  return d;
 }
 
 }  // namespace atrain

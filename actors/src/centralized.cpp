@@ -13,6 +13,8 @@
 /// the dead incarnation's).
 #include "atrain/actors/centralized.hpp"
 
+#include "atrain/actors/algorithm.hpp"
+
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/kernels/vector_ops.hpp"
@@ -140,6 +142,21 @@ void join_centralized_worker(caf::event_based_actor* sup, const context_ptr& ctx
 void wire_centralized(caf::event_based_actor* sup, const context_ptr&,
                       std::vector<node_actors>& nodes, std::vector<caf::actor>&) {
   sup->send(nodes.at(0).worker, start_atom::value);
+}
+
+// ---- the descriptor the runtime reads (registry.cpp lists it)
+algorithm_descriptor centralized_algorithm() {
+  algorithm_descriptor d;
+  d.kind = proto::AlgorithmSpec::kCentralized;
+  d.name = "centralized";
+  d.single_node = true;
+  d.spawn_node = spawn_centralized_node;
+  d.wire = wire_centralized;
+  d.needs_every_node = "it is the only node";
+  d.spawn_replacement = [](caf::event_based_actor* sup, const context_ptr& ctx, std::uint32_t,
+                           std::uint64_t) { return spawn_centralized_replacement(sup, ctx); };
+  d.join = join_centralized_worker;
+  return d;
 }
 
 }  // namespace atrain

@@ -18,11 +18,9 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
+#include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/compute.hpp"
-#include "atrain/actors/dasgd.hpp"
 #include "atrain/actors/deploy.hpp"
-#include "atrain/actors/dpsgd.hpp"
-#include "atrain/actors/loscar.hpp"
 
 namespace atrain {
 
@@ -163,66 +161,10 @@ std::string check_node(const proto::NodeState& s, std::uint32_t i, const run_pla
     return at + "the sampler's order is not a permutation of the node's shard";
   if (c.sampler_cursor() > static_cast<std::uint64_t>(c.sampler_order_size()))
     return at + "the sampler's cursor is past its shard";
-  const auto& algo = plan.spec.algorithm();
-  if (algo.has_async_ps() && i == algo.async_ps().server()) {
-    const auto& ps = s.async_ps_server();
-    if (!s.has_async_ps_server() || static_cast<std::size_t>(ps.params_size()) != dim)
-      return at + "the parameter server's model is missing or not of the model's dimension";
-    if (static_cast<std::size_t>(ps.applied_size()) != plan.nodes() ||
-        static_cast<std::size_t>(ps.sent_version_size()) != plan.nodes())
-      return at + "the parameter server's ledger does not have one entry per worker";
-  }
-  if (algo.has_allreduce()) {
-    const auto& k = s.ring_skip();
-    if (k.pending_read_size() > 0 ? static_cast<std::size_t>(k.pending_size()) != dim
-                                  : k.pending_size() != 0)
-      return at + "ring_skip: the waiting gradients' sum does not fit the model";
-    for (auto read : k.pending_read())
-      if (read > s.wakes())
-        return at + "ring_skip: a waiting gradient read x after the node's step";
-  }
-  if (algo.has_adpsgd()) {
-    const auto& a = s.adpsgd();
-    if (a.rng_size() != 4)
-      return at + "the partner generator's state is not 4 words";
-    if (static_cast<std::size_t>(a.served_size()) != plan.topo->g_r.out(i).size())
-      return at + "served marks do not match the topology";
-  }
-  if (algo.has_sgp() || algo.has_osgp()) {
-    if (static_cast<std::size_t>(s.pushsum_x_size()) != dim)
-      return at + "the push-sum numerator does not have the model's dimension " +
-             std::to_string(dim);
-    if (!std::isfinite(s.pushsum_w()) || !(s.pushsum_w() > 0))
-      return at + "the push-sum weight is not a positive number";
-    for (const auto& h : s.sgp_held())
-      if (static_cast<std::size_t>(h.x_size()) != dim || !(h.w() > 0) || h.seq() == 0)
-        return at + "a held push-sum message does not fit the model";
-  }
-  if (algo.has_rfast()) {
-    const auto& topo = *plan.topo;
-    const auto in_c = topo.g_c.in(i);
-    const auto in_r = topo.g_r.in(i);
-    if (static_cast<std::size_t>(s.tracker_size()) != dim ||
-        static_cast<std::size_t>(s.g_prev_size()) != dim ||
-        static_cast<std::size_t>(s.rho_size()) != dim)
-      return at + "tracker state does not have the model's dimension " + std::to_string(dim);
-    if (static_cast<std::size_t>(s.mass_in_size()) != in_c.size() ||
-        static_cast<std::size_t>(s.model_in_size()) != in_r.size())
-      return at + "in-neighbour state does not match the topology";
-    for (int k = 0; k < s.mass_in_size(); ++k) {
-      const auto& m = s.mass_in(k);
-      if (m.node() != in_c[static_cast<std::size_t>(k)] ||
-          static_cast<std::size_t>(m.rho_hat_size()) != dim ||
-          (!m.consumed_all() && static_cast<std::size_t>(m.rho_tilde_size()) != dim))
-        return at + "mass_in[" + std::to_string(k) + "] does not match the topology";
-    }
-    for (int k = 0; k < s.model_in_size(); ++k) {
-      const auto& m = s.model_in(k);
-      if (m.node() != in_r[static_cast<std::size_t>(k)] ||
-          static_cast<std::size_t>(m.params_size()) != dim)
-        return at + "model_in[" + std::to_string(k) + "] does not match the topology";
-    }
-  }
+  const auto& algo = algorithm_of(plan.spec);  // its own part of the state
+  if (algo.check_node)
+    if (auto why = algo.check_node(s, i, plan); !why.empty())
+      return at + why;
   return {};
 }
 
@@ -348,13 +290,10 @@ caf::expected<std::shared_ptr<const proto::Checkpoint>> load_checkpoint(const st
     all[i] = i;
   if (auto why = check_checkpoint_nodes(*ck, plan, all); !why.empty())
     return file_error(file, why);
-  const auto& algo = plan.spec.algorithm();
-  if (auto why = algo.has_dasgd()    ? dasgd_check_checkpoint(*ck, plan)
-                 : algo.has_loscar() ? loscar_check_checkpoint(*ck, plan)
-                 : algo.has_dpsgd()  ? dpsgd_check_checkpoint(*ck, plan)
-                                     : std::string{};
-      !why.empty())
-    return file_error(file, why);
+  const auto& algo = algorithm_of(plan.spec);
+  if (algo.check_checkpoint)
+    if (auto why = algo.check_checkpoint(*ck, plan); !why.empty())
+      return file_error(file, why);
   return std::shared_ptr<const proto::Checkpoint>{std::move(ck)};
 }
 

@@ -104,6 +104,8 @@
 /// from sent + 1 and its unsent batch is lost uncounted.
 #include "atrain/actors/dasgd.hpp"
 
+#include "atrain/actors/algorithm.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -955,6 +957,21 @@ void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
   // starter may already send to one not yet started).
   for (const auto& w : workers)
     sup->send(w, start_atom::value);
+}
+
+// ---- the descriptor the runtime reads (registry.cpp lists it)
+algorithm_descriptor dasgd_algorithm() {
+  algorithm_descriptor d;
+  d.kind = proto::AlgorithmSpec::kDasgd;
+  d.name = "dasgd";
+  d.spawn_node = spawn_dasgd_node;
+  d.wire = wire_dasgd;
+  d.spawn_replacement = ignoring_incarnation<spawn_dasgd_replacement>;
+  d.join = join_dasgd_worker;
+  d.check_checkpoint = dasgd_check_checkpoint;
+  d.links.outbox_sums = true;
+  d.links.coalesces = [](const proto::AlgorithmSpec& a) { return a.dasgd().coalesce(); };
+  return d;
 }
 
 }  // namespace atrain

@@ -42,6 +42,8 @@
 /// recorded there: the WAIT report stays as it was).
 #include "atrain/actors/dpsgd.hpp"
 
+#include "atrain/actors/algorithm.hpp"
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -442,6 +444,25 @@ void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, cons
 void wire_dpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
   gossip::wire_nodes(sup, ctx, nodes, links);
+}
+
+// ---- the descriptor the runtime reads (registry.cpp lists it)
+algorithm_descriptor dpsgd_algorithm() {
+  algorithm_descriptor d;
+  d.kind = proto::AlgorithmSpec::kDpsgd;
+  d.name = "dpsgd";
+  d.uses_topology = true;
+  d.check_topology = [](const loaded_spec& ls, const topology& topo) {
+    gossip::check_undirected(ls, topo, "dpsgd");
+  };
+  d.spawn_node = spawn_dpsgd_node;
+  d.wire = wire_dpsgd;
+  d.needs_every_node = "every round waits for every neighbour's model";
+  d.spawn_replacement = ignoring_incarnation<spawn_dpsgd_replacement>;
+  d.join = join_dpsgd_worker;
+  d.check_checkpoint = dpsgd_check_checkpoint;
+  d.links.replay_on_restart = true;
+  return d;
 }
 
 }  // namespace atrain

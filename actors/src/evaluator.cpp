@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 
+#include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/progress.hpp"
@@ -202,7 +203,7 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
       finish_one();
     };
     // R-FAST buffers also count the packets they dropped for another epoch.
-    if (st.ctx->plan->spec.algorithm().has_rfast())
+    if (algorithm_of(st.ctx->plan->spec).evaluation.tracks_mass)
       self
         ->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value, epoch_atom::value)
         .then(add_stats, stats_failed);
@@ -607,7 +608,7 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
   r.set_late_contributions(late);
   if (!g.masses.empty())
     r.set_mass_residual(mass_residual(g.masses));
-  const auto& algo = plan.spec.algorithm();
+  const auto& algo = algorithm_of(plan.spec);
   if (g.server)
     r.set_evaluated_model("parameter server (node " + std::to_string(g.server->node) + ")");
   else if (plan.topo && plan.topo->tree && st.worker_down.at(st.root))
@@ -618,8 +619,8 @@ void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
       "common root (node " + std::to_string(st.root) + ")" +
       (st.epoch > 0 ? ", since the re-rooting of tracking epoch " + std::to_string(st.epoch)
                     : std::string{}));
-  else if ((algo.has_sgp() || algo.has_osgp()) && g.models.size() > 1)
-    r.set_evaluated_model("push-sum average (sum x / sum w)");
+  else if (algo.evaluation.average_label && g.models.size() > 1)
+    r.set_evaluated_model(algo.evaluation.average_label);
   else
     r.set_evaluated_model(g.models.size() > 1 ? "node average" : "single node");
   for (const auto& e : g.errors)
@@ -896,7 +897,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
     [=](final_atom) {
       auto rp = self->make_response_promise<report_bytes>();
       self->state.finished = true;
-      const bool mass = self->state.ctx->plan->spec.algorithm().has_rfast();
+      const bool mass = algorithm_of(self->state.ctx->plan->spec).evaluation.tracks_mass;
       gather(self, mass, [rp](caf::stateful_actor<eval_state>* self, const gathering& g) mutable {
         metric_sample row;
         if (g.errors.empty()) {

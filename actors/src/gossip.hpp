@@ -188,4 +188,11 @@ struct ask_neighbours<std::tuple<Ts...>> {
   }
 };
 
+/// D-PSGD and AD-PSGD gossip over G_R taken as an undirected graph.
+inline void check_undirected(const loaded_spec& ls, const topology& topo, const std::string& name) {
+  if (!topo.g_r.is_symmetric())
+    throw spec_error(ls.where("topology") + ": " + name +
+                     " gossips over an undirected graph; this one is not symmetric");
+}
+
 }  // namespace atrain::gossip

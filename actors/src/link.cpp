@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/network.hpp"
 #include "atrain/kernels/rng.hpp"
@@ -18,12 +19,12 @@ bool link_is_active(const proto::LinkModel& m) {
 }
 
 bool links_are_acknowledged(const proto::ExperimentSpec& spec) {
-  return !spec.algorithm().has_rfast();
+  return algorithm_of(spec).links.acknowledged;
 }
 
 bool links_follow_restarts(const proto::ExperimentSpec& spec) {
-  if (spec.algorithm().has_rfast())
-    return false;  // its links end at the gradient buffers, which a restart keeps
+  if (!algorithm_of(spec).links.follow_restarts)
+    return false;  // they end at the gradient buffers, which a restart keeps
   for (const auto& c : spec.faults().crash())
     if (c.has_restart_after_seconds())
       return true;
@@ -363,10 +364,9 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
   st.dest = std::move(dest);
   st.model = ctx->plan->spec.link();
   st.acknowledged = links_are_acknowledged(ctx->plan->spec);
-  st.coalesce =
-    ctx->plan->spec.algorithm().has_dasgd() && ctx->plan->spec.algorithm().dasgd().coalesce();
-  st.replay_on_restart =
-    ctx->plan->spec.algorithm().has_dpsgd() && links_follow_restarts(ctx->plan->spec);
+  const auto& policy = algorithm_of(ctx->plan->spec).links;
+  st.coalesce = policy.coalesces && policy.coalesces(ctx->plan->spec.algorithm());
+  st.replay_on_restart = policy.replay_on_restart && links_follow_restarts(ctx->plan->spec);
   st.gen.reseed(
     derive_seed(ctx->plan->spec.seed(), 0x4c494e4bULL + (std::uint64_t{from} << 20) + to));
   if (ctx->resume)
@@ -562,11 +562,11 @@ void outbox::send(caf::event_based_actor* self, run_context& ctx, std::size_t k,
   auto& w = waiting[k];
   if (w.in_flight < window)
     return dispatch(*this, self, ctx, k, std::move(p));
-  const auto& algo = ctx.plan->spec.algorithm();
-  if (algo.has_rfast() || algo.has_dasgd())
+  const auto& policy = algorithm_of(ctx.plan->spec).links;
+  if (policy.newest_wins || policy.outbox_sums)
     for (auto it = w.queue.rbegin(); it != w.queue.rend(); ++it)
       if (it->kind == p.kind) {
-        if (algo.has_rfast()) {
+        if (policy.newest_wins) {
           *it = std::move(p);  // newest wins
           ++merged;
           return;

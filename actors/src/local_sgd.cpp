@@ -30,6 +30,8 @@
 /// same (nothing waits); at the go every node computes.
 #include "atrain/actors/local_sgd.hpp"
 
+#include "atrain/actors/algorithm.hpp"
+
 #include <algorithm>
 #include <utility>
 
@@ -137,6 +139,19 @@ node_actors spawn_local_sgd_node(caf::event_based_actor* parent, const context_p
 caf::actor spawn_local_sgd_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
                                        std::uint32_t k) {
   return sup->spawn(local_sgd_worker, k, ctx, true);
+}
+
+// ---- the descriptor the runtime reads (registry.cpp lists it)
+algorithm_descriptor local_sgd_algorithm() {
+  algorithm_descriptor d;
+  d.kind = proto::AlgorithmSpec::kLocalSgd;
+  d.name = "local_sgd";
+  d.spawn_node = spawn_local_sgd_node;
+  d.wire = wire_ring;
+  d.needs_every_node = "every step is a ring all-reduce over every node";
+  d.spawn_replacement = ignoring_incarnation<spawn_local_sgd_replacement>;
+  d.join = join_ring_worker;
+  return d;
 }
 
 }  // namespace atrain

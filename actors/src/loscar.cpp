@@ -81,6 +81,8 @@
 /// or earlier reaching the replacement is ignored (an earlier round).
 #include "atrain/actors/loscar.hpp"
 
+#include "atrain/actors/algorithm.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -659,6 +661,23 @@ void join_loscar_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 void wire_loscar(caf::event_based_actor* sup, const context_ptr& ctx,
                  std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
   wire_star(sup, ctx, links, ctx->plan->spec.algorithm().loscar().aggregator(), nodes);
+}
+
+// ---- the descriptor the runtime reads (registry.cpp lists it)
+algorithm_descriptor loscar_algorithm() {
+  algorithm_descriptor d;
+  d.kind = proto::AlgorithmSpec::kLoscar;
+  d.name = "loscar";
+  d.label = [](const proto::AlgorithmSpec& a) {
+    return std::string{a.loscar().merge() == proto::Loscar::NAIVE ? "loscar_naive" : "loscar"};
+  };
+  d.spawn_node = spawn_loscar_node;
+  d.wire = wire_loscar;
+  d.needs_every_node = "every round's average waits for every worker";
+  d.spawn_replacement = ignoring_incarnation<spawn_loscar_replacement>;
+  d.join = join_loscar_worker;
+  d.check_checkpoint = loscar_check_checkpoint;
+  return d;
 }
 
 }  // namespace atrain

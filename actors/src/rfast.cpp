@@ -11,6 +11,8 @@
 /// then the next gradient starts at x.
 #include "atrain/actors/rfast.hpp"
 
+#include "atrain/actors/algorithm.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -673,6 +675,55 @@ node_actors respawn_rfast_node(caf::event_based_actor* sup, const context_ptr& c
 void start_respawned_rfast_node(caf::event_based_actor* sup, const node_actors& node) {
   // No routes here: the epoch view sent before carries them.
   sup->send(node.worker, start_atom::value, std::vector<caf::actor>{});
+}
+
+// ---- the descriptor the runtime reads (registry.cpp lists it)
+namespace {
+
+/// R-FAST's trackers and in-neighbour state against the plan's graphs.
+std::string rfast_check_node(const proto::NodeState& s, std::uint32_t i, const run_plan& plan) {
+  const auto dim = plan.dim();
+  const auto& topo = *plan.topo;
+  const auto in_c = topo.g_c.in(i);
+  const auto in_r = topo.g_r.in(i);
+  if (static_cast<std::size_t>(s.tracker_size()) != dim ||
+      static_cast<std::size_t>(s.g_prev_size()) != dim ||
+      static_cast<std::size_t>(s.rho_size()) != dim)
+    return "tracker state does not have the model's dimension " + std::to_string(dim);
+  if (static_cast<std::size_t>(s.mass_in_size()) != in_c.size() ||
+      static_cast<std::size_t>(s.model_in_size()) != in_r.size())
+    return "in-neighbour state does not match the topology";
+  for (int k = 0; k < s.mass_in_size(); ++k) {
+    const auto& m = s.mass_in(k);
+    if (m.node() != in_c[static_cast<std::size_t>(k)] ||
+        static_cast<std::size_t>(m.rho_hat_size()) != dim ||
+        (!m.consumed_all() && static_cast<std::size_t>(m.rho_tilde_size()) != dim))
+      return "mass_in[" + std::to_string(k) + "] does not match the topology";
+  }
+  for (int k = 0; k < s.model_in_size(); ++k) {
+    const auto& m = s.model_in(k);
+    if (m.node() != in_r[static_cast<std::size_t>(k)] ||
+        static_cast<std::size_t>(m.params_size()) != dim)
+      return "model_in[" + std::to_string(k) + "] does not match the topology";
+  }
+  return {};
+}
+
+}  // namespace
+
+algorithm_descriptor rfast_algorithm() {
+  algorithm_descriptor d;
+  d.kind = proto::AlgorithmSpec::kRfast;
+  d.name = "rfast";
+  d.uses_topology = true;
+  d.spawn_node = spawn_rfast_node;
+  d.wire = wire_rfast;
+  d.check_node = rfast_check_node;
+  d.links.acknowledged = false;
+  d.links.newest_wins = true;
+  d.links.follow_restarts = false;
+  d.evaluation.tracks_mass = true;
+  return d;
 }
 
 }  // namespace atrain

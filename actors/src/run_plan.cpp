@@ -1,6 +1,7 @@
 /// prepare_run: from a validated spec to everything the actors need.
 #include "atrain/actors/run_plan.hpp"
 
+#include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/algorithms.hpp"
 
 #include <algorithm>
@@ -9,32 +10,7 @@
 namespace atrain {
 
 std::string algorithm_name_of(const proto::ExperimentSpec& spec) {
-  switch (spec.algorithm().kind_case()) {
-    case proto::AlgorithmSpec::kRfast:
-      return "rfast";
-    case proto::AlgorithmSpec::kCentralized:
-      return "centralized";
-    case proto::AlgorithmSpec::kAllreduce:
-      return "allreduce";
-    case proto::AlgorithmSpec::kLocalSgd:
-      return "local_sgd";
-    case proto::AlgorithmSpec::kDpsgd:
-      return "dpsgd";
-    case proto::AlgorithmSpec::kAdpsgd:
-      return "adpsgd";
-    case proto::AlgorithmSpec::kDasgd:
-      return "dasgd";
-    case proto::AlgorithmSpec::kLoscar:
-      return spec.algorithm().loscar().merge() == proto::Loscar::NAIVE ? "loscar_naive" : "loscar";
-    case proto::AlgorithmSpec::kSgp:
-      return "sgp";
-    case proto::AlgorithmSpec::kOsgp:
-      return "osgp";
-    case proto::AlgorithmSpec::kAsyncPs:
-      return "async_ps";
-    default:
-      return "unknown";
-  }
+  return algorithm_label(spec);
 }
 
 std::string run_plan::algorithm_name() const {
@@ -138,18 +114,6 @@ topology build_topology(const loaded_spec& ls, std::size_t n) {
   }
 }
 
-/// D-PSGD and AD-PSGD gossip over g_r taken as an undirected graph (ALGORITHMS.md §5-6).
-void check_gossip(const loaded_spec& ls, const topology& topo) {
-  const auto& spec = ls.spec;
-  const auto name = algorithm_name_of(spec);
-  if (!topo.g_r.is_symmetric())
-    refuse(ls, "topology", name + " gossips over an undirected graph; this one is not symmetric");
-  if (spec.algorithm().has_adpsgd() && !bipartite_split(topo.g_r))
-    refuse(ls, "topology",
-           "adpsgd needs a bipartite graph for its active/passive split "
-           "(e.g. RING with an even number of nodes); this one is not");
-}
-
 }  // namespace
 
 std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
@@ -171,11 +135,12 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   if (plan->train->size() == 0)
     refuse(ls, "dataset.train_path", "the training set is empty");
 
-  const bool single = spec.algorithm().has_centralized();
+  const auto& algo = algorithm_of(spec);
+  const bool single = algo.single_node;
   const std::size_t n = single ? 1 : spec.nodes();
   if (single && spec.nodes() != 1)
-    plan->warnings.push_back(
-      "centralized runs on one node; nodes = " + std::to_string(spec.nodes()) + " ignored");
+    plan->warnings.push_back(std::string{algo.name} + " runs on one node; nodes = " +
+                             std::to_string(spec.nodes()) + " ignored");
   if (n > plan->train->size())
     refuse(ls, "nodes",
            "more nodes (" + std::to_string(n) + ") than training samples (" +
@@ -187,15 +152,13 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   else
     plan->shard = shard_iid(plan->train->size(), n, shard_seed);
 
-  const auto kind = spec.algorithm().kind_case();
-  const bool gossip = kind == proto::AlgorithmSpec::kDpsgd || kind == proto::AlgorithmSpec::kAdpsgd;
-  if (uses_topology(kind)) {  // the others talk over node ids
+  if (algo.uses_topology) {  // the others talk over node ids
     plan->topo = build_topology(ls, n);
     for (const auto& w : plan->topo->warnings)
       plan->warnings.push_back("topology: " + w);
   }
-  if (gossip)
-    check_gossip(ls, *plan->topo);
+  if (algo.check_topology)
+    algo.check_topology(ls, *plan->topo);
 
   const auto& cost = spec.cost();
   plan->tau.assign(n, cost.tau_seconds());

@@ -53,6 +53,8 @@
 /// lost with the dead worker (docs/RELIABILITY.md "Restart").
 #include "atrain/actors/sgp.hpp"
 
+#include "atrain/actors/algorithm.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -573,6 +575,53 @@ void wire_sgp(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<n
     for (std::uint32_t a = 0; a < pushsum_period(n); ++a)
       out[i].push_back(pushsum_peer(i, a, n));
   gossip::wire_nodes(sup, ctx, nodes, links, out);
+}
+
+// ---- the descriptor the runtime reads (registry.cpp lists it)
+namespace {
+
+/// The push-sum numerator, weight and held messages against the model.
+std::string pushsum_check_node(const proto::NodeState& s, std::uint32_t, const run_plan& plan) {
+  const auto dim = plan.dim();
+  if (static_cast<std::size_t>(s.pushsum_x_size()) != dim)
+    return "the push-sum numerator does not have the model's dimension " + std::to_string(dim);
+  if (!std::isfinite(s.pushsum_w()) || !(s.pushsum_w() > 0))
+    return "the push-sum weight is not a positive number";
+  for (const auto& h : s.sgp_held())
+    if (static_cast<std::size_t>(h.x_size()) != dim || !(h.w() > 0) || h.seq() == 0)
+      return "a held push-sum message does not fit the model";
+  return {};
+}
+
+/// What SGP and OSGP share; they differ in name and in what a lost node does.
+algorithm_descriptor pushsum_descriptor() {
+  algorithm_descriptor d;
+  d.spawn_node = spawn_sgp_node;
+  d.wire = wire_sgp;
+  d.spawn_replacement = ignoring_incarnation<spawn_sgp_replacement>;
+  d.join = join_sgp_worker;
+  d.check_node = pushsum_check_node;
+  d.evaluation.average_label = "push-sum average (sum x / sum w)";
+  return d;
+}
+
+}  // namespace
+
+algorithm_descriptor sgp_algorithm() {
+  auto d = pushsum_descriptor();
+  d.kind = proto::AlgorithmSpec::kSgp;
+  d.name = "sgp";
+  d.needs_every_node = "every step waits for its in-neighbour's push-sum message";
+  return d;
+}
+
+algorithm_descriptor osgp_algorithm() {
+  auto d = pushsum_descriptor();
+  d.kind = proto::AlgorithmSpec::kOsgp;
+  d.name = "osgp";
+  d.needs_every_node =
+    "the push-sum mass sent to the lost node would vanish with it (the average diverges)";
+  return d;
 }
 
 }  // namespace atrain

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/algorithms.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/deploy.hpp"
@@ -170,21 +171,9 @@ void fail(sup_ptr self, const std::string& what) {
 
 /// Why the algorithm cannot go on after losing a node for good (empty: it
 /// can; the run continues without the node).
-[[nodiscard]] std::string needs_every_node(const proto::AlgorithmSpec& a) {
-  if (a.has_allreduce() || a.has_local_sgd())
-    return "every step is a ring all-reduce over every node";
-  if (a.has_dpsgd())
-    return "every round waits for every neighbour's model";
-  if (a.has_sgp())
-    return "every step waits for its in-neighbour's push-sum message";
-  if (a.has_osgp())
-    return "the push-sum mass sent to the lost node would vanish with it (the average "
-           "diverges)";
-  if (a.has_loscar())
-    return "every round's average waits for every worker";
-  if (a.has_centralized())
-    return "it is the only node";
-  return {};
+[[nodiscard]] std::string needs_every_node(const run_plan& plan) {
+  const char* why = algorithm_of(plan.spec).needs_every_node;
+  return why ? why : "";
 }
 
 /// R-FAST: what losing `gone` for good did to the graph pair; `next` is set
@@ -397,7 +386,7 @@ void inject_crash(sup_ptr self, int i) {
       effect += loss->effect;
       st.rfast_down[i] = effect;
     }
-  } else if (const auto why = needs_every_node(plan.spec.algorithm()); !why.empty()) {
+  } else if (const auto why = needs_every_node(plan); !why.empty()) {
     fail(self, "node " + std::to_string(k) + " crashed at " + std::to_string(t) +
                  " s and is not restarted: " + plan.algorithm_name() +
                  " cannot go on without it (" + why + ")");
@@ -852,10 +841,11 @@ void host_lost(sup_ptr self, std::uint32_t h) {
                              "taken (or the resumed run started) without them");
   if (gone.size() == st.nodes.size())
     return fail(self, what + ": no node is left");
-  if (plan.spec.algorithm().has_async_ps() &&
-      d.host_of[plan.spec.algorithm().async_ps().server()] == h)
-    return fail(self, what + ": the parameter server was on it");
-  if (const auto why = needs_every_node(plan.spec.algorithm()); !why.empty())
+  const auto& algo = algorithm_of(plan.spec);
+  if (algo.critical_node)
+    if (const auto k = algo.critical_node(plan.spec.algorithm()); k && d.host_of[*k] == h)
+      return fail(self, what + ": " + algo.critical_role + " was on it");
+  if (const auto why = needs_every_node(plan); !why.empty())
     return fail(self,
                 what + ": " + plan.algorithm_name() + " cannot go on without them (" + why + ")");
   std::optional<rfast_loss> loss;

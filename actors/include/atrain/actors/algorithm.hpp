@@ -1,0 +1,125 @@
+#pragma once
+/// The interface every algorithm implements: one descriptor, defined in the
+/// algorithm's own source file and listed once in registry.cpp. The shared
+/// runtime (run plan, supervisor, links, checkpoints, evaluator) reads these
+/// fields instead of asking which algorithm a spec names — as gloo's
+/// collectives sit behind one interface. docs/ARCHITECTURE.md "Adding an
+/// algorithm" says what a new one touches.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "atrain/actors/context.hpp"
+
+namespace atrain {
+
+/// How an algorithm's links carry its packets (link.cpp).
+struct link_policy {
+  /// FIFO with acknowledgements and retransmission; false: fire-and-forget
+  /// (R-FAST's running sums make a lost packet harmless).
+  bool acknowledged = true;
+  /// Across processes, a packet waiting in the outbox behind the window is
+  /// replaced by a newer one of its kind (R-FAST: only the newest running
+  /// sum matters)...
+  bool newest_wins = false;
+  /// ... or absorbs the next contiguous one of its kind (DASGD's gradients).
+  bool outbox_sums = false;
+  /// Whether a packet waiting on an acknowledged link absorbs the next
+  /// contiguous one (DASGD when its spec asks); nullptr: never.
+  bool (*coalesces)(const proto::AlgorithmSpec& a) = nullptr;
+  /// Links end at the workers and are re-pointed at a restarted one; false:
+  /// they end at the gradient buffers, which a restart keeps (R-FAST).
+  bool follow_restarts = true;
+  /// A restarted worker is sent the link's last packet again (D-PSGD: the
+  /// round it missed).
+  bool replay_on_restart = false;
+};
+
+/// What the evaluator and the report need to know of an algorithm.
+struct evaluation_policy {
+  /// The report's evaluated_model when several node models are averaged
+  /// (nullptr: "node average").
+  const char* average_label = nullptr;
+  /// Its buffers keep a mass account (R-FAST's ρ): the report gets the
+  /// mass-conservation residual, and buffer statistics count the packets
+  /// dropped for an old tracking epoch.
+  bool tracks_mass = false;
+  /// The node whose hub holds the evaluated model (the parameter server);
+  /// nullptr: the nodes' models are evaluated.
+  std::optional<std::uint32_t> (*evaluated_hub)(const proto::AlgorithmSpec& a) = nullptr;
+};
+
+using spawn_node_fn = node_actors (*)(caf::event_based_actor* parent, const context_ptr& ctx,
+                                      std::uint32_t i);
+using wire_fn = void (*)(caf::event_based_actor* sup, const context_ptr& ctx,
+                         std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+using spawn_replacement_fn = caf::actor (*)(caf::event_based_actor* sup, const context_ptr& ctx,
+                                            std::uint32_t k, std::uint64_t incarnation);
+using join_fn = void (*)(caf::event_based_actor* sup, const context_ptr& ctx,
+                         const worker_restart& r, restart_started started);
+/// Empty when node i's saved state fits the plan, else why not.
+using check_node_fn = std::string (*)(const proto::NodeState& s, std::uint32_t i,
+                                      const run_plan& plan);
+/// Empty when the whole checkpoint fits the plan, else why not.
+using check_checkpoint_fn = std::string (*)(const proto::Checkpoint& ck, const run_plan& plan);
+/// Throws spec_error (naming `topology`) when the built graphs cannot run it.
+using check_topology_fn = void (*)(const loaded_spec& ls, const topology& topo);
+
+struct algorithm_descriptor {
+  proto::AlgorithmSpec::KindCase kind = proto::AlgorithmSpec::KIND_NOT_SET;
+  /// The spec block (`algorithm { NAME { ... } }`) and, unless `label` says
+  /// otherwise, the name in reports.
+  const char* name = "";
+  /// The report's name when the block decides it (LOSCAR's naive merge).
+  std::string (*label)(const proto::AlgorithmSpec& a) = nullptr;
+
+  // ---- the plan
+  /// Builds G_R / G_C from the spec's `topology` (the others talk over node ids).
+  bool uses_topology = false;
+  check_topology_fn check_topology = nullptr;
+  /// Runs one node whatever `nodes` says.
+  bool single_node = false;
+
+  // ---- spawning
+  spawn_node_fn spawn_node = nullptr;
+  wire_fn wire = nullptr;
+
+  // ---- what it survives, and recovery
+  /// Why the run cannot go on once a node is lost for good; nullptr: it can.
+  const char* needs_every_node = nullptr;
+  /// The node whose loss ends the run whatever else (the parameter server).
+  std::optional<std::uint32_t> (*critical_node)(const proto::AlgorithmSpec& a) = nullptr;
+  /// What that node holds, for the error ("the parameter server").
+  const char* critical_role = "";
+  /// A replacement for a crashed worker that keeps every message until
+  /// `join` hands it its state; nullptr: the algorithm restarts its own way
+  /// (R-FAST respawns the worker behind its buffer).
+  spawn_replacement_fn spawn_replacement = nullptr;
+  join_fn join = nullptr;
+
+  // ---- checkpoints (the common NodeState fields are checked by the runtime)
+  check_node_fn check_node = nullptr;
+  check_checkpoint_fn check_checkpoint = nullptr;
+
+  link_policy links;
+  evaluation_policy evaluation;
+};
+
+/// A spawn_replacement_fn from a spawner that does not need the incarnation.
+template <caf::actor (*Spawn)(caf::event_based_actor*, const context_ptr&, std::uint32_t)>
+caf::actor ignoring_incarnation(caf::event_based_actor* sup, const context_ptr& ctx,
+                                std::uint32_t k, std::uint64_t) {
+  return Spawn(sup, ctx, k);
+}
+
+/// Every algorithm this engine implements (registry.cpp).
+[[nodiscard]] const std::vector<const algorithm_descriptor*>& algorithm_registry();
+/// The algorithm of a spec's oneof case; null when none implements it.
+[[nodiscard]] const algorithm_descriptor* find_algorithm(proto::AlgorithmSpec::KindCase kind);
+/// The spec's algorithm; throws std::invalid_argument when none implements it.
+[[nodiscard]] const algorithm_descriptor& algorithm_of(const proto::ExperimentSpec& spec);
+/// Its name in reports ("loscar_naive" for LOSCAR with the naive merge).
+[[nodiscard]] std::string algorithm_label(const proto::ExperimentSpec& spec);
+
+}  // namespace atrain
