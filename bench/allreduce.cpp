@@ -21,7 +21,7 @@
 
 #include <caf/all.hpp>
 
-#include "atrain/actors/ring.hpp"
+#include "algorithms/ring/ring.hpp"
 #include "atrain/engine.hpp"
 #include "ring_input.hpp"
 

@@ -15,7 +15,7 @@
 #include "atrain/engine.hpp"
 #include <malloc.h>
 
-#include "atrain/actors/rfast.hpp"
+#include "algorithms/rfast/rfast.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 
 namespace {

@@ -47,8 +47,8 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include "algorithms/ring/ring.hpp"
 #include "atrain/actors/deploy.hpp"
-#include "atrain/actors/ring.hpp"
 #include "atrain/engine.hpp"
 #include "procs.hpp"
 #include "ring_input.hpp"

@@ -8,11 +8,11 @@
 #include <map>
 #include <optional>
 
+#include "algorithms/rfast/rfast.hpp"
 #include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/progress.hpp"
-#include "atrain/actors/rfast.hpp"
 #include "atrain/actors/run_log.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 #include "atrain/messages/json.hpp"

@@ -8,14 +8,14 @@
 #include <set>
 #include <utility>
 
+#include "algorithms/rfast/rfast.hpp"
+#include "algorithms/rfast/rfast_epoch.hpp"
 #include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/algorithms.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/deploy.hpp"
 #include "atrain/actors/evaluator.hpp"
 #include "atrain/actors/host.hpp"
-#include "atrain/actors/rfast.hpp"
-#include "atrain/actors/rfast_epoch.hpp"
 #include "atrain/actors/run_log.hpp"
 #include "atrain/messages/json.hpp"
 #include "atrain/version.hpp"

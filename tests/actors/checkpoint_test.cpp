@@ -17,12 +17,12 @@
 #include <map>
 #include <set>
 
-#include "atrain/actors/async_ps.hpp"
+#include "algorithms/async_ps/async_ps.hpp"
+#include "algorithms/dasgd/dasgd.hpp"
+#include "algorithms/dpsgd/dpsgd.hpp"
+#include "algorithms/rfast/rfast.hpp"
+#include "algorithms/sgp/sgp.hpp"
 #include "atrain/actors/checkpoint.hpp"
-#include "atrain/actors/dasgd.hpp"
-#include "atrain/actors/dpsgd.hpp"
-#include "atrain/actors/rfast.hpp"
-#include "atrain/actors/sgp.hpp"
 #include "checkpoint_fixtures.hpp"
 #include "fixtures.hpp"
 #include "gossip_fixtures.hpp"

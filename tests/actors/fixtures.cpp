@@ -1,6 +1,6 @@
 #include "fixtures.hpp"
 
-#include "atrain/actors/rfast.hpp"
+#include "algorithms/rfast/rfast.hpp"
 
 #include <boost/test/unit_test.hpp>
 

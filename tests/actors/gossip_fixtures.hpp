@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "atrain/actors/adpsgd.hpp"
+#include "algorithms/adpsgd/adpsgd.hpp"
 #include "fixtures.hpp"
 
 namespace atrain::test::gossip {

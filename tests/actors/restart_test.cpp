@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "atrain/actors/adpsgd.hpp"
-#include "atrain/actors/allreduce.hpp"
-#include "atrain/actors/async_ps.hpp"
-#include "atrain/actors/dpsgd.hpp"
-#include "atrain/actors/local_sgd.hpp"
-#include "atrain/actors/loscar.hpp"
+#include "algorithms/adpsgd/adpsgd.hpp"
+#include "algorithms/allreduce/allreduce.hpp"
+#include "algorithms/async_ps/async_ps.hpp"
+#include "algorithms/dpsgd/dpsgd.hpp"
+#include "algorithms/local_sgd/local_sgd.hpp"
+#include "algorithms/loscar/loscar.hpp"
 #include "fixtures.hpp"
 #include "gossip_fixtures.hpp"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "atrain/actors/ring.hpp"
+#include "algorithms/ring/ring.hpp"
 #include "fixtures.hpp"
 
 namespace atrain::test {

@@ -21,10 +21,10 @@
 #include <map>
 #include <random>
 
-#include "atrain/actors/allreduce.hpp"
-#include "atrain/actors/dpsgd.hpp"
-#include "atrain/actors/local_sgd.hpp"
-#include "atrain/actors/ring.hpp"
+#include "algorithms/allreduce/allreduce.hpp"
+#include "algorithms/dpsgd/dpsgd.hpp"
+#include "algorithms/local_sgd/local_sgd.hpp"
+#include "algorithms/ring/ring.hpp"
 #include "atrain/messages/spec.hpp"
 #include "fixtures.hpp"
 #include "gossip_fixtures.hpp"

@@ -8,7 +8,7 @@
 #include <limits>
 #include <random>
 
-#include "atrain/actors/ring.hpp"
+#include "algorithms/ring/ring.hpp"
 #include "ring_fixtures.hpp"
 
 namespace t = atrain::test;

@@ -11,7 +11,7 @@
 #include <set>
 #include <tuple>
 
-#include "atrain/actors/sgp.hpp"
+#include "algorithms/sgp/sgp.hpp"
 #include "fixtures.hpp"
 #include "gossip_fixtures.hpp"
 #include "lockstep_fixtures.hpp"

@@ -35,17 +35,17 @@
 /// reply is in flight: every exchange begun is then applied on both sides,
 /// and the saved state is x, the step and exchange counts, the served marks,
 /// the partner generator and the compute unit.
-#include "atrain/actors/adpsgd.hpp"
+#include "algorithms/adpsgd/adpsgd.hpp"
 
 #include "atrain/actors/algorithm.hpp"
 
 #include <tuple>
 #include <utility>
 
+#include "algorithms/gossip/gossip.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/kernels/rng.hpp"
 #include "atrain/topology/weights.hpp"
-#include "gossip.hpp"
 
 namespace atrain {
 

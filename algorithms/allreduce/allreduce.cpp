@@ -33,15 +33,15 @@
 /// joins it at once (with its pending gradients or zeros) and holds again
 /// after it; at rest the ring is idle, and gradients done but not in a step
 /// yet (pending) go into the file (RingSkipState).
-#include "atrain/actors/allreduce.hpp"
+#include "algorithms/allreduce/allreduce.hpp"
 
 #include "atrain/actors/algorithm.hpp"
 
 #include <utility>
 
-#include "atrain/actors/ring.hpp"
+#include "algorithms/gossip/gossip.hpp"
+#include "algorithms/ring/ring.hpp"
 #include "atrain/kernels/vector_ops.hpp"
-#include "gossip.hpp"
 
 namespace atrain {
 

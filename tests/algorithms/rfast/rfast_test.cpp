@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "atrain/actors/rfast.hpp"
+#include "algorithms/rfast/rfast.hpp"
 #include "fixtures.hpp"
 
 namespace t = atrain::test;

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-#include "atrain/actors/adpsgd.hpp"
+#include "algorithms/adpsgd/adpsgd.hpp"
 #include "fixtures.hpp"
 #include "gossip_fixtures.hpp"
 

@@ -10,7 +10,7 @@
 
 #include <cmath>
 
-#include "atrain/actors/rfast.hpp"
+#include "algorithms/rfast/rfast.hpp"
 #include "fixtures.hpp"
 #include "lockstep_fixtures.hpp"
 

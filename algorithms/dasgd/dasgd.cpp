@@ -102,7 +102,7 @@
 /// The donor must live until it has relayed up to the fences. Across
 /// processes nobody counts the dead worker's gradients made: R numbers
 /// from sent + 1 and its unsent batch is lost uncounted.
-#include "atrain/actors/dasgd.hpp"
+#include "algorithms/dasgd/dasgd.hpp"
 
 #include "atrain/actors/algorithm.hpp"
 
@@ -114,8 +114,8 @@
 #include <set>
 #include <tuple>
 
+#include "algorithms/gossip/gossip.hpp"
 #include "atrain/actors/checkpoint.hpp"
-#include "gossip.hpp"
 
 namespace atrain {
 

@@ -51,7 +51,7 @@
 /// replacement takes half of a live in-neighbour's (x, w) and joins at the
 /// dead worker's next step; messages sent to the node before the join are
 /// lost with the dead worker (docs/RELIABILITY.md "Restart").
-#include "atrain/actors/sgp.hpp"
+#include "algorithms/sgp/sgp.hpp"
 
 #include "atrain/actors/algorithm.hpp"
 
@@ -64,8 +64,8 @@
 #include <tuple>
 #include <utility>
 
+#include "algorithms/gossip/gossip.hpp"
 #include "atrain/actors/checkpoint.hpp"
-#include "gossip.hpp"
 
 namespace atrain {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "atrain/actors/async_ps.hpp"
+#include "algorithms/async_ps/async_ps.hpp"
 #include "fixtures.hpp"
 #include "gossip_fixtures.hpp"
 

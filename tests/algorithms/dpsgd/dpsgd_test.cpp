@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "atrain/actors/dpsgd.hpp"
+#include "algorithms/dpsgd/dpsgd.hpp"
 #include "fixtures.hpp"
 #include "gossip_fixtures.hpp"
 

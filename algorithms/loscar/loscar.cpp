@@ -79,7 +79,7 @@
 /// x = A (m_R included). The other workers wait for m_R between the crash
 /// and the restart (for restart_after_seconds, not for ever). A mean of R
 /// or earlier reaching the replacement is ignored (an earlier round).
-#include "atrain/actors/loscar.hpp"
+#include "algorithms/loscar/loscar.hpp"
 
 #include "atrain/actors/algorithm.hpp"
 
@@ -89,9 +89,9 @@
 #include <numeric>
 #include <tuple>
 
+#include "algorithms/gossip/gossip.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/kernels/rng.hpp"
-#include "gossip.hpp"
 
 namespace atrain {
 

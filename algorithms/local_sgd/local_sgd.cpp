@@ -28,16 +28,16 @@
 /// reaches joins at once with its model (as SKIP does), and a gradient done
 /// during that average is applied when it ends, so the barrier saves the
 /// same (nothing waits); at the go every node computes.
-#include "atrain/actors/local_sgd.hpp"
+#include "algorithms/local_sgd/local_sgd.hpp"
 
 #include "atrain/actors/algorithm.hpp"
 
 #include <algorithm>
 #include <utility>
 
-#include "atrain/actors/ring.hpp"
+#include "algorithms/gossip/gossip.hpp"
+#include "algorithms/ring/ring.hpp"
 #include "atrain/kernels/vector_ops.hpp"
-#include "gossip.hpp"
 
 namespace atrain {
 

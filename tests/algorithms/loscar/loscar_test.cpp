@@ -7,7 +7,7 @@
 #include <cmath>
 #include <set>
 
-#include "atrain/actors/loscar.hpp"
+#include "algorithms/loscar/loscar.hpp"
 #include "atrain/kernels/rng.hpp"
 #include "fixtures.hpp"
 #include "gossip_fixtures.hpp"

@@ -11,7 +11,7 @@
 /// clock the replacement repeats them exactly). Without a checkpoint yet it
 /// starts again from x^0. Its counters start at zero (the evaluator keeps
 /// the dead incarnation's).
-#include "atrain/actors/centralized.hpp"
+#include "algorithms/centralized/centralized.hpp"
 
 #include "atrain/actors/algorithm.hpp"
 

@@ -1,6 +1,6 @@
 /// Ring all-reduce: the per-rank state machine (reduce-scatter, then
 /// all-gather), its packet endpoint and the ring's wiring (see ring.hpp).
-#include "atrain/actors/ring.hpp"
+#include "algorithms/ring/ring.hpp"
 
 #include <algorithm>
 #include <cmath>

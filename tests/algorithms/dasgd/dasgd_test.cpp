@@ -14,7 +14,7 @@
 #include <set>
 #include <sstream>
 
-#include "atrain/actors/dasgd.hpp"
+#include "algorithms/dasgd/dasgd.hpp"
 #include "fixtures.hpp"
 #include "gossip_fixtures.hpp"
 

@@ -40,7 +40,7 @@
 /// mixes only round-k models); with SKIP also, for every gradient applied,
 /// the rounds between its read of x and its use (always 0 with WAIT, so not
 /// recorded there: the WAIT report stays as it was).
-#include "atrain/actors/dpsgd.hpp"
+#include "algorithms/dpsgd/dpsgd.hpp"
 
 #include "atrain/actors/algorithm.hpp"
 
@@ -52,8 +52,8 @@
 #include <tuple>
 #include <utility>
 
+#include "algorithms/gossip/gossip.hpp"
 #include "atrain/actors/checkpoint.hpp"
-#include "gossip.hpp"
 
 namespace atrain {
 

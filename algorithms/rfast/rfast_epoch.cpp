@@ -1,6 +1,6 @@
 /// R-FAST tracking epochs: the survivors' common-root check, the re-rooted
 /// graph pair, and the wiring of a new epoch.
-#include "atrain/actors/rfast_epoch.hpp"
+#include "algorithms/rfast/rfast_epoch.hpp"
 
 #include <algorithm>
 

@@ -45,7 +45,7 @@
 /// at rest too: its float64 model, version, per-worker ledger marks and
 /// counters go into its node's NodeState (async_ps_server), the workers'
 /// models, versions and request counts into theirs.
-#include "atrain/actors/async_ps.hpp"
+#include "algorithms/async_ps/async_ps.hpp"
 
 #include "atrain/actors/algorithm.hpp"
 

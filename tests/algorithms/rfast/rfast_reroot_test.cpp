@@ -8,7 +8,7 @@
 #include <cmath>
 #include <functional>
 
-#include "atrain/actors/rfast.hpp"
+#include "algorithms/rfast/rfast.hpp"
 #include "fixtures.hpp"
 
 namespace t = atrain::test;

@@ -9,17 +9,17 @@
 ///   2. pull consensus       x = r_ii v + sum_j r_ij v^_j          (worker)
 ///   3. robust sum           z += c_ij (rho^_j - rho~_ij)          (buffer)
 /// then the next gradient starts at x.
-#include "atrain/actors/rfast.hpp"
+#include "algorithms/rfast/rfast.hpp"
 
 #include "atrain/actors/algorithm.hpp"
 
 #include <algorithm>
 #include <cmath>
 
+#include "algorithms/rfast/rfast_epoch.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/network.hpp"
-#include "atrain/actors/rfast_epoch.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 
 namespace atrain {
