@@ -65,19 +65,6 @@ std::string idx(const std::string& path, int i) {
   return path + "[" + std::to_string(i) + "]";
 }
 
-/// Why a crashed worker of algorithm `a` cannot be restarted (empty: it can;
-/// docs/RELIABILITY.md "Restart").
-std::string why_no_restart(const proto::AlgorithmSpec& a) {
-  const std::string can =
-    " (restart is implemented for rfast, async_ps, adpsgd, dpsgd, allreduce, local_sgd, sgp, "
-    "osgp, loscar, dasgd and centralized (from the last checkpoint))";
-  if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_dpsgd() || a.has_allreduce() ||
-      a.has_local_sgd() || a.has_sgp() || a.has_osgp() || a.has_loscar() || a.has_dasgd() ||
-      a.has_centralized())
-    return {};
-  return "not implemented for this algorithm" + can;
-}
-
 /// Why crashed node `k` of `spec` cannot be restarted whole, worker and
 /// gradient buffer (empty: it can; docs/RELIABILITY.md "Restart"). R-FAST
 /// respawns both and takes the node back in a new tracking epoch; every other
@@ -98,7 +85,7 @@ std::string why_no_whole_restart(const proto::ExperimentSpec& spec, std::uint32_
            "(algorithm.loscar.aggregator): the round it collects and its running average live "
            "nowhere else" +
            only_worker;
-  return why_no_restart(a);
+  return {};
 }
 
 class checker {
@@ -590,8 +577,6 @@ void checker::faults(bool nodes_ok) {
       if (x.whole_node()) {
         if (const auto why = why_no_whole_restart(s_.spec, x.node()); !why.empty())
           bad(p + ".restart_after_seconds", "a whole node cannot be restarted: " + why);
-      } else if (const auto why = why_no_restart(s_.spec.algorithm()); !why.empty()) {
-        bad(p + ".restart_after_seconds", "a crashed worker cannot be restarted: " + why);
       }
     }
   }
@@ -621,20 +606,6 @@ void checker::stop_and_eval() {
   positive("eval.period_seconds", s_.spec.eval().period_seconds());
 }
 
-// Why the spec's algorithm cannot be checkpointed yet (empty: it can).
-std::string checkpoint_unsupported(const proto::AlgorithmSpec& a) {
-  if (a.has_rfast() || a.has_async_ps() || a.has_adpsgd() || a.has_centralized() || a.has_sgp() ||
-      a.has_osgp() || a.has_dasgd() || a.has_loscar() || a.has_dpsgd() || a.has_allreduce() ||
-      a.has_local_sgd())
-    return {};
-  const std::string name = a.kind_case() == proto::AlgorithmSpec::KIND_NOT_SET
-                             ? std::string{"this algorithm"}
-                             : a.GetDescriptor()->FindFieldByNumber(a.kind_case())->name();
-  return "not implemented for " + name +
-         " (implemented for rfast, allreduce, dpsgd, async_ps, adpsgd, local_sgd, centralized, "
-         "sgp, osgp, dasgd and loscar; its workers' state is not saved yet)";
-}
-
 void checker::checkpoint() {
   const auto& c = s_.spec.checkpoint();
   const bool times = c.at_seconds_size() > 0 || c.every_seconds() != 0;
@@ -655,8 +626,6 @@ void checker::checkpoint() {
     bad("checkpoint.file", "must name the file to write");
   if (!times)
     bad("checkpoint", "needs at_seconds or every_seconds (when to checkpoint)");
-  if (const auto why = checkpoint_unsupported(s_.spec.algorithm()); !why.empty())
-    bad("checkpoint", why);
   for (int i = 0; i < s_.spec.faults().crash_size(); ++i)
     if (!s_.spec.faults().crash(i).has_restart_after_seconds())
       bad(idx("faults.crash", i),
