@@ -111,8 +111,7 @@ caf::expected<context_ptr> admit(spawner_ptr self, const spawn_request& r) {
   ls.base_dir = st.opts.data_root.empty() ? r.base_dir : st.opts.data_root;
   std::shared_ptr<const run_plan> plan;
   try {
-    validate(ls);
-    plan = prepare_run(ls);
+    plan = prepare_run(ls);  // check_spec first, then the data
   } catch (const std::exception& e) {
     return refuse(std::string{"the spec cannot run here: "} + e.what());
   }

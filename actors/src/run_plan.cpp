@@ -9,6 +9,21 @@
 
 namespace atrain {
 
+void check_spec(const loaded_spec& ls) {
+  spec_facts facts;
+  if (const auto* algo = find_algorithm(ls.spec.algorithm().kind_case())) {
+    facts.uses_topology = algo->uses_topology;
+    facts.lossless_links = algo->links.acknowledged;
+    if (algo->whole_restart_refusal)
+      facts.whole_restart_refusal = [algo, &ls](std::uint32_t k) {
+        return algo->whole_restart_refusal(ls.spec.algorithm(), k);
+      };
+    if (algo->whole_restart_unsaved)
+      facts.whole_restart_unsaved = algo->whole_restart_unsaved;
+  }
+  validate(ls, facts);
+}
+
 std::string algorithm_name_of(const proto::ExperimentSpec& spec) {
   return algorithm_label(spec);
 }
@@ -117,7 +132,7 @@ topology build_topology(const loaded_spec& ls, std::size_t n) {
 }  // namespace
 
 std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
-  validate(ls);
+  check_spec(ls);
   if (!algorithm_implemented(ls.spec.algorithm().kind_case()))
     refuse(ls, "algorithm",
            "this engine does not implement '" + algorithm_name_of(ls.spec) + "' yet");

@@ -416,6 +416,13 @@ algorithm_descriptor async_ps_algorithm() {
   d.wire = wire_async_ps;
   d.critical_node = server_of;
   d.critical_role = "the parameter server";
+  d.whole_restart_refusal = [](const proto::AlgorithmSpec& a, std::uint32_t k) {
+    if (k != a.async_ps().server())
+      return std::string{};
+    return "node " + std::to_string(k) +
+           " holds the parameter server (algorithm.async_ps.server): the model it serves "
+           "lives nowhere else (crash only the worker to restart it)";
+  };
   d.spawn_replacement = ignoring_incarnation<spawn_async_ps_replacement>;
   d.join = join_async_ps_worker;
   d.check_node = async_ps_check_node;

@@ -676,6 +676,13 @@ algorithm_descriptor loscar_algorithm() {
   d.needs_every_node = "every round's average waits for every worker";
   d.spawn_replacement = ignoring_incarnation<spawn_loscar_replacement>;
   d.join = join_loscar_worker;
+  d.whole_restart_refusal = [](const proto::AlgorithmSpec& a, std::uint32_t k) {
+    if (k != a.loscar().aggregator())
+      return std::string{};
+    return "node " + std::to_string(k) +
+           " holds the LOSCAR aggregator (algorithm.loscar.aggregator): the round it collects "
+           "and its running average live nowhere else (crash only the worker to restart it)";
+  };
   d.check_checkpoint = loscar_check_checkpoint;
   return d;
 }

@@ -719,6 +719,9 @@ algorithm_descriptor rfast_algorithm() {
   d.spawn_node = spawn_rfast_node;
   d.wire = wire_rfast;
   d.check_node = rfast_check_node;
+  d.whole_restart_unsaved =
+    "R-FAST's whole-node restart starts new tracking epochs, which a checkpoint does not save "
+    "yet: crash only the worker, or take no checkpoints";
   d.links.acknowledged = false;
   d.links.newest_wins = true;
   d.links.follow_restarts = false;

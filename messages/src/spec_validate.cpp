@@ -65,32 +65,9 @@ std::string idx(const std::string& path, int i) {
   return path + "[" + std::to_string(i) + "]";
 }
 
-/// Why crashed node `k` of `spec` cannot be restarted whole, worker and
-/// gradient buffer (empty: it can; docs/RELIABILITY.md "Restart"). R-FAST
-/// respawns both and takes the node back in a new tracking epoch; every other
-/// algorithm that restarts a worker keeps nothing else on the node (the worker
-/// is its own buffer) but a hub: the parameter server or LOSCAR's aggregator,
-/// whose state dies with the node and lives nowhere else.
-std::string why_no_whole_restart(const proto::ExperimentSpec& spec, std::uint32_t k) {
-  const auto& a = spec.algorithm();
-  const std::string only_worker = " (crash only the worker to restart it)";
-  if (a.has_async_ps() && a.async_ps().server() == k)
-    return "node " + std::to_string(k) +
-           " holds the parameter server "
-           "(algorithm.async_ps.server): the model it serves lives nowhere else" +
-           only_worker;
-  if (a.has_loscar() && a.loscar().aggregator() == k)
-    return "node " + std::to_string(k) +
-           " holds the LOSCAR aggregator "
-           "(algorithm.loscar.aggregator): the round it collects and its running average live "
-           "nowhere else" +
-           only_worker;
-  return {};
-}
-
 class checker {
 public:
-  explicit checker(const loaded_spec& s) : s_(s) {}
+  checker(const loaded_spec& s, const spec_facts& facts) : s_(s), facts_(facts) {}
 
   void bad(const std::string& path, const std::string& reason) {
     problems_.push_back(s_.where(path) + ": " + reason);
@@ -183,6 +160,7 @@ private:
   void checkpoint();
 
   const loaded_spec& s_;
+  const spec_facts& facts_;
   std::vector<std::string> problems_;
 };
 
@@ -201,7 +179,7 @@ void checker::run() {
   dataset();
   model();
   algorithm();
-  if (uses_topology(sp.algorithm().kind_case()))
+  if (facts_.uses_topology)
     topology(nodes_ok);
   cost(nodes_ok);
   link();
@@ -496,9 +474,9 @@ void checker::link() {
     positive("link.retransmit_seconds", l.retransmit_seconds());
   // Every algorithm but R-FAST runs on acknowledged links, which retransmit
   // until a copy gets through: a link that loses everything never delivers.
-  if (!s_.spec.algorithm().has_rfast() && l.loss() == 1)
-    bad("link.loss", "must be < 1 for acknowledged links (every algorithm but rfast): "
-                     "a link that drops every packet never delivers");
+  if (facts_.lossless_links && l.loss() == 1)
+    bad("link.loss", "must be < 1 for acknowledged links (this algorithm's): a link that "
+                     "drops every packet never delivers");
 }
 
 void checker::node_in_range(const std::string& path, std::uint32_t node, bool nodes_ok) {
@@ -575,7 +553,9 @@ void checker::faults(bool nodes_ok) {
     if (x.has_restart_after_seconds()) {
       positive(p + ".restart_after_seconds", x.restart_after_seconds());
       if (x.whole_node()) {
-        if (const auto why = why_no_whole_restart(s_.spec, x.node()); !why.empty())
+        if (const auto why =
+              facts_.whole_restart_refusal ? facts_.whole_restart_refusal(x.node()) : std::string{};
+            !why.empty())
           bad(p + ".restart_after_seconds", "a whole node cannot be restarted: " + why);
       }
     }
@@ -632,27 +612,14 @@ void checker::checkpoint() {
           "a run with checkpoints restarts its crashed workers: give restart_after_seconds (a "
           "node lost for good leaves the run's topology changed, which a checkpoint does not "
           "save yet)");
-    else if (s_.spec.algorithm().has_rfast() && s_.spec.faults().crash(i).whole_node())
-      bad(idx("faults.crash", i) + ".whole_node",
-          "R-FAST's whole-node restart starts new tracking epochs, which a checkpoint does not "
-          "save yet: crash only the worker, or take no checkpoints");
+    else if (!facts_.whole_restart_unsaved.empty() && s_.spec.faults().crash(i).whole_node())
+      bad(idx("faults.crash", i) + ".whole_node", facts_.whole_restart_unsaved);
 }
 
 }  // namespace
 
-bool uses_topology(proto::AlgorithmSpec::KindCase kind) {
-  switch (kind) {
-    case proto::AlgorithmSpec::kRfast:
-    case proto::AlgorithmSpec::kDpsgd:
-    case proto::AlgorithmSpec::kAdpsgd:
-      return true;
-    default:
-      return false;
-  }
-}
-
-void validate(const loaded_spec& s) {
-  checker c(s);
+void validate(const loaded_spec& s, const spec_facts& facts) {
+  checker c(s, facts);
   c.run();
   if (c.problems().empty())
     return;

@@ -357,21 +357,8 @@ std::vector<bad_case> bad_cases() {
      at::set, "", "faults.partition[0].side_b[0]", "on both sides"},
     {"bad gradients kind unset", E{}, O{"faults.bad_gradients=[{node: 1}]"}, at::set, "",
      "faults.bad_gradients[0].kind", "must be NOT_FINITE or SCALED"},
-    {"whole node restart of the parameter server", E{},
-     O{"algorithm.async_ps={step_size: 1 server: 2}",
-       "faults.crash=[{node: 2 whole_node: true restart_after_seconds: 1}]"},
-     at::set, "", "faults.crash[0].restart_after_seconds",
-     "a whole node cannot be restarted: node 2 holds the parameter server"},
-    {"whole node restart of the loscar aggregator", E{},
-     O{"algorithm.loscar={step_size: 0.3 round_seconds: 0.01 sparsity: 0.1 aggregator: 1}",
-       "faults.crash=[{node: 1 whole_node: true restart_after_seconds: 1}]"},
-     at::set, "", "faults.crash[0].restart_after_seconds",
-     "a whole node cannot be restarted: node 1 holds the LOSCAR aggregator"},
     {"straggle factor below one", E{}, O{"faults.straggle=[{node: 1 factor: 0.5}]"}, at::set, "",
      "faults.straggle[0].factor", "must be >= 1"},
-    {"acknowledged link losing everything", E{},
-     O{"algorithm.dasgd={step_size: 0.1}", "link.loss=1"}, at::set, "", "link.loss",
-     "must be < 1 for acknowledged links"},
     {"loscar sparsity zero", E{}, O{"algorithm.loscar={step_size: 0.3 round_seconds: 0.01}"},
      at::set, "", "algorithm.loscar.sparsity", "must be in (0, 1]"},
     {"loscar without round length", E{}, O{"algorithm.loscar={step_size: 0.3 sparsity: 0.1}"},
@@ -484,10 +471,15 @@ BOOST_AUTO_TEST_CASE(multiple_bad_overrides_are_all_reported) {
   BOOST_TEST(split_lines(msg).size() == 2u, msg);
 }
 
+// The engine says centralized uses no topology (check_spec_test.cpp): its
+// topology block, here incomplete, is then not checked.
 BOOST_AUTO_TEST_CASE(centralized_ignores_topology) {
   const std::string text = edit(base_spec, {{rfast_block, "centralized {\n    step_size: 0.1\n  }"},
                                             {"  builder: EXPLICIT\n", ""}});
-  BOOST_CHECK_NO_THROW(atrain::validate(parse(text)));
+  atrain::spec_facts no_topology;
+  no_topology.uses_topology = false;
+  BOOST_CHECK_NO_THROW(atrain::validate(parse(text), no_topology));
+  BOOST_CHECK_THROW(atrain::validate(parse(text)), spec_error);
 }
 
 BOOST_AUTO_TEST_CASE(other_valid_variants) {
@@ -526,6 +518,39 @@ BOOST_AUTO_TEST_CASE(other_valid_variants) {
       BOOST_TEST(msg.empty(), msg);
     }
   }
+}
+
+// What depends on the algorithm comes as facts from the engine (check_spec,
+// tests/actors/check_spec_test.cpp gives each algorithm's); given here.
+BOOST_AUTO_TEST_CASE(facts_refuse_what_the_engine_says) {
+  const auto s = parse(base_spec, {"link.loss=1", "checkpoint={at_seconds: [1] file: \"c\"}",
+                                   "faults.crash=[{node: 2 whole_node: true "
+                                   "restart_after_seconds: 1}]"});
+  BOOST_CHECK_NO_THROW(atrain::validate(s));  // no fact refuses anything
+  atrain::spec_facts f;
+  f.lossless_links = true;
+  f.whole_restart_refusal = [](std::uint32_t k) {
+    return k == 2 ? std::string{"node 2 holds a hub"} : std::string{};
+  };
+  f.whole_restart_unsaved = "epochs are not saved";
+  try {
+    atrain::validate(s, f);
+    BOOST_FAIL("the facts refused nothing");
+  } catch (const spec_error& e) {
+    const std::string msg = e.what();
+    BOOST_TEST(msg.find("link.loss: must be < 1 for acknowledged links") != std::string::npos, msg);
+    BOOST_TEST(msg.find("faults.crash[0].restart_after_seconds: a whole node cannot be "
+                        "restarted: node 2 holds a hub") != std::string::npos,
+               msg);
+    BOOST_TEST(msg.find("faults.crash[0].whole_node: epochs are not saved") != std::string::npos,
+               msg);
+  }
+  // Without a topology the topology block is not checked.
+  const auto t = parse(base_spec, {"topology.builder=TREE_PAIR", "topology.arity=0"});
+  BOOST_CHECK_THROW(atrain::validate(t), spec_error);
+  atrain::spec_facts no_topology;
+  no_topology.uses_topology = false;
+  BOOST_CHECK_NO_THROW(atrain::validate(t, no_topology));
 }
 
 BOOST_AUTO_TEST_CASE(dasgd_restarts_with_batching_and_coalescing) {

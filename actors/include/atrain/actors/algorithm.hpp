@@ -97,6 +97,11 @@ struct algorithm_descriptor {
   /// (R-FAST respawns the worker behind its buffer).
   spawn_replacement_fn spawn_replacement = nullptr;
   join_fn join = nullptr;
+  /// Why crashed node k cannot be restarted whole, worker and buffer (a hub
+  /// of the run lives on it and its state nowhere else); nullptr: it can.
+  std::string (*whole_restart_refusal)(const proto::AlgorithmSpec& a, std::uint32_t k) = nullptr;
+  /// Why a whole-node restart cannot be combined with checkpoints (nullptr: it can).
+  const char* whole_restart_unsaved = nullptr;
 
   // ---- checkpoints (the common NodeState fields are checked by the runtime)
   check_node_fn check_node = nullptr;

@@ -40,6 +40,12 @@ struct run_plan {
 };
 
 /// The spec's algorithm as a short name ("rfast", "allreduce", ...).
+/// The spec's semantic checks with the facts only the engine knows (from the
+/// algorithm's descriptor: whether it uses a topology, acknowledged links,
+/// hubs a whole-node restart would lose); throws one spec_error listing every
+/// problem. prepare_run starts with it.
+void check_spec(const loaded_spec& ls);
+
 [[nodiscard]] std::string algorithm_name_of(const proto::ExperimentSpec& spec);
 
 /// Loads data, builds the topology and the model. Throws spec_error naming the

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -86,14 +87,23 @@ struct loaded_spec {
 // "--set nodes=-3: not an unsigned integer", "--set nodes: expected field.path=value".
 void apply_override(loaded_spec& s, const std::string& assignment);
 
+// What the validator cannot read from a spec: facts about its algorithm that
+// only the engine holds (each algorithm's descriptor). The engine's check_spec
+// (atrain/actors/run_plan.hpp) fills them in; the defaults refuse nothing that
+// depends on the algorithm and check the topology block.
+struct spec_facts {
+  bool uses_topology = true;    // the topology block is checked
+  bool lossless_links = false;  // acknowledged links: link.loss = 1 never delivers
+  // Why node k cannot be restarted whole (a hub of the run lives on it); empty: it can.
+  std::function<std::string(std::uint32_t k)> whole_restart_refusal;
+  // Why a whole-node restart cannot be combined with checkpoints; empty: it can.
+  std::string whole_restart_unsaved;
+};
+
 // Semantic checks (ranges, required choices, dataset files exist, topology parameters
 // consistent with `nodes`). Collects every problem and throws one spec_error listing them
 // all, one per line. Whether a topology has a common root is checked later by the engine.
-void validate(const loaded_spec& s);
-
-// Whether the algorithm uses the spec's topology (gossip and R-FAST do; the
-// ring, push-sum, broadcast and root-aggregator algorithms talk over node ids).
-[[nodiscard]] bool uses_topology(proto::AlgorithmSpec::KindCase kind);
+void validate(const loaded_spec& s, const spec_facts& facts = {});
 
 // `p` resolved against s.base_dir (absolute paths and "" are returned unchanged).
 [[nodiscard]] std::string resolve_path(const loaded_spec& s, const std::string& p);
