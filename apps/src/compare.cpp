@@ -51,13 +51,6 @@ namespace fs = std::filesystem;
 
 namespace atrain::cli {
 
-const std::vector<std::string>& compare_algorithm_names() {
-  static const std::vector<std::string> names{"rfast",     "dasgd",     "loscar",   "loscar_naive",
-                                              "allreduce", "dpsgd",     "adpsgd",   "sgp",
-                                              "osgp",      "local_sgd", "async_ps", "centralized"};
-  return names;
-}
-
 summary summarize(const std::vector<double>& xs) {
   summary s;
   s.n = xs.size();
@@ -259,6 +252,23 @@ std::string find_in_tree(const fs::path& relative) {
   }
   return {};
 }
+
+}  // namespace
+
+std::vector<std::string> compare_algorithm_names() {
+  // The config/algorithms/ that find_config reads: its files are the names.
+  std::vector<std::string> names;
+  const auto dir = find_in_tree(fs::path{"config"} / "algorithms");
+  std::error_code ec;
+  if (!dir.empty())
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().extension() == ".textproto")
+        names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+namespace {
 
 std::string find_config(const std::string& name) {
   return find_in_tree(fs::path{"config"} / "algorithms" / (name + ".textproto"));
@@ -608,7 +618,7 @@ struct planned {
 /// the algorithm's own refusals) so that nothing runs unless all can.
 /// Prints what is wrong and returns false.
 bool plan_all(const compare_args& a, std::vector<planned>& plans) {
-  const auto& valid = compare_algorithm_names();
+  const auto valid = compare_algorithm_names();
   for (std::size_t i = 0; i < a.algorithms.size(); ++i) {
     const auto& n = a.algorithms[i];
     if (std::find(valid.begin(), valid.end(), n) == valid.end()) {

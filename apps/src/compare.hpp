@@ -13,7 +13,7 @@
 namespace atrain::cli {
 
 /// The algorithm names `compare` accepts (config/algorithms/NAME.textproto).
-[[nodiscard]] const std::vector<std::string>& compare_algorithm_names();
+[[nodiscard]] std::vector<std::string> compare_algorithm_names();
 
 /// Mean and sample standard deviation (n - 1 in the denominator; 0 when n < 2).
 struct summary {

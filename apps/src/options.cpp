@@ -370,8 +370,7 @@ const char* const compare_details =
   "(an algorithm.NAME.* override only to that algorithm's runs). It writes\n"
   "DIR/compare.md, compare.json, curves.csv, bars.csv, staleness.csv, NAME_seedS/ per run,\n"
   "and PNG/SVG figures when gnuplot is on PATH.\n"
-  "NAME: rfast, dasgd, loscar, loscar_naive, allreduce, dpsgd, adpsgd, sgp, osgp,\n"
-  "local_sgd, async_ps, centralized.\n";
+  "NAME: one of config/algorithms/NAME.textproto (an unknown name lists them all).\n";
 
 const char* const run_details =
   "run --resume continues SPEC's run from a checkpoint it wrote (spec block checkpoint {\n"

@@ -65,6 +65,15 @@ std::string idx(const std::string& path, int i) {
   return path + "[" + std::to_string(i) + "]";
 }
 
+/// "rfast, centralized, ... or async_ps": the cases of AlgorithmSpec's oneof.
+std::string algorithm_choices() {
+  const auto* kind = proto::AlgorithmSpec::descriptor()->FindOneofByName("kind");
+  std::string out;
+  for (int i = 0; i < kind->field_count(); ++i)
+    out += (i == 0 ? "" : i + 1 == kind->field_count() ? " or " : ", ") + kind->field(i)->name();
+  return out;
+}
+
 class checker {
 public:
   checker(const loaded_spec& s, const spec_facts& facts) : s_(s), facts_(facts) {}
@@ -359,9 +368,7 @@ void checker::algorithm() {
       node_exists("algorithm.async_ps.server", a.async_ps().server());
       break;
     case proto::AlgorithmSpec::KIND_NOT_SET:
-      bad("algorithm",
-          "choose an algorithm: rfast, centralized, allreduce, local_sgd, dpsgd, adpsgd, "
-          "dasgd, loscar, sgp, osgp or async_ps");
+      bad("algorithm", "choose an algorithm: " + algorithm_choices());
       break;
   }
 }

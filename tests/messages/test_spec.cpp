@@ -520,6 +520,15 @@ BOOST_AUTO_TEST_CASE(other_valid_variants) {
   }
 }
 
+// The choices are the oneof's cases, every one of them.
+BOOST_AUTO_TEST_CASE(unset_algorithm_lists_every_choice) {
+  const std::string msg = failure(edit(base_spec, {{rfast_block, ""}}));
+  const auto* kind = atrain::proto::AlgorithmSpec::descriptor()->FindOneofByName("kind");
+  for (int i = 0; i < kind->field_count(); ++i)
+    BOOST_TEST(msg.find(kind->field(i)->name()) != std::string::npos, kind->field(i)->name());
+  BOOST_TEST(msg.find("choose an algorithm: rfast, centralized, ") != std::string::npos, msg);
+}
+
 // What depends on the algorithm comes as facts from the engine (check_spec,
 // tests/actors/check_spec_test.cpp gives each algorithm's); given here.
 BOOST_AUTO_TEST_CASE(facts_refuse_what_the_engine_says) {
