@@ -124,7 +124,9 @@ void log(guard_ptr self, const std::string& line) {
 
 /// Ends a relay: both sides closed (a refused client at once, without
 /// waiting for anything still to be sent to it).
-void drop(guard_ptr self, const std::shared_ptr<relay>& p, bool hard) {
+/// `p` by value: callers pass the map's own element, which the first erase
+/// below destroys (a use-after-free when `p` was a reference to it).
+void drop(guard_ptr self, std::shared_ptr<relay> p, bool hard) {
   auto& st = self->state;
   if (hard)  // the default multiplexer's handle is the socket
     ::shutdown(static_cast<int>(p->client.id()), SHUT_RDWR);
