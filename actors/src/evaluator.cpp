@@ -16,79 +16,18 @@
 #include "atrain/actors/run_log.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 #include "atrain/messages/json.hpp"
+#include "evaluator_state.hpp"
 
 namespace atrain {
 
 namespace {
 
-/// What one evaluation collects from the nodes and links.
-struct gathering {
-  std::vector<model_snapshot> models;
-  std::optional<model_snapshot> server;  // the parameter server's, when there is one
-  std::uint64_t buffer_messages = 0;
-  std::uint64_t buffer_bytes = 0;
-  std::vector<std::uint64_t> node_buffer_messages;  // index = node: the part of each buffer
-  std::vector<std::uint64_t> node_buffer_bytes;
-  std::uint64_t rejected = 0;
-  std::uint64_t old_epoch = 0;  // R-FAST packets dropped for another tracking epoch
-  std::vector<link_stats> links;
-  std::vector<mass_account> masses;
-  std::size_t pending = 0;
-  std::vector<std::string> errors;
-  std::function<void(const gathering&)> done;  // runs when pending reaches 0
-};
-using gathering_ptr = std::shared_ptr<gathering>;
-
-struct eval_state {
-  context_ptr ctx;
-  std::vector<node_actors> nodes;
-  std::vector<caf::actor> links;
-  caf::actor server;  // holds the evaluated model (async_ps); invalid otherwise
-  caf::actor supervisor;
-  bool progress = false;
-  std::unique_ptr<model> m;
-  dataset train_subset;
-  proto::RunReport report;
-  bool stop_sent = false;
-  bool finished = false;
-  /// Injected crashes (supervision): a node's worker (buffer) is down until
-  /// restarted; counters of dead incarnations are kept in `retired` (as of
-  /// their last evaluation) so the report still counts their work.
-  std::vector<bool> worker_down;
-  std::vector<bool> buffer_down;
-  std::vector<model_snapshot> last;
-  std::vector<model_snapshot> retired;
-  std::map<std::size_t, std::string> fault_effects;  // describe() index -> what happened
-  std::vector<proto::FaultRecord> unplanned;         // nodes lost with their host
-  /// R-FAST on a tree pair: the current common root (changes with a
-  /// re-rooting) and tracking epoch.
-  std::uint32_t root = 0;
-  std::uint32_t epoch = 0;
-  /// A re-rooting's recovery: from the loss until the evaluated model's test
-  /// accuracy is back at its last value before the loss.
-  struct recovery {
-    std::uint64_t fault = 0;    // describe() index, or unplanned_fault
-    std::size_t unplanned = 0;  // unplanned_fault: its records are unplanned[unplanned ..
-    std::size_t records = 0;    //   unplanned + records) (one per node of the lost host)
-    double lost_at = 0;
-    double accuracy_before = 0;
-    std::optional<double> back_at;
-  };
-  std::vector<recovery> recoveries;
-  /// Straggler detection: each node's (gradients, busy seconds) at the last
-  /// evaluation, and what was found so far (index = node).
-  std::vector<std::pair<std::uint64_t, double>> heartbeat;
-  std::map<std::uint32_t, proto::Straggler> stragglers;
-  /// Checkpoints: when the next periodic evaluation is due (run ns), how
-  /// many evaluations are gathering, and state requests waiting for them.
-  std::int64_t next_eval_ns = 0;
-  int gathering = 0;
-  std::vector<caf::response_promise> state_waiting;
-  /// The live log (run_log.hpp): faults seen acting so far (index =
-  /// describe()), and the wall clock of the progress line (display only).
-  std::vector<bool> fault_seen;
-  std::chrono::steady_clock::time_point wall_start = std::chrono::steady_clock::now();
-};
+using eval::eval_state;
+using eval::fault_hits;
+using eval::fill_report;
+using eval::gathering;
+using eval::gathering_ptr;
+using eval::summarize_rows;
 
 /// Rows `rows` of `d` as a dataset of their own (contiguous for the model).
 dataset subset(const dataset& d, const std::vector<std::uint32_t>& rows) {
@@ -433,51 +372,6 @@ void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row,
   }
 }
 
-/// How often each injected fault acted, summed over the compute units and
-/// links that counted it.
-std::vector<std::uint64_t> fault_hits(std::size_t faults, const gathering& g) {
-  std::vector<std::uint64_t> hits(faults, 0);
-  auto add = [&](const std::vector<std::uint64_t>& h) {
-    for (std::size_t i = 0; i < h.size() && i < hits.size(); ++i)
-      hits[i] += h[i];
-  };
-  for (const auto& s : g.models)
-    add(s.fault_hits);
-  for (const auto& l : g.links)
-    add(l.fault_hits);
-  return hits;
-}
-
-/// The report's faults section: each injected fault with how often it
-/// acted, summed over the compute units and links that counted it.
-void fill_faults(proto::RunReport& r, const fault_schedule& faults, const gathering& g,
-                 const std::map<std::size_t, std::string>& effects) {
-  const auto hits = fault_hits(faults.size(), g);
-  const auto described = faults.describe();
-  for (std::size_t i = 0; i < described.size(); ++i) {
-    const auto& d = described[i];
-    auto* f = r.add_faults();
-    f->set_kind(d.kind);
-    f->set_what(d.what);
-    f->set_from_seconds(d.from);
-    if (d.to > 0)
-      f->set_to_seconds(d.to);
-    const std::string n = std::to_string(hits[i]);
-    if (d.kind == "straggle")
-      f->set_effect(n + " gradients computed slowed down");
-    else if (d.kind == "partition")
-      f->set_effect(n + " packet transmissions cut");
-    else if (d.kind == "loss_burst")
-      f->set_effect(n + " packet transmissions exposed to the burst");
-    else if (d.kind == "delay_spike")
-      f->set_effect(n + " packet transmissions delayed");
-    else if (d.kind == "crash")
-      f->set_effect(effects.count(i) > 0 ? effects.at(i) : "not injected: the run ended first");
-    else
-      f->set_effect(n + " gradients corrupted");
-  }
-}
-
 /// The live log: each windowed fault (straggle, partition, ...) the first
 /// time an evaluation finds it acted (its counters above zero).
 void log_faults_acting(caf::stateful_actor<eval_state>* self, const gathering& g) {
@@ -510,139 +404,6 @@ void adopt_epoch(eval_state& st, std::uint32_t epoch, std::uint32_t root,
   st.links.insert(st.links.end(), links.begin(), links.end());
   for (auto k : buffers_gone)
     st.buffer_down.at(k) = true;
-}
-
-/// Appends a re-rooting's recovery to its fault record.
-void add_recovery(proto::RunReport& r, const eval_state::recovery& rec, int planned) {
-  const bool host = rec.fault == unplanned_fault;
-  const auto first = host ? planned + static_cast<int>(rec.unplanned) : static_cast<int>(rec.fault);
-  const auto count = host ? static_cast<int>(rec.records) : 1;
-  char level[32];
-  std::snprintf(level, sizeof level, "%.4f", rec.accuracy_before);
-  for (int at = first; at < first + count && at < r.faults_size(); ++at) {
-    auto* f = r.mutable_faults(at);
-    if (rec.back_at) {
-      f->set_recovery_seconds(*rec.back_at - rec.lost_at);
-      f->set_effect(f->effect() + "; test accuracy back to " + level +
-                    " (its last value before the loss) at " + std::to_string(*rec.back_at) +
-                    " s: recovered in " + std::to_string(*rec.back_at - rec.lost_at) + " s");
-    } else {
-      f->set_effect(f->effect() + "; test accuracy not back to " + level +
-                    " (its last value before the loss) by the end of the run");
-    }
-  }
-}
-
-/// From the rows as they stand (the final one may have replaced a periodic
-/// one): the first time at the target, and the best accuracy with its time.
-void summarize_rows(proto::RunReport& r, double target) {
-  r.clear_time_to_target();
-  r.clear_best_test_accuracy();
-  r.clear_best_test_accuracy_seconds();
-  for (const auto& m : r.metrics()) {
-    if (target > 0 && m.test_accuracy() >= target && !r.has_time_to_target())
-      r.set_time_to_target(m.time_seconds());
-    if (m.test_accuracy() > r.best_test_accuracy()) {
-      r.set_best_test_accuracy(m.test_accuracy());
-      r.set_best_test_accuracy_seconds(m.time_seconds());
-    }
-  }
-}
-
-void fill_report(caf::stateful_actor<eval_state>* self, const gathering& g,
-                 const metric_sample& row) {
-  auto& st = self->state;
-  const auto& plan = *st.ctx->plan;
-  auto& r = st.report;
-  r.mutable_final()->set_train_loss(row.train_loss);
-  r.mutable_final()->set_test_accuracy(row.test_accuracy);
-  r.set_gradients_total(row.gradients);
-  r.set_messages_sent(row.messages);
-  r.set_bytes_sent(row.bytes);
-  r.set_packets_dropped(row.dropped);
-  std::uint64_t replaced = 0, retransmitted = 0;
-  for (const auto& l : g.links) {
-    replaced += l.replaced;
-    retransmitted += l.retransmitted;
-  }
-  r.set_packets_replaced(replaced);
-  r.set_packets_retransmitted(retransmitted);
-  std::uint64_t rejected = g.rejected;  // by buffers
-  for (const auto& s : g.models)
-    rejected += s.rejected;  // by workers that receive packets themselves
-  if (g.server)
-    rejected += g.server->rejected;
-  r.set_packets_rejected(rejected);
-  r.set_packets_old_epoch(g.old_epoch);
-  r.set_consensus_error(row.consensus_error);
-  r.set_duration_seconds(row.time_seconds);
-  double s_sum = 0, s_max = 0;
-  std::uint64_t s_count = 0, late = 0;
-  for (const auto& s : g.models) {
-    auto* n = r.add_per_node();
-    n->set_node(s.node);
-    n->set_gradients(s.gradients);
-    // Everything the node's actors sent: the worker, its gradient buffer,
-    // and the parameter server when it runs on this node (sums = totals).
-    const auto k = static_cast<std::size_t>(s.node);
-    const auto buf_msgs = k < g.node_buffer_messages.size() ? g.node_buffer_messages[k] : 0;
-    const auto buf_bytes = k < g.node_buffer_bytes.size() ? g.node_buffer_bytes[k] : 0;
-    n->set_buffer_messages_sent(buf_msgs);
-    n->set_buffer_bytes_sent(buf_bytes);
-    n->set_messages_sent(s.messages_sent + buf_msgs);
-    n->set_bytes_sent(s.bytes_sent + buf_bytes);
-    if (g.server && g.server->node == s.node) {  // the server runs on this node
-      n->set_messages_sent(n->messages_sent() + g.server->messages_sent);
-      n->set_bytes_sent(n->bytes_sent() + g.server->bytes_sent);
-    }
-    n->set_staleness_mean(s.staleness_count ? s.staleness_sum / s.staleness_count : 0.0);
-    n->set_staleness_max(s.staleness_max);
-    n->set_late_contributions(s.late);
-    late += s.late;
-    s_sum += s.staleness_sum;
-    s_count += s.staleness_count;
-    s_max = std::max(s_max, s.staleness_max);
-  }
-  r.set_staleness_mean(s_count ? s_sum / static_cast<double>(s_count) : 0.0);
-  r.set_staleness_max(s_max);
-  r.set_late_contributions(late);
-  if (!g.masses.empty())
-    r.set_mass_residual(mass_residual(g.masses));
-  const auto& algo = algorithm_of(plan.spec);
-  if (g.server)
-    r.set_evaluated_model("parameter server (node " + std::to_string(g.server->node) + ")");
-  else if (plan.topo && plan.topo->tree && st.worker_down.at(st.root))
-    r.set_evaluated_model("live nodes' average (the common root, node " + std::to_string(st.root) +
-                          ", is down)");
-  else if (plan.topo && plan.topo->tree)
-    r.set_evaluated_model(
-      "common root (node " + std::to_string(st.root) + ")" +
-      (st.epoch > 0 ? ", since the re-rooting of tracking epoch " + std::to_string(st.epoch)
-                    : std::string{}));
-  else if (algo.evaluation.average_label && g.models.size() > 1)
-    r.set_evaluated_model(algo.evaluation.average_label);
-  else
-    r.set_evaluated_model(g.models.size() > 1 ? "node average" : "single node");
-  for (const auto& e : g.errors)
-    r.add_warnings("evaluation: " + e);
-  fill_faults(r, plan.faults, g, st.fault_effects);
-  const int planned = r.faults_size();
-  for (const auto& f : st.unplanned)
-    *r.add_faults() = f;
-  for (const auto& rec : st.recoveries)
-    add_recovery(r, rec, planned);
-  for (const auto& [node, s] : st.stragglers)
-    *r.add_stragglers() = s;
-  for (const auto& s : g.models)
-    if (s.refused > 0) {
-      auto* q = r.add_quarantined();
-      q->set_node(s.node);
-      q->set_since_seconds(s.refused_since);
-      q->set_gradients_refused(s.refused);
-    }
-  r.set_trace_hash(st.ctx->events.hex());
-  r.set_trace_events(st.ctx->events.events());
-  summarize_rows(r, plan.spec.stop().target_accuracy());
 }
 
 // ---- checkpoints
@@ -907,7 +668,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
             !rows.empty() && rows[rows.size() - 1].time_seconds() == row.time_seconds;
           record_row(self, row, true, same_time);
         }
-        fill_report(self, g, row);
+        fill_report(self->state, g, row);
         report_bytes out;
         self->state.report.SerializeToString(&out.bytes);
         rp.deliver(std::move(out));

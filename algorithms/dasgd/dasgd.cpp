@@ -1,107 +1,15 @@
-/// DASGD: decentralized asynchronous SGD (ALGORITHMS.md §2). No averaging:
-/// every node applies every gradient produced anywhere, exactly once.
-///
-/// A cycle of node i. The gradient is the only thing that takes time (tau_i);
-/// it is read at the start of the cycle and completes at the wake:
-///   read:  g = g_i(x_i)                                      (takes tau_i)
-///   wake:  1. apply, in arrival order, every remote packet that arrived since
-///             the last wake:  x_i -= u  (u = the sender's sum gamma_k g_k)
-///          2. x_i -= gamma_k g,  gamma_k = gamma / (1 + decay k), k = this
-///             node's gradients so far
-///          3. send u = gamma_k g to every other node — or, with
-///             broadcast_every k, the sum of the last k local u every k-th
-///             gradient; then read the next gradient at the new x_i.
-/// Remote packets are buffered on arrival and applied at the next wake
-/// (step 1), so a gradient is always computed on a model that holds
-/// everything that had arrived when it was read.
-///
-/// Step size of a remote gradient: the SENDER's gamma_k, applied by the
-/// sender before sending (the packet carries gamma_k g, not g). A replica
-/// therefore subtracts exactly what the gradient's origin subtracted, sums
-/// stay exact when gradients are batched (broadcast_every) or coalesced by a
-/// link, and all replicas hold the same sum of steps up to float rounding.
-///
-/// Packets (stream dasgd_gradients): seq = the sender's local number of the
-/// newest gradient inside, scalars = {count c} (or {c, 1}: the first packet
-/// after a restart fence); the packet covers gradients seq-c+1 .. seq.
-/// Without batching c = 1; broadcast_every k gives c = k; a coalescing link
-/// (dasgd.coalesce, link.cpp) sums packets waiting for a busy wire, adds
-/// their counts and keeps the newest seq — it merges only a range that
-/// continues the waiting one, so the result covers a range again.
-/// Delivery: links are acknowledged (retransmission until acked), so every
-/// packet arrives at least once; duplicates are dropped by (sender, gradient
-/// number) with `exactly_once`, marking every gradient of the range. A packet
-/// whose range partly overlaps gradients already received is impossible and
-/// rejected, as are unknown senders (or oneself), wrong sizes, non-finite
-/// payloads, unknown streams and counts that are not 1 <= c <= seq.
-///
-/// Staleness of a gradient = the number of gradients created (completed)
-/// anywhere STRICTLY BEFORE its read that node i had not applied at the read.
-/// Gradients completing at the same instant as the read do not count (on the
-/// virtual clock simultaneous events have no order in time), so with equal
-/// taus and zero latency staleness is 0. Measured at the read, recorded in
-/// staleness_stats when the gradient completes (one value per gradient made;
-/// the snapshot reports mean and max per node). Counted with a creation
-/// record shared by the workers of the run (`creation_record`): a
-/// SINGLE-PROCESS measurement; on the real clock the order of two threads' gradients is
-/// the order they took the record's lock.
-///
-/// Checkpoints (README "Checkpoint and resume"): a worker asked to pause
-/// holds at its gradient boundary, after step 3, instead of reading the next
-/// gradient. A held worker applies a remote packet as it arrives (no
-/// gradient is in flight, so the next read sees it, as it would at a wake).
-/// Once every worker holds and the links are drained every gradient sent
-/// has been applied everywhere, so a node's record of what it applied is,
-/// per origin, the gradients 1..k of that origin (DasgdState.applied_from),
-/// and the inbox is empty. Saved: x, the step count, the unsent batch and
-/// the staleness bookkeeping (the shared creation record's totals and the
-/// creation times of the unsent gradients, which remote nodes apply later).
-///
-/// Restart (docs/RELIABILITY.md "Restart"; any broadcast_every, with or
-/// without coalescing). What R, the replacement of dead worker k, must get
-/// is, per origin j, every number exactly once, each inside one packet it
-/// applies whole. Packets are sums, so R may only combine packets whose
-/// ranges tile j's numbers without overlap; and links cut j's stream into
-/// ranges differently (a coalescing link merges whatever waits for its
-/// wire). The hand-over therefore cuts every stream at one point all links
-/// agree on, a FENCE F_j, and takes the numbers <= F_j from one path (the
-/// donor) and the ones above from the other (R's own link from j):
-///  1. The supervisor re-points the links that ended at k (replace_worker)
-///     and reads from every link the highest number its sender handed it:
-///     for k, `sent`. The creation record says how many k made (`made`);
-///     sent+1 .. made, the dead worker's unsent batch, were applied only
-///     in its model and are LOST with it (trace dasgd_lost; every node
-///     marks them seen, never applied, and they leave the staleness count).
-///  2. The donor d (the first live node by id) hands over its model minus
-///     its own unsent batch (that goes out later, whole, as a packet), its
-///     record (per origin every number seen), the lost numbers it knows
-///     and its inbox, and fences its own stream: F_d = its highest number
-///     sent.
-///  3. Then every other live node j fences its stream: F_j = its highest
-///     number sent, and its next packet carries the mark {c, 1}, whose
-///     shape no link or outbox merges with an earlier packet (links also
-///     merge only a range that continues the waiting one, same origin).
-///     Everything d had seen of j was sent before, so d's record holds no
-///     number of j above F_j; every packet of j above F_j was handed to the
-///     re-pointed link and reaches R, and no range on any link crosses F_j.
-///     A node that does not answer is dead: F_j = its links' highest
-///     number (it sends no more). F_k = sent.
-///  4. R starts from d's model, record, lost numbers and inbox with the
-///     fences; d relays to R (stream dasgd_relayed, origin kept) every
-///     packet it sees for the first time whose range ends <= F_j (those
-///     seen between 2 and 4 waited), until it has seen every number up to
-///     the fences. R applies of origin j: relayed packets only up to F_j,
-///     direct ones only above F_j (a direct one <= F_j, handed to the link
-///     before the fence, is dropped: `covered`); anything crossing a fence
-///     is rejected. Below F_j R holds d's partition of j's stream (record,
-///     inbox, relays: disjoint ranges d saw once each), above it its own
-///     link's: every number of j exactly once, duplicates dropped by
-///     (origin, number). R numbers its gradients from made + 1 in a new
-///     segment (its first packet marked, so no link merges it into the dead
-///     worker's packets still queued).
-/// The donor must live until it has relayed up to the fences. Across
-/// processes nobody counts the dead worker's gradients made: R numbers
-/// from sent + 1 and its unsent batch is lost uncounted.
+/// DASGD: decentralized asynchronous SGD (docs/ALGORITHMS.md §2). No
+/// averaging: every node applies every gradient made anywhere, exactly once.
+/// A cycle: read g at x_i (takes tau_i); at the wake apply the inbox, then
+/// x_i -= gamma_k g and send u = gamma_k g (the sender's step, so sums stay
+/// exact when batched or coalesced) to every other node. Packets cover a
+/// range of the sender's gradient numbers (seq, count c); duplicates are
+/// dropped per (origin, number), partial overlaps rejected. Staleness: the
+/// gradients completed anywhere strictly before a read that the node had not
+/// applied (a single-process measurement, from the shared creation record).
+/// Checkpoints and the restart hand-over (fences per origin, the donor's
+/// relays, the dead worker's lost batch) are described step by step in
+/// docs/ALGORITHMS.md §2 "In the code".
 #include "algorithms/dasgd/dasgd.hpp"
 
 #include "atrain/actors/algorithm.hpp"

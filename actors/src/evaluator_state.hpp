@@ -1,0 +1,96 @@
+#pragma once
+/// The evaluator's state and the report it fills, shared by evaluator.cpp
+/// (the actor) and evaluator_report.cpp (the report's sections). Private to
+/// actors/src.
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include "algorithms/rfast/rfast.hpp"
+#include "atrain/actors/context.hpp"
+
+namespace atrain::eval {
+
+/// What one evaluation collects from the nodes and links.
+struct gathering {
+  std::vector<model_snapshot> models;
+  std::optional<model_snapshot> server;  // the parameter server's, when there is one
+  std::uint64_t buffer_messages = 0;
+  std::uint64_t buffer_bytes = 0;
+  std::vector<std::uint64_t> node_buffer_messages;  // index = node: the part of each buffer
+  std::vector<std::uint64_t> node_buffer_bytes;
+  std::uint64_t rejected = 0;
+  std::uint64_t old_epoch = 0;  // R-FAST packets dropped for another tracking epoch
+  std::vector<link_stats> links;
+  std::vector<mass_account> masses;
+  std::size_t pending = 0;
+  std::vector<std::string> errors;
+  std::function<void(const gathering&)> done;  // runs when pending reaches 0
+};
+using gathering_ptr = std::shared_ptr<gathering>;
+
+struct eval_state {
+  context_ptr ctx;
+  std::vector<node_actors> nodes;
+  std::vector<caf::actor> links;
+  caf::actor server;  // holds the evaluated model (async_ps); invalid otherwise
+  caf::actor supervisor;
+  bool progress = false;
+  std::unique_ptr<model> m;
+  dataset train_subset;
+  proto::RunReport report;
+  bool stop_sent = false;
+  bool finished = false;
+  /// Injected crashes (supervision): a node's worker (buffer) is down until
+  /// restarted; counters of dead incarnations are kept in `retired` (as of
+  /// their last evaluation) so the report still counts their work.
+  std::vector<bool> worker_down;
+  std::vector<bool> buffer_down;
+  std::vector<model_snapshot> last;
+  std::vector<model_snapshot> retired;
+  std::map<std::size_t, std::string> fault_effects;  // describe() index -> what happened
+  std::vector<proto::FaultRecord> unplanned;         // nodes lost with their host
+  /// R-FAST on a tree pair: the current common root (changes with a
+  /// re-rooting) and tracking epoch.
+  std::uint32_t root = 0;
+  std::uint32_t epoch = 0;
+  /// A re-rooting's recovery: from the loss until the evaluated model's test
+  /// accuracy is back at its last value before the loss.
+  struct recovery {
+    std::uint64_t fault = 0;    // describe() index, or unplanned_fault
+    std::size_t unplanned = 0;  // unplanned_fault: its records are unplanned[unplanned ..
+    std::size_t records = 0;    //   unplanned + records) (one per node of the lost host)
+    double lost_at = 0;
+    double accuracy_before = 0;
+    std::optional<double> back_at;
+  };
+  std::vector<recovery> recoveries;
+  /// Straggler detection: each node's (gradients, busy seconds) at the last
+  /// evaluation, and what was found so far (index = node).
+  std::vector<std::pair<std::uint64_t, double>> heartbeat;
+  std::map<std::uint32_t, proto::Straggler> stragglers;
+  /// Checkpoints: when the next periodic evaluation is due (run ns), how
+  /// many evaluations are gathering, and state requests waiting for them.
+  std::int64_t next_eval_ns = 0;
+  int gathering = 0;
+  std::vector<caf::response_promise> state_waiting;
+  /// The live log (run_log.hpp): faults seen acting so far (index =
+  /// describe()), and the wall clock of the progress line (display only).
+  std::vector<bool> fault_seen;
+  std::chrono::steady_clock::time_point wall_start = std::chrono::steady_clock::now();
+};
+
+/// How often each injected fault acted, summed over the compute units and
+/// links that counted it.
+[[nodiscard]] std::vector<std::uint64_t> fault_hits(std::size_t faults, const gathering& g);
+
+/// From the rows as they stand (the final one may have replaced a periodic
+/// one): the first time at the target, and the best accuracy with its time.
+void summarize_rows(proto::RunReport& r, double target);
+
+/// The report's totals, per-node counters, evaluated model, faults,
+/// stragglers and quarantines from the final gathering and row.
+void fill_report(eval_state& st, const gathering& g, const metric_sample& row);
+
+}  // namespace atrain::eval
