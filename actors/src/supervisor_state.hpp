@@ -1,0 +1,108 @@
+#pragma once
+/// The supervisor's state and the steps R-FAST's recovery shares with it:
+/// supervisor.cpp (the actor) and algorithms/rfast/rfast_supervision.cpp
+/// (R-FAST's loss, re-rooting and rejoin policy) both include it. Private to
+/// the engine; the next step turns R-FAST's part into descriptor hooks.
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "algorithms/rfast/rfast_epoch.hpp"
+#include "atrain/actors/checkpoint.hpp"
+#include "atrain/actors/supervisor.hpp"
+
+namespace atrain::sup {
+
+struct sup_state {
+  context_ptr ctx;
+  caf::actor listener;
+  std::shared_ptr<run_sink> sink;
+  /// Shared with the exit functor, which runs after the state may be gone.
+  std::shared_ptr<std::vector<caf::actor>> children = std::make_shared<std::vector<caf::actor>>();
+  std::map<caf::actor_addr, std::string> names;  // for error messages
+  caf::actor evaluator;
+  std::vector<node_actors> nodes;
+  std::vector<caf::actor> links;
+  /// Restarts so far per node (supervision).
+  std::map<std::uint32_t, std::uint64_t> incarnations;
+  /// A replacement is joining: later restarts wait (crash indices), so two
+  /// neighbours never wait on each other's replacement.
+  bool joining = false;
+  std::deque<int> restarts_waiting;
+  /// Checkpoints (checkpoint.hpp); null when the spec has none and the run
+  /// is not resumed.
+  std::shared_ptr<checkpointer> ckpt;
+  /// Injected crashes (index = crash): fired yet; held back by a barrier
+  /// (injected when it lets the workers go, in this order); and how many
+  /// are open (the worker killed, its restart not yet joined) — a barrier
+  /// waits until none is.
+  std::vector<bool> crash_fired;
+  std::deque<int> crashes_deferred;
+  int crashes_open = 0;
+  /// Actors killed by an injected crash: their down message is expected.
+  std::set<caf::actor_addr> crashed;
+  /// Multi-host runs: which node an actor belongs to, and the hosts lost.
+  std::map<caf::actor_addr, std::uint32_t> node_of;
+  std::set<std::uint32_t> lost_hosts;
+  /// Multi-host runs: the hosts' spawners, watched so that a host lost while
+  /// it prepares its nodes ends the run at once (not after the spawn timeout).
+  std::map<caf::actor_addr, std::uint32_t> spawner_of;
+  /// Multi-host runs: each host's run keeper (index = host; joins the
+  /// checkpoint drain).
+  std::vector<caf::actor> keepers;
+  /// A resumed multi-host run: the bytes of each host's spawn request
+  /// (spec and checkpoint part), for the error when a host drops it.
+  std::vector<std::size_t> request_bytes;
+  /// A resumed multi-host run waits for its first evaluation before the go
+  /// (start_checkpoints).
+  bool resumed_eval_first = false;
+  /// R-FAST: the current tracking epoch, and the nodes out of the run for
+  /// good (lost whole, or their worker lost: no later epoch includes them)
+  /// or down whole until their restart (rfast_down).
+  std::optional<rfast_epoch_plan> rfast;
+  std::set<std::uint32_t> rfast_out;
+  /// R-FAST nodes down whole until their restart: crash index -> what the
+  /// crash did (the restart's fault record goes on from it).
+  std::map<int, std::string> rfast_down;
+  bool stopping = false;
+  bool progress = false;
+  std::string stop_reason;
+  static inline const char* name = "atrain_supervisor";
+};
+using sup_ptr = caf::stateful_actor<sup_state>*;
+
+/// R-FAST: what losing `gone` for good did to the graph pair; `next` is set
+/// when the survivors need a new epoch (started once the evaluator knows of
+/// the loss).
+struct rfast_loss {
+  std::string effect;  // appended to the fault's effect
+  std::optional<rfast_epoch_plan> next;
+  std::vector<std::uint32_t> buffers_gone;  // relaying buffers retired with the re-rooting
+};
+
+void adopt(sup_ptr self, const caf::actor& a, std::string name);
+void fail(sup_ptr self, const std::string& what);
+/// Index = node: its worker is running (not killed, or restarted since).
+[[nodiscard]] std::vector<bool> workers_up(const sup_state& st);
+/// Kills `a`; its down message is expected (not a failure).
+void kill_child(sup_ptr self, const caf::actor& a);
+/// `a` replaces node k's actor `old` (`part`: "worker", "gradient buffer").
+void adopt_replacement(sup_ptr self, std::uint32_t k, const caf::actor& a, const char* part,
+                       const caf::actor_addr& old);
+/// Crash i's worker has been restarted and has joined.
+void crash_closed(sup_ptr self);
+void restart_worker(sup_ptr self, int i);
+
+// ---- R-FAST's recovery (algorithms/rfast/rfast_supervision.cpp)
+
+[[nodiscard]] std::optional<rfast_loss> lose_rfast_nodes(sup_ptr self,
+                                                         const std::vector<std::uint32_t>& gone,
+                                                         bool whole, double t,
+                                                         bool restart_armed = false);
+std::vector<caf::actor> launch_epoch(sup_ptr self, rfast_epoch_plan e);
+void start_epoch(sup_ptr self, rfast_loss loss, std::uint64_t fault, std::uint32_t records,
+                 double lost_at);
+void rejoin_rfast_node(sup_ptr self, int i, std::vector<float> x, const std::string& source);
+
+}  // namespace atrain::sup
