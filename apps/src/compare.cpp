@@ -176,7 +176,7 @@ std::string markdown_table(const std::vector<algorithm_result>& results, double 
       out << "— | — | — | ";
     else
       out << mean_std(a.final_accuracy, 4) << " | " << fixed(a.gradients.mean, 0) << " | "
-          << bytes_text(a.bytes_per_node.mean) << " | ";
+          << human_bytes(a.bytes_per_node.mean, 2) << " | ";
     out << (a.speedup ? fixed(*a.speedup, 2) + "×" : "—") << " |\n";
   }
   return out.str();

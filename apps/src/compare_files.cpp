@@ -16,26 +16,11 @@
 #include "atrain/messages/json.hpp"
 #include "compare_bands.hpp"
 #include "plot.hpp"
+#include "summary.hpp"
 
 namespace atrain::cli {
 
 namespace fs = std::filesystem;
-
-std::string bytes_text(double b) {
-  if (b >= 1e9)
-    return fixed(b / 1e9, 2) + " GB";
-  if (b >= 1e6)
-    return fixed(b / 1e6, 2) + " MB";
-  if (b >= 1e3)
-    return fixed(b / 1e3, 1) + " kB";
-  return fixed(b, 0) + " B";
-}
-
-std::string fixed(double x, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-  return buf;
-}
 
 /// The JSON mapping of report.json (messages/json.hpp): integers as
 /// numbers, shortest round-trip doubles, null when not finite.
@@ -184,7 +169,7 @@ std::string scenario_text(const compare_args& a, const loaded_spec& base) {
   if (l.reorder() > 0)
     items.push_back("reorder " + number_text(l.reorder(), 3, "nan"));
   if (l.bandwidth_bytes_per_second() > 0)
-    items.push_back("bandwidth " + bytes_text(l.bandwidth_bytes_per_second()) + "/s");
+    items.push_back("bandwidth " + human_bytes(l.bandwidth_bytes_per_second(), 2) + "/s");
   for (const auto& o : a.common.overrides)
     items.push_back("--set " + o);
   std::string text = (sp.name().empty() ? fs::path{a.common.spec}.stem().string() : sp.name()) +

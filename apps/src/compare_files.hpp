@@ -7,13 +7,10 @@
 
 #include "atrain/messages/spec.hpp"
 #include "compare.hpp"
+#include "summary.hpp"
 
 namespace atrain::cli {
 
-/// x with `digits` decimals (the tables' and titles' numbers).
-[[nodiscard]] std::string fixed(double x, int digits);
-/// b bytes in human units (B, kB, MB, GB).
-[[nodiscard]] std::string bytes_text(double b);
 /// `relative` under the first of compare's roots (the working directory, the
 /// installed share/atrain, this build's source tree) that has it; "" if none.
 [[nodiscard]] std::string find_in_tree(const std::filesystem::path& relative);

@@ -10,12 +10,6 @@ namespace atrain::cli {
 
 namespace {
 
-std::string fixed(double x, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-  return buf;
-}
-
 std::string seconds_text(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g s", s);
@@ -71,11 +65,17 @@ void print_faults(const proto::RunReport& r, std::ostream& out) {
 
 }  // namespace
 
-std::string human_bytes(double b) {
+std::string fixed(double x, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
+}
+
+std::string human_bytes(double b, int mb_digits) {
   if (b >= 1e9)
     return fixed(b / 1e9, 2) + " GB";
   if (b >= 1e6)
-    return fixed(b / 1e6, 1) + " MB";
+    return fixed(b / 1e6, mb_digits) + " MB";
   if (b >= 1e3)
     return fixed(b / 1e3, 1) + " kB";
   return fixed(b, 0) + " B";

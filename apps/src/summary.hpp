@@ -11,7 +11,10 @@
 namespace atrain::cli {
 
 /// "812 B", "3.4 kB", "12.3 MB", "4.56 GB" (powers of 1000).
-[[nodiscard]] std::string human_bytes(double bytes);
+/// x with `digits` decimals.
+[[nodiscard]] std::string fixed(double x, int digits);
+/// Bytes in human units (B, kB, MB with `mb_digits` decimals, GB).
+[[nodiscard]] std::string human_bytes(double bytes, int mb_digits = 1);
 
 /// The nodes the run lost for good (hosts lost, crashes not restarted), as
 /// "lost 3 of 8 nodes (host 127.0.0.1:7001 at 4.2 s, node 5 at 6 s)";
