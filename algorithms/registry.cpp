@@ -25,34 +25,28 @@ namespace atrain {
 ATRAIN_EACH_ALGORITHM(ATRAIN_DECLARE)
 #undef ATRAIN_DECLARE
 
-const std::vector<const algorithm_descriptor*>& algorithm_registry() {
+const std::vector<algorithm_descriptor>& algorithm_registry() {
 #define ATRAIN_ENTRY(name) name##_algorithm(),
   static const std::vector<algorithm_descriptor> all{ATRAIN_EACH_ALGORITHM(ATRAIN_ENTRY)};
 #undef ATRAIN_ENTRY
-  static const std::vector<const algorithm_descriptor*> pointers = [] {
-    std::vector<const algorithm_descriptor*> out;
-    for (const auto& d : all)
-      out.push_back(&d);
-    return out;
-  }();
-  return pointers;
+  return all;
 }
 
 const algorithm_descriptor* find_algorithm(proto::AlgorithmSpec::KindCase kind) {
-  for (const auto* d : algorithm_registry())
-    if (d->kind == kind)
-      return d;
+  for (const auto& d : algorithm_registry())
+    if (d.kind == kind)
+      return &d;
   return nullptr;
 }
 
 const algorithm_descriptor& algorithm_of(const proto::ExperimentSpec& spec) {
   if (const auto* d = find_algorithm(spec.algorithm().kind_case()))
     return *d;
-  throw std::invalid_argument("algorithm '" + algorithm_label(spec) +
+  throw std::invalid_argument("algorithm '" + algorithm_name_of(spec) +
                               "' is accepted by the spec but not implemented by this engine yet");
 }
 
-std::string algorithm_label(const proto::ExperimentSpec& spec) {
+std::string algorithm_name_of(const proto::ExperimentSpec& spec) {
   const auto* d = find_algorithm(spec.algorithm().kind_case());
   if (d == nullptr)
     return "unknown";

@@ -24,10 +24,6 @@ void check_spec(const loaded_spec& ls) {
   validate(ls, facts);
 }
 
-std::string algorithm_name_of(const proto::ExperimentSpec& spec) {
-  return algorithm_label(spec);
-}
-
 std::string run_plan::algorithm_name() const {
   return algorithm_name_of(spec);
 }

@@ -36,13 +36,13 @@ BOOST_AUTO_TEST_CASE(one_descriptor_per_spec_algorithm) {
 BOOST_AUTO_TEST_CASE(labels_and_unknown_algorithms) {
   proto::ExperimentSpec spec;
   spec.mutable_algorithm()->mutable_loscar()->set_merge(proto::Loscar::NAIVE);
-  BOOST_TEST(algorithm_label(spec) == "loscar_naive");
+  BOOST_TEST(algorithm_name_of(spec) == "loscar_naive");
   spec.mutable_algorithm()->mutable_loscar()->set_merge(proto::Loscar::DELAY_CORRECTED);
-  BOOST_TEST(algorithm_label(spec) == "loscar");
+  BOOST_TEST(algorithm_name_of(spec) == "loscar");
   spec.mutable_algorithm()->mutable_rfast();
-  BOOST_TEST(algorithm_label(spec) == "rfast");
+  BOOST_TEST(algorithm_name_of(spec) == "rfast");
   spec.clear_algorithm();
-  BOOST_TEST(algorithm_label(spec) == "unknown");
+  BOOST_TEST(algorithm_name_of(spec) == "unknown");
   BOOST_CHECK_THROW((void)algorithm_of(spec), std::invalid_argument);
 }
 

@@ -36,21 +36,26 @@ def rows_in(path):
         return 0
 
 
+def wait_for_rows(p, out, rows, what):
+    """Until metrics.csv has `rows` rows while `p` still runs (60 s at most)."""
+    deadline = time.time() + 60
+    while rows_in(os.path.join(out, "metrics.csv")) < rows:
+        if p.poll() is not None:
+            fail(f"{what}: the run ended (exit {p.returncode}) before metrics.csv had {rows} "
+                 f"rows: the rows are not written as the run goes\n{p.stderr.read()}")
+        if time.time() > deadline:
+            p.kill()
+            fail(f"{what}: no {rows} rows in metrics.csv after 60 s")
+        time.sleep(0.05)
+
+
 def interrupt(atrain, out, spec, sets, sig, status):
     shutil.rmtree(out, ignore_errors=True)
     cmd = [atrain, "run", spec, "--no-progress", "--out", out]
     for s in sets:
         cmd += ["--set", s]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while rows_in(os.path.join(out, "metrics.csv")) < 2:
-        if p.poll() is not None:
-            fail(f"{spec}: the run ended (exit {p.returncode}) before metrics.csv had 2 rows: "
-                 f"the rows are not written as the run goes\n{p.stderr.read()}")
-        if time.time() > deadline:
-            p.kill()
-            fail(f"{spec}: no 2 rows in metrics.csv after 60 s")
-        time.sleep(0.05)
+    wait_for_rows(p, out, 2, spec)
     streamed = rows_in(os.path.join(out, "metrics.csv"))
     if os.path.exists(os.path.join(out, "report.json")):
         fail(f"{spec}: report.json exists while the run goes")
@@ -85,12 +90,7 @@ def second_signal(atrain, out):
                           "--out", out, "--set", "stop.time_seconds=100000",
                           "--set", "stop.stop_at_target=false"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while rows_in(os.path.join(out, "metrics.csv")) < 1:
-        if p.poll() is not None or time.time() > deadline:
-            p.kill()
-            fail(f"second signal: the run ended or wrote no row (exit {p.returncode})")
-        time.sleep(0.05)
+    wait_for_rows(p, out, 1, "second signal")
     os.kill(p.pid, signal.SIGTERM)
     os.kill(p.pid, signal.SIGINT)
     try:

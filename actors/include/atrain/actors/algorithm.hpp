@@ -119,12 +119,10 @@ caf::actor ignoring_incarnation(caf::event_based_actor* sup, const context_ptr& 
 }
 
 /// Every algorithm this engine implements (registry.cpp).
-[[nodiscard]] const std::vector<const algorithm_descriptor*>& algorithm_registry();
+[[nodiscard]] const std::vector<algorithm_descriptor>& algorithm_registry();
 /// The algorithm of a spec's oneof case; null when none implements it.
 [[nodiscard]] const algorithm_descriptor* find_algorithm(proto::AlgorithmSpec::KindCase kind);
 /// The spec's algorithm; throws std::invalid_argument when none implements it.
 [[nodiscard]] const algorithm_descriptor& algorithm_of(const proto::ExperimentSpec& spec);
-/// Its name in reports ("loscar_naive" for LOSCAR with the naive merge).
-[[nodiscard]] std::string algorithm_label(const proto::ExperimentSpec& spec);
 
 }  // namespace atrain

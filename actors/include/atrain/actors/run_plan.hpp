@@ -46,6 +46,8 @@ struct run_plan {
 /// problem. prepare_run starts with it.
 void check_spec(const loaded_spec& ls);
 
+/// The spec's algorithm as reports name it ("loscar_naive" for LOSCAR with
+/// the naive merge; "unknown" when no algorithm implements it). registry.cpp.
 [[nodiscard]] std::string algorithm_name_of(const proto::ExperimentSpec& spec);
 
 /// Loads data, builds the topology and the model. Throws spec_error naming the
