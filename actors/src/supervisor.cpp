@@ -8,8 +8,6 @@
 #include <set>
 #include <utility>
 
-#include "algorithms/rfast/rfast.hpp"
-#include "algorithms/rfast/rfast_epoch.hpp"
 #include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/algorithms.hpp"
 #include "atrain/actors/checkpoint.hpp"
@@ -133,6 +131,35 @@ void kill_child(sup_ptr self, const caf::actor& a) {
   self->send_exit(a, caf::exit_reason::kill);
 }
 
+/// The supervisor's side of an algorithm's recovery (recovery.hpp).
+class sup_side final : public supervision {
+public:
+  explicit sup_side(sup_ptr self) : self_(self) {}
+  caf::event_based_actor* self() override { return self_; }
+  const context_ptr& ctx() const override { return self_->state.ctx; }
+  std::vector<node_actors>& nodes() override { return self_->state.nodes; }
+  std::vector<bool> workers_up() const override { return sup::workers_up(self_->state); }
+  bool killed(const caf::actor& a) const override {
+    return self_->state.crashed.count(a.address()) > 0;
+  }
+  bool stopping() const override { return self_->state.stopping; }
+  const caf::actor& evaluator() const override { return self_->state.evaluator; }
+  void kill(const caf::actor& a) override { kill_child(self_, a); }
+  void adopt(const caf::actor& a, std::string name) override {
+    sup::adopt(self_, a, std::move(name));
+  }
+  void adopt_replacement(std::uint32_t k, const caf::actor& a, const char* part,
+                         const caf::actor_addr& old) override {
+    sup::adopt_replacement(self_, k, a, part, old);
+  }
+  void count_restart(std::uint32_t k) override { ++self_->state.incarnations[k]; }
+  void crash_closed() override { sup::crash_closed(self_); }
+  void fail(const std::string& what) override { sup::fail(self_, what); }
+
+private:
+  sup_ptr self_;
+};
+
 /// Injected crash i: kill the worker (and the buffer for a whole node), tell
 /// the evaluator, arm the restart or, when the algorithm cannot go on
 /// without the node, end the run saying so.
@@ -165,25 +192,24 @@ void inject_crash(sup_ptr self, int i) {
     return;
   }
   std::string effect = "killed at " + std::to_string(t) + " s";
-  std::optional<rfast_loss> loss;
+  std::optional<loss_outcome> loss;
   if (c.has_restart_after_seconds()) {
     ++st.crashes_open;
     self->delayed_send(self, to_timespan(c.restart_after_seconds()), restart_atom::value,
                        static_cast<std::uint64_t>(i));
-    if (whole && st.rfast) {  // R-FAST: the survivors go on without it until then
-      loss = lose_rfast_nodes(self, {k}, true, t, true);
+    if (whole && st.recovery) {  // the survivors go on without it until then
+      loss = st.recovery->lose(*st.side, node_loss{{k}, true, t, i, effect});
       if (!loss)
         return;  // the run ended saying why
       effect += loss->effect;
-      st.rfast_down[i] = effect;
     }
   } else if (const auto why = needs_every_node(plan); !why.empty()) {
     fail(self, "node " + std::to_string(k) + " crashed at " + std::to_string(t) +
                  " s and is not restarted: " + plan.algorithm_name() +
                  " cannot go on without it (" + why + ")");
     return;
-  } else if (plan.spec.algorithm().has_rfast()) {
-    loss = lose_rfast_nodes(self, {k}, whole, t);
+  } else if (st.recovery) {
+    loss = st.recovery->lose(*st.side, node_loss{{k}, whole, t, std::nullopt, effect});
     if (!loss)
       return;  // the run ended saying why
     effect += loss->effect;
@@ -193,11 +219,11 @@ void inject_crash(sup_ptr self, int i) {
                     : "; worker lost for good, the others go on";
   }
   // Gossip-style workers are their own "buffer": both are gone for the evaluator.
-  const bool buffer_gone = whole || node.buffer == node.worker || (loss && loss->next);
+  const bool buffer_gone = whole || node.buffer == node.worker || (loss && loss->new_view);
   const auto fault = static_cast<std::uint64_t>(plan.faults.crash_index(i));
   self->send(st.evaluator, crash_atom::value, k, buffer_gone, fault, effect);
-  if (loss && loss->next)
-    start_epoch(self, std::move(*loss), fault, 1, t);
+  if (loss && loss->new_view)
+    st.recovery->start_view(*st.side, fault, 1, t);
 }
 
 /// `a` replaces node k's actor `old` (`part`: "worker", "gradient buffer"):
@@ -279,57 +305,15 @@ void replace_worker(sup_ptr self, int i) {
   });
 }
 
-/// Restart after crash i (checked by the spec): R-FAST's worker gets a
-/// neighbour's model (its G_R in-neighbour's, else any live node's) and the
-/// buffer's durable state, or, the whole node down, a fresh buffer with it
-/// (rejoin_rfast_node); the other algorithms see replace_worker.
+/// Restart after crash i (checked by the spec): the algorithm's own way
+/// when it has one (its recovery), else replace_worker.
 void restart_worker(sup_ptr self, int i) {
   auto& st = self->state;
   if (st.stopping)
     return;
-  const auto& plan = *st.ctx->plan;
-  if (!plan.spec.algorithm().has_rfast())
+  if (!st.recovery)
     return replace_worker(self, i);
-  const auto k = plan.spec.faults().crash(i).node();
-  std::vector<std::uint32_t> donors = plan.topo->g_r.in(k);
-  for (std::uint32_t j = 0; j < st.nodes.size(); ++j)
-    donors.push_back(j);
-  std::uint32_t donor = k;
-  for (auto j : donors)
-    if (j != k && st.crashed.count(st.nodes[j].worker.address()) == 0) {
-      donor = j;
-      break;
-    }
-  const auto fault = static_cast<std::uint64_t>(plan.faults.crash_index(i));
-  const double at = plan.spec.faults().crash(i).at_seconds();
-  auto respawn = [self, k, i, fault, at](std::vector<float> x, std::string source) {
-    auto& st = self->state;
-    if (st.stopping)
-      return;
-    ++st.incarnations[k];
-    if (st.rfast_down.count(i) > 0)
-      return rejoin_rfast_node(self, i, std::move(x), source);
-    const auto dead = st.nodes[k].worker.address();
-    auto w = respawn_rfast_worker(self, st.ctx, k, st.nodes[k], std::move(x));
-    st.nodes[k].worker = w;
-    adopt_replacement(self, k, w, "worker", dead);
-    st.ctx->events.record(st.ctx->ns(self), k, event_kind::restart, static_cast<std::uint64_t>(i));
-    const double t = st.ctx->seconds(self);
-    self->send(st.evaluator, restart_atom::value, k, w, fault,
-               "killed at " + std::to_string(at) + " s, restarted at " + std::to_string(t) +
-                 " s with " + source + "; tracker state kept in the gradient buffer");
-    crash_closed(self);
-  };
-  if (donor == k) {
-    respawn({}, "x^0 (no live node to copy from)");
-    return;
-  }
-  self->request(st.nodes[donor].worker, caf::infinite, model_atom::value)
-    .then(
-      [respawn, donor](const model_snapshot& s) {
-        respawn(s.params.vec(), "node " + std::to_string(donor) + "'s model");
-      },
-      [respawn](const caf::error&) { respawn({}, "x^0 (the donor did not answer)"); });
+  st.recovery->restart(*st.side, i);
 }
 
 /// Checkpoints: arms the spec's checkpoint times and, for a resumed run,
@@ -446,8 +430,10 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::ac
     adopt(self, l, "link");
   st.nodes = nodes;
   st.links = links;
-  if (spec.algorithm().has_rfast() && ctx->plan->topo)
-    st.rfast = first_rfast_epoch(*ctx->plan);
+  if (const auto make = algorithm_of(spec).recovery) {
+    st.recovery = make(*ctx->plan);
+    st.side = std::make_unique<sup_side>(self);
+  }
   st.evaluator = spawn_evaluator(self, ctx, nodes, links, server, st.progress);
   adopt(self, st.evaluator, "evaluator");
   arm_crashes(self);
@@ -575,9 +561,9 @@ void host_lost(sup_ptr self, std::uint32_t h) {
   if (const auto why = needs_every_node(plan); !why.empty())
     return fail(self,
                 what + ": " + plan.algorithm_name() + " cannot go on without them (" + why + ")");
-  std::optional<rfast_loss> loss;
-  if (st.rfast) {
-    loss = lose_rfast_nodes(self, gone, true, t);
+  std::optional<loss_outcome> loss;
+  if (st.recovery) {
+    loss = st.recovery->lose(*st.side, node_loss{gone, true, t, std::nullopt, what});
     if (!loss)
       return;
   }
@@ -586,9 +572,8 @@ void host_lost(sup_ptr self, std::uint32_t h) {
     self->send(st.evaluator, crash_atom::value, k, true, unplanned_fault,
                what + (loss ? loss->effect : "; the others go on"));
   }
-  if (loss && loss->next)
-    start_epoch(self, std::move(*loss), unplanned_fault, static_cast<std::uint32_t>(gone.size()),
-                t);
+  if (loss && loss->new_view)
+    st.recovery->start_view(*st.side, unplanned_fault, static_cast<std::uint32_t>(gone.size()), t);
 }
 
 caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listener,

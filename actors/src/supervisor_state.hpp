@@ -1,15 +1,13 @@
 #pragma once
-/// The supervisor's state and the steps R-FAST's recovery shares with it:
-/// supervisor.cpp (the actor) and algorithms/rfast/rfast_supervision.cpp
-/// (R-FAST's loss, re-rooting and rejoin policy) both include it. Private to
-/// the engine; the next step turns R-FAST's part into descriptor hooks.
+/// The supervisor's state. Private to supervisor.cpp; an algorithm's own
+/// recovery (recovery.hpp) sees the supervisor through `supervision` only.
 #include <deque>
 #include <map>
 #include <optional>
 #include <set>
 
-#include "algorithms/rfast/rfast_epoch.hpp"
 #include "atrain/actors/checkpoint.hpp"
+#include "atrain/actors/recovery.hpp"
 #include "atrain/actors/supervisor.hpp"
 
 namespace atrain::sup {
@@ -57,29 +55,16 @@ struct sup_state {
   /// A resumed multi-host run waits for its first evaluation before the go
   /// (start_checkpoints).
   bool resumed_eval_first = false;
-  /// R-FAST: the current tracking epoch, and the nodes out of the run for
-  /// good (lost whole, or their worker lost: no later epoch includes them)
-  /// or down whole until their restart (rfast_down).
-  std::optional<rfast_epoch_plan> rfast;
-  std::set<std::uint32_t> rfast_out;
-  /// R-FAST nodes down whole until their restart: crash index -> what the
-  /// crash did (the restart's fault record goes on from it).
-  std::map<int, std::string> rfast_down;
+  /// The algorithm's own recovery (its descriptor's), and the supervisor's
+  /// side it acts through; null when the algorithm has none.
+  std::unique_ptr<recovery_policy> recovery;
+  std::unique_ptr<supervision> side;
   bool stopping = false;
   bool progress = false;
   std::string stop_reason;
   static inline const char* name = "atrain_supervisor";
 };
 using sup_ptr = caf::stateful_actor<sup_state>*;
-
-/// R-FAST: what losing `gone` for good did to the graph pair; `next` is set
-/// when the survivors need a new epoch (started once the evaluator knows of
-/// the loss).
-struct rfast_loss {
-  std::string effect;  // appended to the fault's effect
-  std::optional<rfast_epoch_plan> next;
-  std::vector<std::uint32_t> buffers_gone;  // relaying buffers retired with the re-rooting
-};
 
 void adopt(sup_ptr self, const caf::actor& a, std::string name);
 void fail(sup_ptr self, const std::string& what);
@@ -93,16 +78,5 @@ void adopt_replacement(sup_ptr self, std::uint32_t k, const caf::actor& a, const
 /// Crash i's worker has been restarted and has joined.
 void crash_closed(sup_ptr self);
 void restart_worker(sup_ptr self, int i);
-
-// ---- R-FAST's recovery (algorithms/rfast/rfast_supervision.cpp)
-
-[[nodiscard]] std::optional<rfast_loss> lose_rfast_nodes(sup_ptr self,
-                                                         const std::vector<std::uint32_t>& gone,
-                                                         bool whole, double t,
-                                                         bool restart_armed = false);
-std::vector<caf::actor> launch_epoch(sup_ptr self, rfast_epoch_plan e);
-void start_epoch(sup_ptr self, rfast_loss loss, std::uint64_t fault, std::uint32_t records,
-                 double lost_at);
-void rejoin_rfast_node(sup_ptr self, int i, std::vector<float> x, const std::string& source);
 
 }  // namespace atrain::sup

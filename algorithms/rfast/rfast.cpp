@@ -719,6 +719,7 @@ algorithm_descriptor rfast_algorithm() {
   d.spawn_node = spawn_rfast_node;
   d.wire = wire_rfast;
   d.check_node = rfast_check_node;
+  d.recovery = make_rfast_recovery;
   d.whole_restart_unsaved =
     "R-FAST's whole-node restart starts new tracking epochs, which a checkpoint does not save "
     "yet: crash only the worker, or take no checkpoints";

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/recovery.hpp"
 
 namespace atrain {
 
@@ -81,5 +82,9 @@ void repoint_rfast_routes(caf::event_based_actor* sup, run_context& ctx, std::ui
 void start_rfast_epoch(caf::event_based_actor* sup, const context_ptr& ctx,
                        std::vector<node_actors>& nodes, const rfast_epoch_plan& e,
                        const std::vector<bool>& worker_up, std::vector<caf::actor>& new_links);
+
+/// R-FAST's recovery (rfast_supervision.cpp): losses, re-rooting epochs,
+/// restarted workers and whole-node rejoins.
+[[nodiscard]] std::unique_ptr<recovery_policy> make_rfast_recovery(const run_plan& plan);
 
 }  // namespace atrain

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/recovery.hpp"
 
 namespace atrain {
 
@@ -92,9 +93,12 @@ struct algorithm_descriptor {
   std::optional<std::uint32_t> (*critical_node)(const proto::AlgorithmSpec& a) = nullptr;
   /// What that node holds, for the error ("the parameter server").
   const char* critical_role = "";
+  /// Its own way through lost nodes and restarts (recovery.hpp); nullptr:
+  /// the supervisor's (the run goes on without a lost node, a crashed worker
+  /// is replaced as below).
+  make_recovery_fn recovery = nullptr;
   /// A replacement for a crashed worker that keeps every message until
-  /// `join` hands it its state; nullptr: the algorithm restarts its own way
-  /// (R-FAST respawns the worker behind its buffer).
+  /// `join` hands it its state; nullptr: none (or `recovery` restarts it).
   spawn_replacement_fn spawn_replacement = nullptr;
   join_fn join = nullptr;
   /// Why crashed node k cannot be restarted whole, worker and buffer (a hub
