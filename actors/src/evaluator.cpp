@@ -8,7 +8,6 @@
 #include <map>
 #include <optional>
 
-#include "algorithms/rfast/rfast.hpp"
 #include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
@@ -141,8 +140,8 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
         return fail("node " + std::to_string(i) + " buffer", e);
       finish_one();
     };
-    // R-FAST buffers also count the packets they dropped for another epoch.
-    if (algorithm_of(st.ctx->plan->spec).evaluation.tracks_mass)
+    // Buffers with a mass account also count the packets dropped for another epoch.
+    if (algorithm_of(st.ctx->plan->spec).evaluation.mass_residual)
       self
         ->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value, epoch_atom::value)
         .then(add_stats, stats_failed);
@@ -186,12 +185,12 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
         },
         [fail](caf::error& e) { fail("link", e); });
   }
-  // Nothing to ask (centralized SGD while its only worker is down).
+  // Nothing to ask (a single node whose only worker is down).
   if (g->pending == 0)
     g->done(*g);
 }
 
-/// True when some node reports a push-sum weight other than 1 (SGP/OSGP).
+/// True when some node reports a push-sum weight other than 1.
 bool uses_push_sum(const std::vector<model_snapshot>& models) {
   return std::any_of(models.begin(), models.end(),
                      [](const model_snapshot& s) { return s.weight != 1.0; });
@@ -394,7 +393,7 @@ void log_faults_acting(caf::stateful_actor<eval_state>* self, const gathering& g
   }
 }
 
-/// A new R-FAST tracking epoch: its root, the links spawned for its new
+/// A new view of the run (a tracking epoch): its root, the links spawned for its new
 /// edges, the relaying buffers retired with the old one.
 void adopt_epoch(eval_state& st, std::uint32_t epoch, std::uint32_t root,
                  const std::vector<caf::actor>& links,
@@ -612,7 +611,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
                 "\"node\": " + std::to_string(k) + ", \"effect\": " + json::quote(effect));
       st.fault_effects[fault] = std::move(effect);
     },
-    // R-FAST, a whole node restarted (supervisor): the epoch that takes it
+    // A whole node restarted (a recovery policy): the view that takes it
     // back (no loss to recover from), then its new worker and buffer.
     [=](epoch_atom, std::uint32_t epoch, std::uint32_t root, std::vector<caf::actor>& links,
         const std::vector<std::uint32_t>& buffers_gone) {
@@ -629,7 +628,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
                 "\"node\": " + std::to_string(k) + ", \"effect\": " + json::quote(effect));
       st.fault_effects[fault] = std::move(effect);
     },
-    // R-FAST re-rooting (supervisor): a new tracking epoch with its root, the
+    // A new view after a loss (a recovery policy): its root, the
     // links spawned for new edges, the relaying buffers retired with it, and
     // when the loss that caused it happened.
     [=](epoch_atom, std::uint32_t epoch, std::uint32_t root, std::vector<caf::actor>& links,
@@ -658,7 +657,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
     [=](final_atom) {
       auto rp = self->make_response_promise<report_bytes>();
       self->state.finished = true;
-      const bool mass = algorithm_of(self->state.ctx->plan->spec).evaluation.tracks_mass;
+      const bool mass = algorithm_of(self->state.ctx->plan->spec).evaluation.mass_residual;
       gather(self, mass, [rp](caf::stateful_actor<eval_state>* self, const gathering& g) mutable {
         metric_sample row;
         if (g.errors.empty()) {

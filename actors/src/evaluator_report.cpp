@@ -150,9 +150,9 @@ void fill_report(eval_state& st, const gathering& g, const metric_sample& row) {
   r.set_staleness_mean(s_count ? s_sum / static_cast<double>(s_count) : 0.0);
   r.set_staleness_max(s_max);
   r.set_late_contributions(late);
-  if (!g.masses.empty())
-    r.set_mass_residual(mass_residual(g.masses));
   const auto& algo = algorithm_of(plan.spec);
+  if (!g.masses.empty() && algo.evaluation.mass_residual)
+    r.set_mass_residual(algo.evaluation.mass_residual(g.masses, nullptr));
   if (g.server)
     r.set_evaluated_model("parameter server (node " + std::to_string(g.server->node) + ")");
   else if (plan.topo && plan.topo->tree && st.worker_down.at(st.root))

@@ -7,7 +7,6 @@
 #include <map>
 #include <optional>
 
-#include "algorithms/rfast/rfast.hpp"
 #include "atrain/actors/context.hpp"
 
 namespace atrain::eval {
@@ -21,7 +20,7 @@ struct gathering {
   std::vector<std::uint64_t> node_buffer_messages;  // index = node: the part of each buffer
   std::vector<std::uint64_t> node_buffer_bytes;
   std::uint64_t rejected = 0;
-  std::uint64_t old_epoch = 0;  // R-FAST packets dropped for another tracking epoch
+  std::uint64_t old_epoch = 0;  // packets dropped for another tracking epoch
   std::vector<link_stats> links;
   std::vector<mass_account> masses;
   std::size_t pending = 0;
@@ -34,7 +33,7 @@ struct eval_state {
   context_ptr ctx;
   std::vector<node_actors> nodes;
   std::vector<caf::actor> links;
-  caf::actor server;  // holds the evaluated model (async_ps); invalid otherwise
+  caf::actor server;  // the hub holding the evaluated model; invalid when none does
   caf::actor supervisor;
   bool progress = false;
   std::unique_ptr<model> m;
@@ -51,8 +50,8 @@ struct eval_state {
   std::vector<model_snapshot> retired;
   std::map<std::size_t, std::string> fault_effects;  // describe() index -> what happened
   std::vector<proto::FaultRecord> unplanned;         // nodes lost with their host
-  /// R-FAST on a tree pair: the current common root (changes with a
-  /// re-rooting) and tracking epoch.
+  /// A tree pair: the current common root, whose model is evaluated, and
+  /// the view (tracking epoch) of the run; both change with a new view.
   std::uint32_t root = 0;
   std::uint32_t epoch = 0;
   /// A re-rooting's recovery: from the loss until the evaluated model's test

@@ -288,7 +288,7 @@ std::uint64_t fence_stream(dasgd_ptr self, run_context& ctx, std::uint32_t id, s
   auto& st = self->state;
   st.fence_next = true;
   const auto sent = st.steps - st.batch_count;
-  ctx.events.record(ctx.ns(self), id, event_kind::dasgd_fence, k, sent);
+  ctx.events.record(ctx.ns(self), id, event_kind::stream_fence, k, sent);
   return sent;
 }
 
@@ -837,7 +837,7 @@ void join_dasgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, cons
     j->made = created ? std::max(j->sent, created->made(r.node)) : j->sent;
     if (j->made > j->sent) {
       created->lose(r.node, j->sent + 1, j->made);
-      ctx->events.record(ctx->ns(sup), r.node, event_kind::dasgd_lost, j->sent + 1, j->made);
+      ctx->events.record(ctx->ns(sup), r.node, event_kind::gradients_lost, j->sent + 1, j->made);
     }
     ask_donor(sup, ctx, j, 0);
   });

@@ -493,7 +493,7 @@ std::tuple<std::uint64_t, bool> rejoin(aggregator_ptr self, run_context& ctx, st
   if (drop && !st.dropped[k]) {
     st.dropped[k] = true;
     ++st.dropped_count;
-    ctx.events.record(ctx.ns(self), st.node, event_kind::loscar_drop, k, round);
+    ctx.events.record(ctx.ns(self), st.node, event_kind::round_drop, k, round);
   }
   st.joining[k] = {w, route};
   complete_round(self, ctx);

@@ -375,10 +375,7 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
   st.seq_rate = future_seq_rate(plan);
   if (const auto* saved = fresh ? nullptr : resumed_node(*ctx, id))
     restore_buffer(st, *saved);
-  if (ctx->probe) {
-    ctx->probe->trackers.at(id) = &*st.tracker;
-    self->attach_functor([probe = ctx->probe, id] { probe->trackers.at(id) = nullptr; });
-  }
+  run_probe::show_state<rfast_tracker>(ctx->probe, self, id, &*st.tracker);
   const std::size_t dim = plan.dim();
   return {
     [=](start_atom, const std::vector<caf::actor>& out) {
@@ -726,7 +723,7 @@ algorithm_descriptor rfast_algorithm() {
   d.links.acknowledged = false;
   d.links.newest_wins = true;
   d.links.follow_restarts = false;
-  d.evaluation.tracks_mass = true;
+  d.evaluation.mass_residual = mass_residual;
   return d;
 }
 

@@ -378,8 +378,7 @@ caf::behavior sgp_worker(sgp_ptr self, std::uint32_t id, context_ptr ctx, bool j
     if (!ctx->probe)
       return;
     self->state.ps.record = true;
-    ctx->probe->pushsum.at(id) = &self->state.ps;
-    self->attach_functor([probe = ctx->probe, id] { probe->pushsum.at(id) = nullptr; });
+    run_probe::show_state<pushsum_node>(ctx->probe, self, id, &self->state.ps);
   };
   const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)

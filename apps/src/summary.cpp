@@ -1,10 +1,13 @@
 #include "summary.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <iomanip>
 #include <map>
 #include <set>
 #include <vector>
+
+#include "atrain/actors/algorithm.hpp"
 
 namespace atrain::cli {
 
@@ -61,6 +64,14 @@ void print_faults(const proto::RunReport& r, std::ostream& out) {
   for (const auto& q : r.quarantined())
     out << "quarantined     node " << q.node() << " since " << seconds_text(q.since_seconds())
         << ": " << q.gradients_refused() << " non-finite gradients refused\n";
+}
+
+/// Whether the report's algorithm keeps a mass account (its descriptor says).
+bool keeps_mass_account(const std::string& report_name) {
+  const auto& all = algorithm_registry();
+  return std::any_of(all.begin(), all.end(), [&](const algorithm_descriptor& d) {
+    return d.evaluation.mass_residual && report_name == d.name;
+  });
 }
 
 }  // namespace
@@ -137,7 +148,7 @@ void print_summary(const proto::RunReport& r, std::ostream& out) {
       }
     out << ")\n";
   }
-  if (r.algorithm() == "rfast")
+  if (keeps_mass_account(r.algorithm()))
     out << "mass residual   " << r.mass_residual() << "\n";
   if (!r.resumed_from().empty())
     out << "resumed from    " << r.resumed_from() << " (taken at t=" << r.resumed_at_seconds()

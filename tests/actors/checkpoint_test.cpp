@@ -431,7 +431,7 @@ BOOST_AUTO_TEST_CASE(the_barrier_conserves_push_sum_mass) {
     atrain::virtual_run vr{plan, opts};
     while (vr.step())
       for (std::uint32_t i = 0; i < n; ++i) {
-        const auto* node = probe->pushsum.at(i);
+        const auto* node = probe->states<atrain::pushsum_node>().at(i);
         if (node == nullptr)
           continue;
         for (auto k = steps[i].size(); k < node->descents.size(); ++k) {

@@ -91,12 +91,12 @@ proto::RunReport run_checking_mass(std::shared_ptr<const run_plan> plan, std::si
   const bool phi = plan->spec.algorithm().rfast().variant() == proto::RFast::PHI;
   while (run.step()) {
     bool all = true;
-    for (const auto* tr : probe->trackers)
+    for (const auto* tr : probe->states<atrain::rfast_tracker>())
       all = all && tr != nullptr;
     if (!all)
       continue;  // before start or during shutdown
     double phi_res = 0;
-    const double res = mass_residual(probe->trackers, &phi_res);
+    const double res = mass_residual(probe->states<atrain::rfast_tracker>(), &phi_res);
     worst = std::max(worst, res);
     ++checks;
     if (res > 1e-10 || (phi && phi_res > 1e-10)) {

@@ -75,9 +75,10 @@ BOOST_AUTO_TEST_CASE(actor_run_equals_the_matrix_recursion) {
   double worst_x = 0, worst_z = 0;
   for (std::size_t i = 0; i < n; ++i) {
     BOOST_REQUIRE(probe->models[i] != nullptr);
-    BOOST_REQUIRE(probe->trackers[i] != nullptr);
+    BOOST_REQUIRE(probe->states<atrain::rfast_tracker>()[i] != nullptr);
     worst_x = std::max(worst_x, relative_error(x[i], probe->models[i]->data()));
-    worst_z = std::max(worst_z, relative_error(z[i], probe->trackers[i]->z()));
+    worst_z =
+      std::max(worst_z, relative_error(z[i], probe->states<atrain::rfast_tracker>()[i]->z()));
   }
   BOOST_TEST_MESSAGE("after " << rounds << " rounds: x error " << worst_x << ", z error " << worst_z
                               << " (relative, float32 kernels vs float64)");

@@ -66,7 +66,7 @@ run_watching_mass(std::shared_ptr<const atrain::run_plan> plan,
     if (observe)
       observe(*probe, vr.now_seconds());
     std::vector<const atrain::rfast_tracker*> live;
-    for (const auto* tr : probe->trackers)
+    for (const auto* tr : probe->states<atrain::rfast_tracker>())
       if (tr != nullptr)
         live.push_back(tr);
     if (live.empty())
@@ -339,7 +339,7 @@ run_restart(const std::string& crashes, const std::map<std::uint32_t, std::size_
                              "eval.period_seconds=0.05"});
   mass_watch w;
   auto report = run_watching_mass(root_lost(extra), members, w, [&](atrain::run_probe& p, double) {
-    const auto* tr = p.trackers.at(k);
+    const auto* tr = p.states<atrain::rfast_tracker>().at(k);
     if (tr != nullptr && tr->epoch() == back.epoch)
       back.pushes = std::max(back.pushes, tr->pushes());
   });

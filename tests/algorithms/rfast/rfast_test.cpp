@@ -90,7 +90,7 @@ BOOST_AUTO_TEST_CASE(mass_check_detects_a_lost_unit_of_mass) {
   // account and the residual must show it.
   probed_run r{t::quickstart(small({})), 5000};
   std::vector<atrain::mass_account> accounts;
-  for (const auto* tr : r.probe->trackers) {
+  for (const auto* tr : r.probe->states<atrain::rfast_tracker>()) {
     BOOST_REQUIRE(tr != nullptr);
     accounts.push_back(tr->account());
   }
@@ -155,10 +155,10 @@ BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
   double worst = 0;
   while (r.run.step()) {
     bool all = true;
-    for (const auto* tr : r.probe->trackers)
+    for (const auto* tr : r.probe->states<atrain::rfast_tracker>())
       all = all && tr != nullptr;
     if (all)
-      worst = std::max(worst, atrain::mass_residual(r.probe->trackers));
+      worst = std::max(worst, atrain::mass_residual(r.probe->states<atrain::rfast_tracker>()));
   }
   auto report = r.run.run();
   BOOST_REQUIRE(report);
@@ -176,7 +176,7 @@ BOOST_AUTO_TEST_CASE(sequence_numbers_from_the_future_are_rejected_and_the_strea
   const std::uint32_t m = topo.g_r.in(1).at(0);
   const std::size_t dim = r.run.context().plan->dim();
   auto seq_from = [&](std::uint32_t node) {
-    for (const auto& nb : r.probe->trackers.at(1)->in_c())
+    for (const auto& nb : r.probe->states<atrain::rfast_tracker>().at(1)->in_c())
       if (nb.node == node)
         return nb.seq;
     return std::uint64_t{0};
@@ -202,10 +202,10 @@ BOOST_AUTO_TEST_CASE(sequence_numbers_from_the_future_are_rejected_and_the_strea
   std::uint64_t last = 0;
   while (r.run.step()) {
     bool all = true;
-    for (const auto* tr : r.probe->trackers)
+    for (const auto* tr : r.probe->states<atrain::rfast_tracker>())
       all = all && tr != nullptr;
     if (all) {
-      worst = std::max(worst, atrain::mass_residual(r.probe->trackers));
+      worst = std::max(worst, atrain::mass_residual(r.probe->states<atrain::rfast_tracker>()));
       last = seq_from(j);
     }
   }

@@ -114,7 +114,7 @@ struct ledger_check {
   /// (a donor's state just before it gives half away).
   void remember(const atrain::run_probe& probe) {
     for (std::uint32_t i = 0; i < n; ++i)
-      if (const auto* node = probe.pushsum[i];
+      if (const auto* node = probe.states<atrain::pushsum_node>()[i];
           node != nullptr && node->donated.size() == donated_seen[i]) {
         last_x[i] = node->x;
         last_w[i] = node->w;
@@ -166,7 +166,7 @@ struct ledger_check {
       x_total[k] -= last_x[i].at(k);
     j.w_after = w_total;
     // Half of the donor's state just before the donation: the same ratio.
-    const auto* donor = probe.pushsum.at(node.donor);
+    const auto* donor = probe.states<atrain::pushsum_node>().at(node.donor);
     if (donor == nullptr || donor->donated.empty() || last_x[node.donor].empty())
       return fail("node " + std::to_string(i) + "'s donor " + std::to_string(node.donor) +
                   " gave nothing");
@@ -183,9 +183,10 @@ struct ledger_check {
   /// One event: false before start, while a worker is down or during
   /// shutdown (some node is gone).
   bool observe(const atrain::run_probe& probe) {
-    for (const auto* node : probe.pushsum)
+    for (const auto* node : probe.states<atrain::pushsum_node>())
       if (node == nullptr) {
-        if (someone_down || std::any_of(probe.pushsum.begin(), probe.pushsum.end(),
+        if (someone_down || std::any_of(probe.states<atrain::pushsum_node>().begin(),
+                                        probe.states<atrain::pushsum_node>().end(),
                                         [](const auto* p) { return p != nullptr; }))
           someone_down = true;
         if (someone_down)
@@ -201,20 +202,20 @@ struct ledger_check {
       if (incarnation[i] && incarnation[i] != probe.workers.at(i))
         joined.push_back(i);
       else
-        take_sends(i, *probe.pushsum[i]);
+        take_sends(i, *probe.states<atrain::pushsum_node>()[i]);
       incarnation[i] = probe.workers.at(i);
     }
     for (auto i : joined) {
-      rejoin(i, *probe.pushsum[i], probe);
-      take_sends(i, *probe.pushsum[i]);
+      rejoin(i, *probe.states<atrain::pushsum_node>()[i], probe);
+      take_sends(i, *probe.states<atrain::pushsum_node>()[i]);
     }
     for (std::uint32_t i = 0; i < n; ++i)
-      take_adds(i, *probe.pushsum[i]);
+      take_adds(i, *probe.states<atrain::pushsum_node>()[i]);
     someone_down = false;
     double w = 0;
     std::vector<double> x(x0.size(), 0.0);
     for (std::uint32_t i = 0; i < n; ++i) {
-      const auto* node = probe.pushsum[i];
+      const auto* node = probe.states<atrain::pushsum_node>()[i];
       w += node->w;
       last_w[i] = node->w;
       last_x[i] = node->x;
@@ -460,7 +461,7 @@ BOOST_AUTO_TEST_CASE(sgp_equals_the_push_sum_matrix_recursion_whatever_the_timin
   std::uint32_t compared = 0;
   while (compared < n && run.step()) {
     for (std::uint32_t i = 0; i < n; ++i) {
-      const auto* node = probe->pushsum[i];
+      const auto* node = probe->states<atrain::pushsum_node>()[i];
       if (seen[i] || node == nullptr || node->steps != rounds || node->added.size() != rounds)
         continue;
       seen[i] = true;

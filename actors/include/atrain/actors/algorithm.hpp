@@ -42,10 +42,11 @@ struct evaluation_policy {
   /// The report's evaluated_model when several node models are averaged
   /// (nullptr: "node average").
   const char* average_label = nullptr;
-  /// Its buffers keep a mass account (R-FAST's ρ): the report gets the
-  /// mass-conservation residual, and buffer statistics count the packets
-  /// dropped for an old tracking epoch.
-  bool tracks_mass = false;
+  /// Its buffers keep a mass account (R-FAST's ρ): the report gets this
+  /// conservation residual over their accounts, and buffer statistics count
+  /// the packets dropped for an old tracking epoch; nullptr: none.
+  double (*mass_residual)(const std::vector<mass_account>& accounts,
+                          double* phi_residual) = nullptr;
   /// The node whose hub holds the evaluated model (the parameter server);
   /// nullptr: the nodes' models are evaluated.
   std::optional<std::uint32_t> (*evaluated_hub)(const proto::AlgorithmSpec& a) = nullptr;

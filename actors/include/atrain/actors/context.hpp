@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <typeindex>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -18,24 +19,25 @@
 
 namespace atrain {
 
-class rfast_tracker;
-struct pushsum_node;
-
 /// Test hook: with the virtual clock (one thread) a test may read every
-/// registered tracker between two scheduler steps.
+/// registered model and algorithm state between two scheduler steps.
 struct run_probe {
-  std::vector<const rfast_tracker*> trackers;     // index = node; null when gone
   std::vector<const std::vector<float>*> models;  // worker's x, index = node; null when gone
   std::vector<caf::actor_addr> workers;           // index = node (fault tests)
   std::vector<caf::actor_addr> buffers;           // index = node; empty without buffers
-  caf::actor_addr server;                    // the parameter server (async_ps); empty otherwise
-  std::vector<const pushsum_node*> pushsum;  // SGP/OSGP state and ledger, index = node
+  caf::actor_addr server;  // the hub holding the evaluated model; empty when none does
 
   /// Empties the per-node slots for a run of n nodes.
   void assign_nodes(std::size_t n) {
-    trackers.assign(n, nullptr);
     models.assign(n, nullptr);
-    pushsum.assign(n, nullptr);
+    states_.clear();
+  }
+
+  /// The nodes' registered states of type T (an algorithm's own: its
+  /// tracker, its push-sum ledger), index = node; null when gone.
+  template <class T>
+  [[nodiscard]] std::vector<const T*>& states() const {
+    return *slots<T>();
   }
 
   /// Test hook: the probe sees `x` as node `id`'s model until `self` is
@@ -50,6 +52,32 @@ struct run_probe {
         probe->models.at(id) = nullptr;
     });
   }
+
+  /// Likewise for node `id`'s state of type T (states<T>()).
+  template <class T>
+  static void show_state(const std::shared_ptr<run_probe>& probe, caf::local_actor* self,
+                         std::uint32_t id, const T* state) {
+    if (!probe)
+      return;
+    auto slots = probe->slots<T>();
+    slots->at(id) = state;
+    self->attach_functor([slots, id, state] {
+      if (slots->at(id) == state)
+        slots->at(id) = nullptr;
+    });
+  }
+
+private:
+  template <class T>
+  [[nodiscard]] std::shared_ptr<std::vector<const T*>> slots() const {
+    auto& slot = states_[std::type_index{typeid(T)}];
+    if (!slot)
+      slot = std::make_shared<std::vector<const T*>>(models.size(), nullptr);
+    return std::static_pointer_cast<std::vector<const T*>>(slot);
+  }
+
+  /// Made on first use (a test reads what no actor registered: all null).
+  mutable std::map<std::type_index, std::shared_ptr<void>> states_;
 };
 
 /// The driver's side of a multi-host run: the connected hosts' spawners and

@@ -17,7 +17,7 @@ inline constexpr std::uint64_t unplanned_fault = ~std::uint64_t{0};
 ///   (eval_atom)              periodic evaluation (it arms its own timer)
 ///   (crash_atom, node, buffer_gone, fault, effect)  the node's worker is gone
 ///   (epoch_atom, epoch, root, new_links, buffers_gone, fault, records, lost_at)
-///       an R-FAST re-rooting: the tree's evaluated root, links to count,
+///       a new view (re-rooting): the tree's evaluated root, links to count,
 ///       buffers retired, and the loss (its fault, or the last `records`
 ///       host_lost records) whose recovery time the report gives
 ///   (final_atom) -> report_bytes   last evaluation and the finished report

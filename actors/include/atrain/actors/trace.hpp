@@ -26,14 +26,12 @@ enum class event_kind : std::uint32_t {
   reroot = 15,
   old_epoch = 16,
   checkpoint = 17,
-  donate = 18,  // SGP/OSGP restart: a node gave half its (x, w) to a replacement
-  fenced = 19,  // SGP/OSGP restart: a message sent before the join, dropped
-  loscar_drop =
-    20,  // the LOSCAR aggregator drops a restarted worker from a round (a = node, b = round)
-  dasgd_fence = 21,  // DASGD restart: a node fences its gradient stream (a = restarted node, b =
-                     // highest number sent)
-  dasgd_lost =
-    22,  // DASGD restart: a dead worker's gradients made, never sent (a = first number, b = last)
+  // Restarts (the numbers are the trace's: they never change).
+  donate = 18,          // a node gave half its push-sum (x, w) to a replacement
+  fenced = 19,          // a message sent before a replacement's join, dropped
+  round_drop = 20,      // an aggregator drops a restarted worker from a round (a = node, b = round)
+  stream_fence = 21,    // a node fences its gradient stream (a = restarted node, b = highest sent)
+  gradients_lost = 22,  // a dead worker's gradients made, never sent (a = first number, b = last)
 };
 
 class trace {
