@@ -145,6 +145,7 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
              " but training features " + std::to_string(plan->train->dim));
   if (plan->train->size() == 0)
     refuse(ls, "dataset.train_path", "the training set is empty");
+  check_model_size(ls, plan->train->dim, plan->train->classes);  // bounds: RELIABILITY.md
 
   const auto& algo = algorithm_of(spec);
   const bool single = algo.single_node;

@@ -13,10 +13,7 @@
 
 namespace atrain::cli {
 
-namespace {
-
-/// Loads, validates and prepares; prints the spec error and returns null.
-std::shared_ptr<const run_plan> prepare(const parsed& p, loaded_spec* out = nullptr) {
+std::shared_ptr<const run_plan> prepare(const parsed& p, loaded_spec* out) {
   try {
     auto spec = load_spec(p.spec, p.overrides);
     auto plan = prepare_run(spec);
@@ -25,9 +22,15 @@ std::shared_ptr<const run_plan> prepare(const parsed& p, loaded_spec* out = null
     return plan;
   } catch (const spec_error& e) {
     std::cerr << "atrain: invalid spec:\n" << e.what() << "\n";
-    return nullptr;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "atrain: " << p.spec << ": out of memory while loading the data and preparing "
+              << "the run (std::bad_alloc): the spec or its data asks for more memory than this "
+              << "machine gives; docs/RELIABILITY.md \"Bounds\" lists the limits\n";
   }
+  return nullptr;
 }
+
+namespace {
 
 /// runs/<spec name>-<UTC time>[-N] under the working directory, a name no
 /// run has yet (never an existing run's directory).

@@ -7,7 +7,9 @@
 
 namespace atrain {
 class run_control;
-}
+struct loaded_spec;
+struct run_plan;
+}  // namespace atrain
 
 namespace atrain::cli {
 
@@ -33,6 +35,11 @@ struct parsed {
   std::size_t threads = 0;  // --threads: REAL-clock scheduler threads (0: one per core)
   caf_passthrough caf;
 };
+
+/// Loads, validates and prepares p.spec (the spec in *out when given); on a bad
+/// spec or data, or memory running out while preparing (std::bad_alloc), prints
+/// why and returns null: the caller exits 2.
+[[nodiscard]] std::shared_ptr<const run_plan> prepare(const parsed& p, loaded_spec* out = nullptr);
 
 [[nodiscard]] int run(const parsed& p);
 class interrupt_guard;

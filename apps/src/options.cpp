@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -560,6 +561,10 @@ int dispatch(const std::vector<std::string>& args) {
     return cmd->main(in);
   } catch (const usage_error& e) {
     std::cerr << "atrain " << cmd->name << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {  // never an abort: prepare() reports the usual place
+    std::cerr << "atrain " << cmd->name << ": out of memory (std::bad_alloc); "
+              << "docs/RELIABILITY.md \"Bounds\" lists the limits on specs and data\n";
     return 2;
   }
 }

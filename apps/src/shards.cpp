@@ -78,14 +78,9 @@ std::string shards_json(const loaded_spec& spec, const run_plan& plan) {
 
 int shards(const parsed& p) {
   loaded_spec spec;
-  std::shared_ptr<const run_plan> plan;
-  try {
-    spec = load_spec(p.spec, p.overrides);
-    plan = prepare_run(spec);
-  } catch (const spec_error& e) {
-    std::cerr << "atrain: invalid spec:\n" << e.what() << "\n";
+  const auto plan = prepare(p, &spec);
+  if (!plan)
     return 2;
-  }
   const auto json = shards_json(spec, *plan);
   if (p.out.empty() || p.out == "-") {
     std::cout << json;

@@ -43,6 +43,12 @@ dataset load_cifar10(const std::vector<std::string>& paths, std::size_t max_rows
       }
     }
     const std::size_t base = d.size();
+    if (base + n > data_limits::max_dense_values / dim)
+      detail::fail_offset(path, 0,
+                          std::to_string(base + n) + " records x " + std::to_string(dim) +
+                            " pixels is more than " +
+                            std::to_string(data_limits::max_dense_values) +
+                            " values, the limit for a dense feature matrix");
     d.labels.resize(base + n);
     d.features.resize((base + n) * dim);
     for (std::size_t r = 0; r < n; ++r) {

@@ -15,7 +15,13 @@
 namespace atrain {
 namespace {
 
-std::string read_file(const std::string& path) {
+[[noreturn]] void too_large(const std::string& path, const std::string& what, std::uint64_t limit) {
+  throw dataset_error(path + ": " + what + " more than " + std::to_string(limit) +
+                      " bytes; the limit for a data file is " + std::to_string(limit) + " bytes (" +
+                      std::to_string(limit >> 20) + " MiB)");
+}
+
+std::string read_file(const std::string& path, std::uint64_t limit) {
   errno = 0;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f)
@@ -25,12 +31,16 @@ std::string read_file(const std::string& path) {
     throw dataset_error(path + ": cannot open: " + std::strerror(errno));
   if (S_ISDIR(st.st_mode))
     throw dataset_error(path + ": cannot open: " + std::strerror(EISDIR));
+  if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > limit)
+    too_large(path, "the file holds " + std::to_string(st.st_size) + " bytes,", limit);
   std::string out;
   if (S_ISREG(st.st_mode) && st.st_size > 0)
     out.reserve(static_cast<std::size_t>(st.st_size));
   char chunk[1 << 16];
   for (;;) {
     const std::size_t got = std::fread(chunk, 1, sizeof chunk, f.get());
+    if (out.size() + got > limit)  // a file that grows, a pipe
+      too_large(path, "the file holds", limit);
     out.append(chunk, got);
     if (got < sizeof chunk)
       break;
@@ -44,20 +54,15 @@ bool all_zero(const unsigned char* p, std::size_t n) {
   return std::all_of(p, p + n, [](unsigned char c) { return c == 0; });
 }
 
-std::string gunzip(const std::string& path, const std::string& in) {
+/// Inflates every gzip member of `in`. With dest == nullptr it only counts the
+/// output (through a small scratch buffer) and refuses it past `limit`; else it
+/// writes exactly `limit` bytes (the count) to dest. Returns the bytes produced.
+std::uint64_t inflate_members(const std::string& path, const std::string& in, std::uint64_t limit,
+                              unsigned char* dest) {
   const auto* src = reinterpret_cast<const unsigned char*>(in.data());
   const std::size_t n = in.size();
-
-  // ISIZE (last member's size mod 2^32) as a first guess for the output size.
-  std::size_t guess = n * 4;
-  if (n >= 18) {
-    const std::size_t isize = std::size_t{src[n - 4]} | (std::size_t{src[n - 3]} << 8) |
-                              (std::size_t{src[n - 2]} << 16) | (std::size_t{src[n - 1]} << 24);
-    if (isize >= n / 2)
-      guess = isize;
-  }
-  std::string out(std::max<std::size_t>(guess, 64), '\0');
-  std::size_t produced = 0;
+  unsigned char scratch[1 << 16];
+  std::uint64_t produced = 0;
 
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
@@ -66,19 +71,23 @@ std::string gunzip(const std::string& path, const std::string& in) {
 
   std::size_t consumed = 0;  // input bytes handed to zlib and used
   for (;;) {
-    if (produced == out.size())
-      out.resize(out.size() * 2);
     const std::size_t in_left = n - consumed;
-    const std::size_t out_left = out.size() - produced;
     zs.next_in = const_cast<unsigned char*>(src + consumed);
     zs.avail_in = static_cast<uInt>(std::min<std::size_t>(in_left, UINT_MAX));
-    zs.next_out = reinterpret_cast<unsigned char*>(&out[produced]);
-    zs.avail_out = static_cast<uInt>(std::min<std::size_t>(out_left, UINT_MAX));
+    if (dest) {
+      zs.next_out = dest + produced;
+      zs.avail_out = static_cast<uInt>(std::min<std::uint64_t>(limit - produced, UINT_MAX));
+    } else {
+      zs.next_out = scratch;
+      zs.avail_out = sizeof scratch;
+    }
     const uInt avail_in_before = zs.avail_in;
     const uInt avail_out_before = zs.avail_out;
     const int rc = inflate(&zs, Z_NO_FLUSH);
     consumed += avail_in_before - zs.avail_in;
     produced += avail_out_before - zs.avail_out;
+    if (produced > limit)
+      too_large(path, "gzip: the contents inflate to", limit);
 
     if (rc == Z_STREAM_END) {
       if (consumed == n)
@@ -100,7 +109,9 @@ std::string gunzip(const std::string& path, const std::string& in) {
         throw dataset_error(path + ": gzip: truncated stream (unexpected end of file after " +
                             std::to_string(n) + " compressed bytes)");
       }
-      continue;  // output full: grown at the top of the loop
+      if (dest && produced == limit)  // more than counted: cannot happen on the same bytes
+        too_large(path, "gzip: the contents inflate to", limit);
+      continue;
     }
     if (rc == Z_MEM_ERROR)
       throw dataset_error(path + ": gzip: out of memory");
@@ -108,7 +119,16 @@ std::string gunzip(const std::string& path, const std::string& in) {
     throw dataset_error(path + ": gzip: corrupt data at compressed byte " +
                         std::to_string(consumed) + ": " + (zs.msg ? zs.msg : "invalid stream"));
   }
-  out.resize(produced);
+  return produced;
+}
+
+/// Two passes: count the contents against the limit (never trusting the
+/// trailer's ISIZE), then inflate into a buffer of exactly that size.
+std::string gunzip(const std::string& path, const std::string& in, std::uint64_t limit) {
+  const std::uint64_t size = inflate_members(path, in, limit, nullptr);
+  std::string out(static_cast<std::size_t>(size), '\0');
+  if (size > 0)
+    inflate_members(path, in, size, reinterpret_cast<unsigned char*>(out.data()));
   return out;
 }
 
@@ -168,11 +188,11 @@ void sha256_block(std::uint32_t h[8], const unsigned char* p) noexcept {
 
 }  // namespace
 
-std::string read_maybe_gzip(const std::string& path) {
-  std::string raw = read_file(path);
+std::string read_maybe_gzip(const std::string& path, std::uint64_t max_bytes) {
+  std::string raw = read_file(path, max_bytes);
   if (raw.size() >= 2 && static_cast<unsigned char>(raw[0]) == 0x1f &&
       static_cast<unsigned char>(raw[1]) == 0x8b) {
-    return gunzip(path, raw);
+    return gunzip(path, raw, max_bytes);
   }
   return raw;
 }

@@ -75,8 +75,21 @@ dataset load_idx(const std::string& images_path, const std::string& labels_path,
     detail::fail_offset(images_path, rows == 0 ? 8 : 12,
                         "zero image size " + std::to_string(rows) + " x " + std::to_string(cols));
   }
+  // rows x cols fits in 64 bits; it is bounded before it multiplies the count.
   const std::uint64_t pixels = std::uint64_t{rows} * cols;
+  if (pixels > data_limits::max_dimension)
+    detail::fail_offset(images_path, 8,
+                        "image size " + std::to_string(rows) + " x " + std::to_string(cols) +
+                          " = " + std::to_string(pixels) + " pixels; the limit is " +
+                          std::to_string(data_limits::max_dimension) + " features");
+  // pixels <= 10^7 and n_img < 2^32: no overflow. Compared with the real size.
   check_length(images_path, img, img_header + pixels * n_img, "pixel data");
+  const std::uint64_t used = max_rows == 0 ? n_img : std::min<std::uint64_t>(n_img, max_rows);
+  if (used > data_limits::max_dense_values / pixels)
+    detail::fail_offset(images_path, 4,
+                        std::to_string(used) + " images x " + std::to_string(pixels) +
+                          " pixels is more than " + std::to_string(data_limits::max_dense_values) +
+                          " values, the limit for a dense feature matrix");
   check_length(labels_path, lab, lab_header + std::uint64_t{n_lab}, "label data");
   if (n_img != n_lab) {
     detail::fail_offset(images_path, 4,

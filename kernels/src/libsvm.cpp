@@ -16,8 +16,8 @@
 namespace atrain {
 namespace {
 
-constexpr std::int64_t max_label = 1 << 20;                  // sanity cap on class ids
-constexpr std::uint64_t max_index = std::uint64_t{1} << 31;  // sanity cap on feature ids
+constexpr std::int64_t max_label = data_limits::max_classes - 1;
+constexpr std::uint64_t max_index = data_limits::max_dimension;
 
 bool is_blank(char c) noexcept {
   return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
@@ -84,7 +84,8 @@ struct parser {
     if (v < -1)
       fail("bad label " + quote(b, e) + ": negative labels other than -1 are not allowed");
     if (v > max_label)
-      fail("bad label " + quote(b, e) + ": class id too large");
+      fail("bad label " + quote(b, e) + ": class id too large (the limit is " +
+           std::to_string(max_label) + ")");
     if (v == -1) {
       if (seen_max > 1) {
         fail("label -1 mixed with multiclass label " + std::to_string(seen_max) + " (line " +
@@ -123,7 +124,8 @@ struct parser {
       fail("index " + std::to_string(idx) + " exceeds dimension " + std::to_string(dim));
     }
     if (idx > max_index)
-      fail("index " + std::to_string(idx) + " too large");
+      fail("index " + std::to_string(idx) + " too large (the limit is " +
+           std::to_string(max_index) + " features)");
     if (idx <= prev) {
       fail("indices not strictly increasing: " + std::to_string(idx) + " after " +
            std::to_string(prev));
@@ -212,7 +214,9 @@ dataset load_libsvm(const std::string& path, std::size_t dim, std::size_t max_ro
       static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
     if (!eol)
       eol = end;
-    ps.parse_line(p, eol);
+    if (ps.parse_line(p, eol) && eol == end)
+      ps.fail("the last line has no newline at its end: the file looks truncated (a complete "
+              "LIBSVM file ends every line with a newline)");
     p = eol == end ? end : eol + 1;
   }
   if (ps.labels.empty())
@@ -223,9 +227,11 @@ dataset load_libsvm(const std::string& path, std::size_t dim, std::size_t max_ro
   d.classes =
     ps.seen_minus_one ? 2 : std::max<std::size_t>(2, static_cast<std::size_t>(ps.seen_max + 1));
   const std::size_t rows = ps.labels.size();
-  if (d.dim != 0 && rows > std::numeric_limits<std::size_t>::max() / sizeof(float) / d.dim) {
-    throw dataset_error(path + ": " + std::to_string(rows) + " x " + std::to_string(d.dim) +
-                        " dense matrix is too large");
+  if (d.dim != 0 && rows > data_limits::max_dense_values / d.dim) {
+    throw dataset_error(path + ": " + std::to_string(rows) + " rows x " + std::to_string(d.dim) +
+                        " features is more than " + std::to_string(data_limits::max_dense_values) +
+                        " values, the limit for a dense feature matrix (" +
+                        std::to_string(data_limits::max_dense_values >> 18) + " MiB of floats)");
   }
   d.features.assign(rows * d.dim, 0.0f);
   for (std::size_t r = 0; r < rows; ++r) {

@@ -67,15 +67,20 @@ bool before(int l1, int c1, int l2, int c2) {
 
 // Lines of the values in one occurrence of a repeated field: "f: 1", "f: [1, -2, 3]",
 // "f { ... }", "f: [{...}, {...}]". The tree records one range per occurrence, not per
-// list element, so the elements are found again in the token stream.
+// list element, so the elements are found again in the token stream: from the range's
+// first token (a binary search, tokens are in text order) to its end, so each
+// occurrence costs its own tokens, not the whole text's.
 void element_lines(const std::vector<token>& tokens,
                    const pb::TextFormat::ParseLocationRange& range, std::vector<int>& out) {
   bool expect_value = false;
   bool first = true;
   int depth = 0;
-  for (const auto& t : tokens) {
-    if (before(t.line, t.column, range.start.line, range.start.column))
-      continue;
+  const auto from = std::lower_bound(tokens.begin(), tokens.end(), range.start,
+                                     [](const token& t, const pb::TextFormat::ParseLocation& at) {
+                                       return before(t.line, t.column, at.line, at.column);
+                                     });
+  for (auto it = from; it != tokens.end(); ++it) {
+    const token& t = *it;
     if (!before(t.line, t.column, range.end.line, range.end.column))
       break;
     if (first) {  // the field name

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,8 +18,28 @@ namespace pb = google::protobuf;
 namespace fs = std::filesystem;
 using FD = pb::FieldDescriptor;
 
-constexpr std::uint32_t max_nodes = 100000;
-constexpr std::uint32_t max_dimension = 10000000;
+using limits::max_dimension;
+using limits::max_nodes;
+
+constexpr std::uint64_t saturated = std::numeric_limits<std::uint64_t>::max();
+
+// Products and sums of figures, saturating (a saturated figure exceeds every limit).
+std::uint64_t mul(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? saturated : r;
+}
+std::uint64_t add(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? saturated : r;
+}
+std::string figure(std::uint64_t x) {
+  return x == saturated ? "more than 2^64" : std::to_string(x);
+}
+// "134217728 (512 MiB of floats)"
+std::string floats(std::uint64_t x) {
+  return figure(x) + " (" + (x == saturated ? std::string("> 2^64") : std::to_string(x >> 18)) +
+         " MiB of floats)";
+}
 
 // Shortest decimal that reads back as x.
 std::string num(double x) {
@@ -91,6 +112,16 @@ public:
     if (std::isfinite(x) && !(x >= 0))
       bad(path, "must be >= 0 (got " + num(x) + ")");
   }
+  // > 0 and at least the floor for periods (a tiny period is an endless stream of events).
+  void period(const std::string& path, double x, const char* what = "s") {
+    if (!std::isfinite(x))
+      return;
+    if (!(x > 0))
+      bad(path, "must be > 0 (got " + num(x) + ")");
+    else if (x < limits::min_period_seconds)
+      bad(path, "must be >= " + num(limits::min_period_seconds) + " " + what +
+                  ", the floor for periods and per-gradient times (got " + num(x) + ")");
+  }
   void unit_closed(const std::string& path, double x) {
     if (std::isfinite(x) && !(x >= 0 && x <= 1))
       bad(path, "must be in [0, 1] (got " + num(x) + ")");
@@ -151,6 +182,7 @@ public:
   }
 
   void run();
+  void model_size(std::uint64_t dim, std::uint64_t classes, bool known);
 
   const std::vector<std::string>& problems() const { return problems_; }
 
@@ -196,6 +228,56 @@ void checker::run() {
   stop_and_eval();
   deploy();
   checkpoint();
+  // The data's dimension and classes are known once loaded (check_model_size then);
+  // here the spec's dimension, else lower bounds.
+  const std::uint64_t dim = sp.dataset().dimension();
+  if (dim <= max_dimension)
+    model_size(dim == 0 ? 1 : dim, 2, dim != 0);
+}
+
+void checker::model_size(std::uint64_t dim, std::uint64_t classes, bool known) {
+  const auto& m = s_.spec.model();
+  std::vector<std::uint64_t> widths{dim};
+  if (m.has_mlp()) {
+    for (const auto h : m.mlp().hidden()) {
+      if (h > limits::max_layer_width)
+        return;  // reported by model()
+      widths.push_back(h);
+    }
+    widths.push_back(std::max<std::uint64_t>(classes, 2));
+  } else if (m.has_logistic_regression()) {
+    widths.push_back(1);
+  } else {
+    return;
+  }
+  std::uint64_t params = 0;
+  std::uint64_t width_sum = 0;
+  std::string shape;
+  for (std::size_t l = 0; l < widths.size(); ++l) {
+    if (l + 1 < widths.size())
+      params = add(params, mul(add(widths[l], 1), widths[l + 1]));
+    width_sum = add(width_sum, widths[l]);
+    shape += (l ? " x " : "") + std::to_string(widths[l]);
+  }
+  const std::string at_least = known ? "" : "at least ";
+  const std::string layers =
+    " (layers " + shape + (known ? "" : ", with the dimension and classes still unknown") + ")";
+  if (params > limits::max_params)
+    bad("model", "the model has " + at_least + figure(params) + " parameters" + layers +
+                   "; the limit is " + floats(limits::max_params));
+  const std::uint64_t batch = mul(m.batch_size(), width_sum);
+  if (batch > limits::max_batch_values)
+    bad("model.batch_size",
+        "batch_size x (sum of layer widths) = " + std::to_string(m.batch_size()) + " x " +
+          figure(width_sum) + " = " + at_least + figure(batch) + " values per node" + layers +
+          "; the limit is " + floats(limits::max_batch_values));
+  const std::uint64_t nodes = s_.spec.nodes();
+  const std::uint64_t total = mul(nodes, add(params, batch));
+  if (params <= limits::max_params && batch <= limits::max_batch_values &&
+      total > limits::max_run_values)
+    bad("nodes", "nodes x (parameters + batch values) = " + std::to_string(nodes) + " x " +
+                   figure(add(params, batch)) + " = " + at_least + figure(total) + layers +
+                   "; the limit is " + floats(limits::max_run_values));
 }
 
 void checker::deploy() {
@@ -274,6 +356,10 @@ void checker::model() {
       for (int i = 0; i < m.mlp().hidden_size(); ++i) {
         if (m.mlp().hidden(i) < 1)
           bad(idx("model.mlp.hidden", i), "layer width must be >= 1 (got 0)");
+        if (m.mlp().hidden(i) > limits::max_layer_width)
+          bad(idx("model.mlp.hidden", i),
+              "layer width must be <= " + std::to_string(limits::max_layer_width) + " (got " +
+                std::to_string(m.mlp().hidden(i)) + ")");
       }
       non_negative("model.mlp.l2", m.mlp().l2());
       break;
@@ -347,7 +433,7 @@ void checker::algorithm() {
             "must be in (0, 1]: the fraction of coordinates averaged per round (got " +
               num(l.sparsity()) + ")");
       if (!l.has_local_steps())
-        positive("algorithm.loscar.round_seconds", l.round_seconds());
+        period("algorithm.loscar.round_seconds", l.round_seconds());
       else if (l.local_steps() < 1)
         bad("algorithm.loscar.local_steps", "must be >= 1 (got 0)");
       if (!proto::Loscar::Merge_IsValid(l.merge()))
@@ -387,6 +473,30 @@ void checker::topology(bool nodes_ok) {
     return;
   }
   const std::string ns = std::to_string(n);
+  const std::string builder = T::Builder_Name(t.builder());
+  if (nodes_ok && n > limits::max_topology_nodes) {
+    bad("nodes", "must be <= " + std::to_string(limits::max_topology_nodes) +
+                   " for an algorithm on a topology (got " + ns +
+                   "): its weights R and C are dense nodes x nodes matrices of doubles, " +
+                   std::to_string(mul(mul(n, n), 16) >> 20) + " MiB for " + ns + " nodes");
+    return;
+  }
+  if (nodes_ok) {  // per graph, an upper bound: nodes x neighbours
+    std::uint64_t log2n = 0;
+    while ((std::uint64_t{1} << log2n) < n)
+      ++log2n;
+    const std::uint64_t edges =
+      t.builder() == T::COMPLETE         ? mul(n, n - 1)
+      : t.builder() == T::RANDOM_REGULAR ? mul(n, t.degree())
+      : t.builder() == T::EXPONENTIAL    ? mul(n, log2n)
+      : t.builder() == T::EXPLICIT
+        ? static_cast<std::uint64_t>(std::max(t.r_edges_size(), t.c_edges_size()))
+        : mul(n, 4);  // ring, star, torus, tree
+    if (edges > limits::max_edges)
+      bad("topology.builder", builder + " on " + ns + " nodes has " + figure(edges) +
+                                " edges (nodes x neighbours); the limit is " +
+                                std::to_string(limits::max_edges) + " per graph");
+  }
   switch (t.builder()) {
     case T::TREE_PAIR:
       if (t.arity() < 1)
@@ -447,13 +557,15 @@ void checker::cost(bool nodes_ok) {
       bad("cost.tau_per_node", "must have exactly nodes = " + std::to_string(s_.spec.nodes()) +
                                  " entries (got " + std::to_string(c.tau_per_node_size()) + ")");
     for (int i = 0; i < c.tau_per_node_size(); ++i)
-      positive(idx("cost.tau_per_node", i), c.tau_per_node(i));
+      period(idx("cost.tau_per_node", i), c.tau_per_node(i), "s per gradient");
     if (c.tau_seconds() != 0)
-      positive("cost.tau_seconds", c.tau_seconds());
+      period("cost.tau_seconds", c.tau_seconds(), "s per gradient");
   } else {
     if (std::isfinite(c.tau_seconds()) && !(c.tau_seconds() > 0))
       bad("cost.tau_seconds", "must be > 0 (got " + num(c.tau_seconds()) +
                                 "), or give tau_per_node with one entry per node");
+    else
+      period("cost.tau_seconds", c.tau_seconds(), "s per gradient");
   }
   non_negative("cost.real_min_seconds", c.real_min_seconds());
   if (std::isfinite(c.jitter()) && !(c.jitter() >= 0 && c.jitter() < 1))
@@ -478,7 +590,7 @@ void checker::link() {
   unit_closed("link.reorder", l.reorder());
   non_negative("link.reorder_delay_seconds", l.reorder_delay_seconds());
   if (l.has_retransmit_seconds())
-    positive("link.retransmit_seconds", l.retransmit_seconds());
+    period("link.retransmit_seconds", l.retransmit_seconds());
   // Every algorithm but R-FAST runs on acknowledged links, which retransmit
   // until a copy gets through: a link that loses everything never delivers.
   if (facts_.lossless_links && l.loss() == 1)
@@ -590,7 +702,14 @@ void checker::stop_and_eval() {
   unit_closed("stop.target_accuracy", st.target_accuracy());
   if (st.stop_at_target() && st.target_accuracy() == 0)
     bad("stop.stop_at_target", "requires stop.target_accuracy > 0");
-  positive("eval.period_seconds", s_.spec.eval().period_seconds());
+  const double every = s_.spec.eval().period_seconds();
+  period("eval.period_seconds", every);
+  if (has_time && std::isfinite(every) && every >= limits::min_period_seconds &&
+      st.time_seconds() / every > limits::max_evaluations)
+    bad("eval.period_seconds",
+        "stop.time_seconds / eval.period_seconds = " + num(st.time_seconds()) + " / " + num(every) +
+          " = " + num(st.time_seconds() / every) + " evaluations; the limit is " +
+          num(limits::max_evaluations));
 }
 
 void checker::checkpoint() {
@@ -609,6 +728,8 @@ void checker::checkpoint() {
       bad(p, "must be before stop.time_seconds (" + num(stop) + ")");
   }
   non_negative("checkpoint.every_seconds", c.every_seconds());
+  if (c.every_seconds() > 0)
+    period("checkpoint.every_seconds", c.every_seconds());
   if (c.file().empty())
     bad("checkpoint.file", "must name the file to write");
   if (!times)
@@ -625,15 +746,30 @@ void checker::checkpoint() {
 
 }  // namespace
 
-void validate(const loaded_spec& s, const spec_facts& facts) {
-  checker c(s, facts);
-  c.run();
+namespace {
+
+void throw_problems(const checker& c) {
   if (c.problems().empty())
     return;
   std::string msg;
   for (const auto& p : c.problems())
     msg += (msg.empty() ? "" : "\n") + p;
   throw spec_error(msg);
+}
+
+}  // namespace
+
+void validate(const loaded_spec& s, const spec_facts& facts) {
+  checker c(s, facts);
+  c.run();
+  throw_problems(c);
+}
+
+void check_model_size(const loaded_spec& s, std::uint64_t dim, std::uint64_t classes) {
+  const spec_facts facts;
+  checker c(s, facts);
+  c.model_size(dim, classes, true);
+  throw_problems(c);
 }
 
 }  // namespace atrain

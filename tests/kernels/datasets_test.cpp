@@ -266,10 +266,10 @@ BOOST_AUTO_TEST_CASE(libsvm_labels_and_layout) {
   d = load_libsvm(tmp.write("multi.txt", "0 1:1\n5 2:1\n2.0 3:1\n"));
   BOOST_TEST(d.classes == 6u);
   BOOST_TEST(d.labels == (std::vector<std::int32_t>{0, 5, 2}), boost::test_tools::per_element());
-  // Tabs, CRLF, trailing blanks, blank lines, no final newline, empty rows,
+  // Tabs, CRLF, trailing blanks, blank lines, empty rows,
   // explicit dimension larger than any index, signs and exponents in values.
   d = load_libsvm(
-    tmp.write("layout.txt", "+1\t2:+0.25   5:-1.5e1 \r\n\n   \n-1 \r\n+1 1:1e-50 3:.5"), 6);
+    tmp.write("layout.txt", "+1\t2:+0.25   5:-1.5e1 \r\n\n   \n-1 \r\n+1 1:1e-50 3:.5\n"), 6);
   BOOST_TEST(d.size() == 3u);
   BOOST_TEST(d.dim == 6u);
   const std::vector<float> expect = {0, 0.25f, 0, 0,      -15, 0,    /**/ 0, 0, 0,
@@ -311,6 +311,14 @@ BOOST_AUTO_TEST_CASE(malformed_libsvm_is_refused) {
     {"cut_after_colon", "+1 1:1 2:1 \n-1 1:1 7:", 0, 2, "missing value"},
     {"cut_in_index", "+1 1:1 2:1 \n-1 1:1 12", 0, 2, "bad index:value token '12'"},
     {"cut_in_label", "+1 1:1 2:1 \n-", 0, 2, "bad label '-'"},
+    // A cut that leaves well-formed tokens: the missing newline gives it away.
+    {"cut_in_value", "+1 1:1 2:1 \n-1 3:1 5:0.2", 0, 2,
+     "last line has no newline at its end: the file looks truncated"},
+    // Bounds (data_limits): the figure and the limit.
+    {"label_over_class_limit", "+1 1:1\n1048576 1:1\n", 0, 2,
+     "class id too large (the limit is 65535)"},
+    {"index_over_dimension_limit", "+1 2147483648:1\n", 0, 1,
+     "index 2147483648 too large (the limit is 10000000 features)"},
   };
   for (const bad_case& c : cases) {
     const std::string path = tmp.write(std::string(c.name) + ".txt", c.content);
@@ -321,6 +329,14 @@ BOOST_AUTO_TEST_CASE(malformed_libsvm_is_refused) {
     BOOST_TEST(contains(msg, c.reason),
                c.name << ": '" << msg << "' should mention '" << c.reason << "'");
   }
+  // rows x dimension beyond the dense limit: refused before the matrix is made.
+  std::string rows;
+  for (int i = 0; i < 60; ++i)
+    rows += "+1\n";
+  const std::string wide = tmp.write("wide.txt", rows);
+  BOOST_TEST(error_of([&] { (void)load_libsvm(wide, 10000000); }) ==
+             wide + ": 60 rows x 10000000 features is more than 536870912 values, the limit "
+                    "for a dense feature matrix (2048 MiB of floats)");
   // The same content through gzip gives the same error.
   const std::string gz = tmp.write("cut.gz", gzip_stored("+1 1:1\n-1 1:1 7:"));
   BOOST_TEST(error_of([&] { (void)load_libsvm(gz); }) ==
@@ -365,6 +381,28 @@ BOOST_AUTO_TEST_CASE(io_and_gzip_errors) {
   const std::string pg = tmp.write("garbage.gz", gzip_stored("+1 1:1\n") + "junk");
   msg = error_of([&] { (void)load_libsvm(pg); });
   BOOST_TEST(msg.rfind(pg + ": gzip: trailing garbage", 0) == 0u, msg);
+}
+
+BOOST_AUTO_TEST_CASE(file_size_bounds) {
+  temp_dir tmp;
+  const std::string text(1000, '\n');
+  // Counted while inflating (a9a.gz: two members), whatever the trailer says.
+  const std::size_t size = read_maybe_gzip(a9a_path).size();
+  BOOST_TEST(read_maybe_gzip(a9a_path, size).size() == size);
+  BOOST_TEST(error_of([&] { (void)read_maybe_gzip(a9a_path, size - 1); }) ==
+             a9a_path + ": gzip: the contents inflate to more than " + std::to_string(size - 1) +
+               " bytes; the limit for a data file is " + std::to_string(size - 1) + " bytes (" +
+               std::to_string((size - 1) >> 20) + " MiB)");
+  const std::string plain = tmp.write("plain.txt", text);
+  BOOST_TEST(error_of([&] { (void)read_maybe_gzip(plain, 999); }) ==
+             plain + ": the file holds 1000 bytes, more than 999 bytes; the limit for a data "
+                     "file is 999 bytes (0 MiB)");
+  // A trailer claiming 4 GiB - 1 on an empty member: zlib's length check, no 4 GiB buffer.
+  std::string liar = gzip_stored("");
+  for (int i = 1; i <= 4; ++i)
+    liar[liar.size() - static_cast<std::size_t>(i)] = '\xff';
+  const std::string pl = tmp.write("liar.gz", liar);
+  BOOST_TEST(contains(error_of([&] { (void)read_maybe_gzip(pl); }), "incorrect length check"));
 }
 
 BOOST_AUTO_TEST_CASE(idx_synthetic) {
@@ -424,6 +462,12 @@ BOOST_AUTO_TEST_CASE(malformed_idx_is_refused) {
     {"count_mismatch", "", idx_labels({0, 1, 2}), false, 4, "image count 4 != label count 3"},
     {"zero_count", idx_images(0, 2, 2), idx_labels({}), false, 4, "count is 0"},
     {"zero_size", idx_images(4, 0, 2), "", false, 8, "zero image size"},
+    // rows x cols x count once wrapped to 0: a 16-byte file passed as 4 images.
+    {"huge_size", be32(2051) + be32(4) + be32(1u << 31) + be32(1u << 31), "", false, 8,
+     "image size 2147483648 x 2147483648 = 4611686018427387904 pixels; the limit is 10000000"},
+    // The header's size against the file's real one.
+    {"count_beyond_file", be32(2051) + be32(100000) + be32(28) + be32(28) + std::string(784, 'x'),
+     "", false, 800, "truncated pixel data: expected 78400016 bytes, file has 800"},
   };
   for (const bad_case& c : cases) {
     const std::string ip =

@@ -368,6 +368,46 @@ std::vector<bad_case> bad_cases() {
     {"override negative step size", E{}, O{"algorithm.rfast.step_size=-1"}, at::set, "",
      "algorithm.rfast.step_size", "must be > 0 (got -1)"},
     {"override zero nodes", E{}, O{"nodes=0"}, at::set, "", "nodes", "must be >= 1"},
+
+    // ---- bounds (limits:: in spec.hpp): the figure and the limit
+    {"dense weights beyond the limit", E{}, O{"nodes=30000"}, at::set, "", "nodes",
+     "must be <= 4096 for an algorithm on a topology (got 30000): its weights R and C are dense "
+     "nodes x nodes matrices of doubles, 13732 MiB"},
+    {"too many edges", E{}, O{"nodes=2500", "topology.builder=COMPLETE"}, at::set, "",
+     "topology.builder",
+     "COMPLETE on 2500 nodes has 6247500 edges (nodes x neighbours); the limit is 4194304"},
+    {"layer too wide",
+     E{{"  logistic_regression {\n    l2: 0.0001\n  }\n", "  mlp { hidden: [1000000000] }\n"}}, O{},
+     at::line, "hidden", "model.mlp.hidden[0]", "layer width must be <= 65536 (got 1000000000)"},
+    {"too many parameters",
+     E{{"  logistic_regression {\n    l2: 0.0001\n  }\n", "  mlp { hidden: [65536, 65536] }\n"}},
+     O{}, at::line, "model {", "model",
+     "the model has 4295426050 parameters (layers 3 x 65536 x 65536 x 2); the limit is "
+     "134217728 (512 MiB of floats)"},
+    {"batch too large", E{{"batch_size: 8", "batch_size: 4000000000"}}, O{}, at::line, "batch_size",
+     "model.batch_size",
+     "batch_size x (sum of layer widths) = 4000000000 x 4 = 16000000000 values per node"},
+    {"every node's model too large", E{}, O{"dataset.dimension=10000000", "nodes=8"}, at::set, "",
+     "nodes", "nodes x (parameters + batch values) = 8 x 90000009 = 720000072"},
+    {"parameters with the dimension unknown",
+     E{{"  logistic_regression {\n    l2: 0.0001\n  }\n", "  mlp { hidden: [65536, 4096] }\n"},
+       {"dimension: 3", "dimension: 0"}},
+     O{}, at::line, "model {", "model", "at least 268578818 parameters"},
+    {"eval period below the floor", E{}, O{"eval.period_seconds=1e-300"}, at::set, "",
+     "eval.period_seconds",
+     "must be >= 1e-06 s, the floor for periods and per-gradient times (got 1e-300)"},
+    {"tau below the floor", E{}, O{"cost.tau_seconds=1e-300"}, at::set, "", "cost.tau_seconds",
+     "must be >= 1e-06 s per gradient"},
+    {"tau_per_node below the floor",
+     E{{"tau_seconds: 0.01", "tau_per_node: [0.01, 1e-9, 0.01, 0.01]"}}, O{}, at::line,
+     "tau_per_node", "cost.tau_per_node[1]", "must be >= 1e-06 s per gradient"},
+    {"retransmit below the floor", E{}, O{"link.retransmit_seconds=1e-300"}, at::set, "",
+     "link.retransmit_seconds", "must be >= 1e-06 s"},
+    {"loscar round below the floor", E{},
+     O{"algorithm.loscar={step_size: 0.3 round_seconds: 1e-9 sparsity: 0.1}"}, at::set, "",
+     "algorithm.loscar.round_seconds", "must be >= 1e-06 s"},
+    {"too many evaluations", E{}, O{"stop.time_seconds=1e7", "eval.period_seconds=1"}, at::set, "",
+     "eval.period_seconds", "= 1e+07 evaluations; the limit is 1e+06"},
     {"override nodes breaks explicit edges", E{}, O{"nodes=3"}, at::line, "from: 2 to: 3",
      "topology.r_edges[2].to", "node 3 out of range (nodes = 3)"},
     {"override odd regular graph", E{{"builder: EXPLICIT", "builder: RANDOM_REGULAR\n  degree: 3"}},
@@ -592,6 +632,42 @@ BOOST_AUTO_TEST_CASE(whole_node_restart_is_accepted_where_the_node_restarts) {
       BOOST_TEST(msg.empty(), msg);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(model_size_is_checked_with_the_data_figures) {
+  const auto s = parse(edit(
+    base_spec, {{"  logistic_regression {\n    l2: 0.0001\n  }\n", "  mlp { hidden: [256] }\n"}}));
+  atrain::validate(s);                   // dimension 3: small
+  atrain::check_model_size(s, 123, 10);  // a9a-like: small
+  std::string msg;
+  try {
+    atrain::check_model_size(s, 123, 1u << 20);  // a label of 1048576
+  } catch (const spec_error& e) {
+    msg = e.what();
+  }
+  BOOST_TEST(msg == label + ":" + std::to_string(line_of(base_spec, "model {")) +
+                      ": model: the model has 269515776 parameters (layers 123 x 256 x 1048576); "
+                      "the limit is 134217728 (512 MiB of floats)");
+}
+
+// Many separate occurrences of a repeated field (once quadratic: every token was
+// rescanned per occurrence; bench: docs/PERFORMANCE.md): each element keeps its line.
+BOOST_AUTO_TEST_CASE(many_separate_occurrences_keep_their_lines) {
+  constexpr int n = 20000;
+  std::string text = edit(base_spec, {{"  tau_seconds: 0.01\n", ""}, {"nodes: 4", "nodes: 4"}});
+  const auto cost = text.find("cost {") + std::string("cost {").size();
+  std::string lines = "\n  tau_per_node: [0.5, 0.25]";
+  for (int i = 0; i < n; ++i)
+    lines += "\n  tau_per_node: " + std::to_string(i + 1);
+  text.insert(cost, lines);
+  const auto s = parse(text);
+  BOOST_REQUIRE_EQUAL(s.spec.cost().tau_per_node_size(), n + 2);
+  const int first = line_of(text, "tau_per_node: [0.5");
+  BOOST_TEST(s.lines.at("cost.tau_per_node[0]") == first);
+  BOOST_TEST(s.lines.at("cost.tau_per_node[1]") == first);
+  BOOST_TEST(s.lines.at("cost.tau_per_node[2]") == first + 1);
+  BOOST_TEST(s.lines.at("cost.tau_per_node[" + std::to_string(n + 1) + "]") == first + n);
+  BOOST_TEST(s.spec.cost().tau_per_node(n + 1) == n);
 }
 
 BOOST_AUTO_TEST_CASE(lines_map_has_expected_entries) {

@@ -84,6 +84,7 @@ void check_tree_pair(const digraph& g_r, const digraph& g_c) {
 
 /// r_root,root = 1 and r_child,parent = 1: a child copies its parent's model.
 weight_matrix tree_pull(const digraph& g_r, std::uint32_t root) {
+  check_dense_nodes(g_r.size(), "tree weights");
   const auto n = static_cast<Eigen::Index>(g_r.size());
   weight_matrix r = weight_matrix::Zero(n, n);
   r(root, root) = 1.0;

@@ -21,10 +21,23 @@ bool sums_to_one(const Eigen::VectorXd& sums, double tol) {
   return ((sums.array() - 1.0).abs() <= tol).all();
 }
 
+Eigen::Index dense_size(const digraph& g, const char* what) {
+  check_dense_nodes(g.size(), what);
+  return static_cast<Eigen::Index>(g.size());
+}
+
 }  // namespace
 
+void check_dense_nodes(std::size_t n, const char* what) {
+  if (n > max_dense_nodes)
+    throw topology_error(std::string(what) + ": " + std::to_string(n) +
+                         " nodes; dense weights are made for at most " +
+                         std::to_string(max_dense_nodes) + " (" +
+                         std::to_string(n * n * sizeof(double) >> 20) + " MiB would be needed)");
+}
+
 weight_matrix row_stochastic(const digraph& g) {
-  const auto n = static_cast<Eigen::Index>(g.size());
+  const auto n = dense_size(g, "row_stochastic");
   weight_matrix r = weight_matrix::Zero(n, n);
   for (std::uint32_t i = 0; i < g.size(); ++i) {
     const double share = 1.0 / static_cast<double>(g.in(i).size() + 1);
@@ -36,7 +49,7 @@ weight_matrix row_stochastic(const digraph& g) {
 }
 
 weight_matrix column_stochastic(const digraph& g) {
-  const auto n = static_cast<Eigen::Index>(g.size());
+  const auto n = dense_size(g, "column_stochastic");
   weight_matrix c = weight_matrix::Zero(n, n);
   for (std::uint32_t i = 0; i < g.size(); ++i) {
     const double share = 1.0 / static_cast<double>(g.out(i).size() + 1);
@@ -52,7 +65,7 @@ weight_matrix metropolis_hastings(const digraph& g) {
     throw topology_error("metropolis_hastings: the graph must be symmetric (every edge with its "
                          "reverse); W would not be doubly stochastic otherwise");
   }
-  const auto n = static_cast<Eigen::Index>(g.size());
+  const auto n = dense_size(g, "metropolis_hastings");
   weight_matrix w = weight_matrix::Zero(n, n);
   for (std::uint32_t i = 0; i < g.size(); ++i) {
     double off_diagonal = 0;

@@ -19,6 +19,21 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// What a data file may ask of the machine (docs/RELIABILITY.md, "Bounds"): each
+/// loader refuses a file beyond them with a dataset_error giving the figure and the
+/// limit, before allocating for it; every product is overflow-checked.
+namespace data_limits {
+/// Bytes of one file's contents (after gunzip): counted while inflating, never
+/// taken from the gzip trailer.
+inline constexpr std::uint64_t max_file_bytes = std::uint64_t{1} << 30;
+/// Features per sample (LIBSVM index, IDX rows x cols); = limits::max_dimension.
+inline constexpr std::uint64_t max_dimension = 10000000;
+/// rows x dimension of the dense feature matrix (2 GiB of floats).
+inline constexpr std::uint64_t max_dense_values = std::uint64_t{1} << 29;
+/// Class ids are below this (LIBSVM labels; IDX and CIFAR-10 labels are bytes).
+inline constexpr std::uint64_t max_classes = std::uint64_t{1} << 16;
+}  // namespace data_limits
+
 /// Dense row-major samples with integer class labels in [0, classes).
 /// Binary LIBSVM labels (+1/-1) map to 1/0.
 struct dataset {
@@ -55,12 +70,14 @@ struct batch_view {
 ///  Mixing -1 with a label > 1, or any other negative label, is an error.
 /// Values are parsed as float and must be finite; values too small for a float
 /// (e.g. 1e-50) become 0. Tokens are separated by spaces or tabs; a trailing
-/// '\r', trailing blanks and a final newline are accepted; blank lines are
-/// skipped (they still count for line numbers). Any malformed token, including
-/// one cut off by a truncated last line, is an error: "PATH:LINE: reason".
-/// (A cut that happens to leave a well-formed token, e.g. "5:0.25" -> "5:0.2",
-/// cannot be told apart from valid data; truncated gzip input is detected.)
-/// An empty file, or one with only blank lines, is an error.
+/// '\r' and trailing blanks are accepted; blank lines are
+/// skipped (they still count for line numbers). Any malformed token is an error:
+/// "PATH:LINE: reason". A last line without its newline is refused as truncated
+/// (a cut that leaves a well-formed token, e.g. "5:0.25" -> "5:0.2", could not be
+/// told apart from valid data otherwise); truncated gzip input is detected.
+/// An empty file, or one with only blank lines, is an error. Bounds
+/// (data_limits): labels < max_classes, indices <= max_dimension, rows x
+/// dimension <= max_dense_values.
 [[nodiscard]] dataset load_libsvm(const std::string& path, std::size_t dim = 0,
                                   std::size_t max_rows = 0);
 
@@ -82,10 +99,14 @@ struct batch_view {
 
 /// Reads a whole file, gunzipping when it starts with the gzip magic (1f 8b).
 /// Concatenated gzip members are all read; trailing zero padding is ignored.
-/// Throws dataset_error naming the file on I/O or gzip failure:
-/// "PATH: cannot open: <strerror>", "PATH: read error: <strerror>",
-/// "PATH: gzip: <reason>" (truncated stream, corrupt data, trailing garbage).
-[[nodiscard]] std::string read_maybe_gzip(const std::string& path);
+/// The contents may be at most max_bytes: a gzip file is inflated once in chunks
+/// to count them (refused as soon as they pass the limit), then once into a buffer
+/// of exactly that size. Throws dataset_error naming the file on I/O or gzip
+/// failure: "PATH: cannot open: <strerror>", "PATH: read error: <strerror>",
+/// "PATH: gzip: <reason>" (truncated stream, corrupt data, trailing garbage),
+/// "PATH: ... more than N bytes ... the limit" (too large).
+[[nodiscard]] std::string read_maybe_gzip(const std::string& path,
+                                          std::uint64_t max_bytes = data_limits::max_file_bytes);
 
 /// Hex sha256 of a byte string (to verify decompressed dataset contents).
 [[nodiscard]] std::string sha256_hex(const std::string& bytes);

@@ -105,6 +105,34 @@ struct spec_facts {
 // all, one per line. Whether a topology has a common root is checked later by the engine.
 void validate(const loaded_spec& s, const spec_facts& facts = {});
 
+// What a spec may ask of the machine (docs/RELIABILITY.md, "Bounds"). validate()
+// refuses a spec beyond any of them with the figure and the limit; every product is
+// computed with overflow checks. The datasets' own bounds (file sizes, classes, dense
+// features) are in atrain/kernels/dataset.hpp.
+namespace limits {
+inline constexpr std::uint32_t max_nodes = 100000;
+inline constexpr std::uint32_t max_dimension = 10000000;  // dataset.dimension
+// Algorithms on a topology keep R and C as dense nodes x nodes matrices of doubles.
+inline constexpr std::uint32_t max_topology_nodes = 4096;           // 2 x 128 MiB
+inline constexpr std::uint64_t max_edges = std::uint64_t{1} << 22;  // per graph: nodes x neighbours
+inline constexpr std::uint64_t max_layer_width = std::uint64_t{1} << 16;  // model.mlp.hidden[i]
+inline constexpr std::uint64_t max_params = std::uint64_t{1} << 27;       // one model copy
+// batch_size x (dimension + every layer's width): one node's batch and activations.
+inline constexpr std::uint64_t max_batch_values = std::uint64_t{1} << 27;
+// nodes x (parameters + batch values): every node's model and batch together.
+inline constexpr std::uint64_t max_run_values = std::uint64_t{1} << 29;
+// Periods and per-gradient times (events per second of the run's clock).
+inline constexpr double min_period_seconds = 1e-6;
+// stop.time_seconds / eval.period_seconds: rows of metrics.csv.
+inline constexpr double max_evaluations = 1e6;
+}  // namespace limits
+
+// The model's share of the bounds above once the data's dimension and class count are
+// known (the validator checks what the spec states; the engine calls this after loading
+// the data, before building the model). Throws spec_error naming the field, the figure
+// and the limit.
+void check_model_size(const loaded_spec& s, std::uint64_t dim, std::uint64_t classes);
+
 // `p` resolved against s.base_dir (absolute paths and "" are returned unchanged).
 [[nodiscard]] std::string resolve_path(const loaded_spec& s, const std::string& p);
 

@@ -11,7 +11,14 @@
 
 namespace atrain {
 
-using weight_matrix = Eigen::MatrixXd;  // dense n x n; n is at most a few thousand
+using weight_matrix = Eigen::MatrixXd;  // dense n x n; n is at most max_dense_nodes
+
+/// The most nodes a dense weight matrix is made for (128 MiB of doubles); the
+/// builders below throw topology_error beyond it. = limits::max_topology_nodes,
+/// which the spec validator checks first.
+inline constexpr std::size_t max_dense_nodes = 4096;
+/// Throws topology_error "<what>: N nodes; dense weights ..." when n > max_dense_nodes.
+void check_dense_nodes(std::size_t n, const char* what);
 
 /// r_ij = 1/(in(i)+1) for j in in(i) and j = i (pull weights; rows sum to 1).
 [[nodiscard]] weight_matrix row_stochastic(const digraph& g);
