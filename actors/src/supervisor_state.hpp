@@ -78,5 +78,20 @@ void adopt_replacement(sup_ptr self, std::uint32_t k, const caf::actor& a, const
 /// Crash i's worker has been restarted and has joined.
 void crash_closed(sup_ptr self);
 void restart_worker(sup_ptr self, int i);
+/// Why the algorithm cannot go on after losing a node for good (empty: it can).
+[[nodiscard]] std::string needs_every_node(const run_plan& plan);
+/// With every node spawned and wired: watch them, start the evaluator, arm
+/// the injected crashes and the time budget.
+void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::actor> links,
+               caf::actor server);
+
+// ---- multi-host runs (supervisor_hosts.cpp)
+
+/// A resumed run's host `h` lost before it answered: why it may have been.
+[[nodiscard]] std::string resume_hint(const sup_state& st, std::uint32_t h);
+/// Asks every host to spawn its nodes; once all answered, wires and starts the run.
+void spawn_on_hosts(sup_ptr self);
+/// Host `h` is gone: its nodes are lost for good, like a whole-node crash.
+void host_lost(sup_ptr self, std::uint32_t h);
 
 }  // namespace atrain::sup
