@@ -263,57 +263,54 @@ caf::behavior worker_actor(worker_ptr self, std::uint32_t id, std::uint32_t serv
     restore_worker(st, *saved);
   if (!joining)
     run_probe::show_model(ctx->probe, self, id, &self->state.x);
-  caf::behavior running{
-    [=](init_atom, const caf::actor& route) {
-      self->state.out.routes.emplace_back(self->state.server, route);
-    },
-    [=](start_atom) {
-      if (!saved)  // restored: holds until the supervisor's go
-        compute(self);
-    },
-    [=](wake_atom) {
-      auto& st = self->state;
-      ctx->events.record(ctx->ns(self), id, event_kind::wake, st.seq);
-      packet p;  // 2
-      p.from = id;
-      p.kind = async_ps_gradient;
-      p.seq = ++st.seq;
-      p.f = float_blob{st.g};
-      p.scalars = {static_cast<double>(st.version)};
-      st.waiting = true;
-      st.out.send(self, *ctx, 0, std::move(p));
-    },
-    [=](deliver_atom, const packet& p) {  // 3
-      auto& st = self->state;
-      ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
-      if (!well_formed(p, async_ps_model, dim) || p.from != st.server || p.seq > st.seq ||
-          (p.seq == st.seq && st.waiting &&
-           p.scalars.front() < static_cast<double>(st.version + 1)))
-        return reject(self, *ctx, id, st.rejected, p);
-      if (p.seq < st.seq || !st.waiting)
-        return;  // a duplicate of a reply already taken
-      const auto version = static_cast<std::uint64_t>(p.scalars.front());
-      st.staleness.add(static_cast<double>(version - 1 - st.version));
-      st.version = version;
-      st.x = p.f.vec();
-      st.waiting = false;
-      if (!st.hold.stop_here())
-        compute(self);
-    },
-    [=](ckpt_pause_atom) { self->state.hold.requested = true; },
-    [=](ckpt_drain_atom) { return self->state.hold.busy_for(self, !self->state.waiting); },
-    [=](ckpt_go_atom) {
-      if (self->state.hold.go())
-        compute(self);
-    },
-    [=](ckpt_state_atom) { return save_worker(self->state); },
-    [=](model_atom) {
-      const auto& st = self->state;
-      auto s = make_snapshot(id, *st.cu, st.out, st.staleness, st.x);
-      s.rejected = st.rejected;
-      return s;
-    },
-  };
+  caf::behavior running =
+    caf::message_handler{
+      [=](init_atom, const caf::actor& route) {
+        self->state.out.routes.emplace_back(self->state.server, route);
+      },
+      [=](start_atom) {
+        if (!saved)  // restored: holds until the supervisor's go
+          compute(self);
+      },
+      [=](wake_atom) {
+        auto& st = self->state;
+        ctx->events.record(ctx->ns(self), id, event_kind::wake, st.seq);
+        packet p;  // 2
+        p.from = id;
+        p.kind = async_ps_gradient;
+        p.seq = ++st.seq;
+        p.f = float_blob{st.g};
+        p.scalars = {static_cast<double>(st.version)};
+        st.waiting = true;
+        st.out.send(self, *ctx, 0, std::move(p));
+      },
+      [=](deliver_atom, const packet& p) {  // 3
+        auto& st = self->state;
+        ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
+        if (!well_formed(p, async_ps_model, dim) || p.from != st.server || p.seq > st.seq ||
+            (p.seq == st.seq && st.waiting &&
+             p.scalars.front() < static_cast<double>(st.version + 1)))
+          return reject(self, *ctx, id, st.rejected, p);
+        if (p.seq < st.seq || !st.waiting)
+          return;  // a duplicate of a reply already taken
+        const auto version = static_cast<std::uint64_t>(p.scalars.front());
+        st.staleness.add(static_cast<double>(version - 1 - st.version));
+        st.version = version;
+        st.x = p.f.vec();
+        st.waiting = false;
+        if (!st.hold.stop_here())
+          compute(self);
+      },
+      [=](ckpt_drain_atom) { return self->state.hold.busy_for(self, !self->state.waiting); },
+      [=](model_atom) {
+        const auto& st = self->state;
+        auto s = make_snapshot(id, *st.cu, st.out, st.staleness, st.x);
+        s.rejected = st.rejected;
+        return s;
+      },
+    }
+      .or_else(barrier_handlers(
+        self, [=] { compute(self); }, [=] { return save_worker(self->state); }));
   if (!joining)
     return running;
   self->set_default_handler(caf::skip);

@@ -66,28 +66,24 @@ caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx, 
     restore_sgd(self->state, *saved);
   const double gamma0 = algo.step_size();
   const double decay = algo.decay();
-  caf::behavior running{
-    [=](start_atom) {
-      if (!saved)  // restored: holds until the supervisor's go
-        compute_next(self);
-    },
-    [=](wake_atom) {
-      auto& st = self->state;
-      ctx->events.record(ctx->ns(self), 0, event_kind::wake, st.steps);
-      const double gamma = gamma0 / (1.0 + decay * static_cast<double>(st.steps++));
-      vec::axpy(static_cast<float>(-gamma), st.g.data(), st.x.data(), st.x.size());
-      if (!st.hold.stop_here())
-        compute_next(self);
-    },
-    [=](ckpt_pause_atom) { self->state.hold.requested = true; },
-    [=](ckpt_drain_atom) { return self->state.hold.busy_for(self); },
-    [=](ckpt_go_atom) {
-      if (self->state.hold.go())
-        compute_next(self);
-    },
-    [=](ckpt_state_atom) { return save_sgd(self->state); },
-    [=](model_atom) { return compute_snapshot(0, *self->state.cu, self->state.x); },
-  };
+  caf::behavior running =
+    caf::message_handler{
+      [=](start_atom) {
+        if (!saved)  // restored: holds until the supervisor's go
+          compute_next(self);
+      },
+      [=](wake_atom) {
+        auto& st = self->state;
+        ctx->events.record(ctx->ns(self), 0, event_kind::wake, st.steps);
+        const double gamma = gamma0 / (1.0 + decay * static_cast<double>(st.steps++));
+        vec::axpy(static_cast<float>(-gamma), st.g.data(), st.x.data(), st.x.size());
+        if (!st.hold.stop_here())
+          compute_next(self);
+      },
+      [=](model_atom) { return compute_snapshot(0, *self->state.cu, self->state.x); },
+    }
+      .or_else(barrier_handlers(
+        self, [=] { compute_next(self); }, [=] { return save_sgd(self->state); }));
   if (!replacement)
     return running;
   self->set_default_handler(caf::skip);

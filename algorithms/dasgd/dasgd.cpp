@@ -552,47 +552,43 @@ caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
   };
   if (!joining)
     show_model();
-  caf::behavior running{
-    [=](init_atom, const std::vector<caf::actor>& routes) {
-      // routes: to every other node in increasing id order
-      auto& st = self->state;
-      for (std::uint32_t j = 0, k = 0; j < st.n; ++j)
-        if (j != id)
-          st.out.routes.emplace_back(j, routes.at(k++));
-    },
-    [=](start_atom) {
-      if (!saved)  // restored: holds until the supervisor's go
-        begin_cycle(self, *ctx);
-    },
-    [=](wake_atom, std::uint64_t step) {
-      ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
-      wake(self, *ctx, id);
-    },
-    [=](deliver_atom, const packet& p) { deliver(self, *ctx, id, p); },
-    [=](model_atom) { return gossip::snapshot(self->state, id); },
-    [=](stats_atom) { return gossip::stats(self->state); },
-    [=](ckpt_pause_atom) { self->state.hold.requested = true; },
-    [=](ckpt_drain_atom) { return self->state.hold.busy_for(self); },
-    [=](ckpt_go_atom) {
-      if (self->state.hold.go())
-        begin_cycle(self, *ctx);
-    },
-    [=](ckpt_state_atom) { return save_dasgd(self->state, id); },
-    // Node k is being restarted (its dead worker sent gradients up to
-    // `sent`, made up to `made`): this node is its donor ...
-    [=](restart_atom, std::uint32_t k, std::uint64_t sent, std::uint64_t made) {
-      return donate(self, *ctx, id, k, sent, made);
-    },
-    // ... and relays up to these fences (per origin) ...
-    [=](restart_atom, std::uint32_t k, std::vector<std::uint64_t> until) {
-      relay_until(self, *ctx, id, k, std::move(until));
-    },
-    // ... or, not the donor, fences its own stream.
-    [=](dasgd_fence_atom, std::uint32_t k, std::uint64_t sent, std::uint64_t made) {
-      mark_lost(self->state, k, sent + 1, made);
-      return fence_stream(self, *ctx, id, k);
-    },
-  };
+  caf::behavior running =
+    caf::message_handler{
+      [=](init_atom, const std::vector<caf::actor>& routes) {
+        // routes: to every other node in increasing id order
+        auto& st = self->state;
+        for (std::uint32_t j = 0, k = 0; j < st.n; ++j)
+          if (j != id)
+            st.out.routes.emplace_back(j, routes.at(k++));
+      },
+      [=](start_atom) {
+        if (!saved)  // restored: holds until the supervisor's go
+          begin_cycle(self, *ctx);
+      },
+      [=](wake_atom, std::uint64_t step) {
+        ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
+        wake(self, *ctx, id);
+      },
+      [=](deliver_atom, const packet& p) { deliver(self, *ctx, id, p); },
+      [=](model_atom) { return gossip::snapshot(self->state, id); },
+      [=](stats_atom) { return gossip::stats(self->state); },
+      // Node k is being restarted (its dead worker sent gradients up to
+      // `sent`, made up to `made`): this node is its donor ...
+      [=](restart_atom, std::uint32_t k, std::uint64_t sent, std::uint64_t made) {
+        return donate(self, *ctx, id, k, sent, made);
+      },
+      // ... and relays up to these fences (per origin) ...
+      [=](restart_atom, std::uint32_t k, std::vector<std::uint64_t> until) {
+        relay_until(self, *ctx, id, k, std::move(until));
+      },
+      // ... or, not the donor, fences its own stream.
+      [=](dasgd_fence_atom, std::uint32_t k, std::uint64_t sent, std::uint64_t made) {
+        mark_lost(self->state, k, sent + 1, made);
+        return fence_stream(self, *ctx, id, k);
+      },
+    }
+      .or_else(barrier_handlers(
+        self, [=] { begin_cycle(self, *ctx); }, [=] { return save_dasgd(self->state, id); }));
   if (!joining)
     return running;
   self->set_default_handler(caf::skip);

@@ -334,47 +334,44 @@ caf::behavior loscar_worker(worker_ptr self, std::uint32_t id, loscar_steps coun
     restore_worker(st, *saved, plan);
   if (!joining)
     run_probe::show_model(ctx->probe, self, id, &self->state.x);
-  caf::behavior running{
-    [=](init_atom, const caf::actor& route) {
-      self->state.out.routes.emplace_back(self->state.aggregator, route);
-    },
-    [=](start_atom) {
-      if (!saved)  // restored: holds until the supervisor's go
-        begin_round(self, *ctx->plan);
-    },
-    [=](wake_atom, std::uint64_t step) {
-      ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
-      on_wake(self, *ctx, id);
-    },
-    [=](deliver_atom, const packet& p) {
-      ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
-      on_mean(self, *ctx, id, p);
-    },
-    [=](model_atom) {
-      auto s = gossip::snapshot(self->state, id);
-      s.rejected = self->state.rejected;  // no buffer of its own reports them
-      return s;
-    },
-    [=](ckpt_pause_atom) { self->state.hold.requested = true; },
-    [=](ckpt_drain_atom) -> caf::result<double> {
-      const auto& st = self->state;
-      // Waiting for m_r: no gradient in flight, nothing to do until it comes.
-      const double mine = st.at == phase::waiting ? -1.0 : st.hold.busy_for(self);
-      if (id != st.aggregator)
-        return mine;
-      // Node a: the aggregator's answer too (its route is the aggregator).
-      auto rp = self->make_response_promise<double>();
-      self->request(st.out.routes.front().second, ctx->reply_timeout(), ckpt_drain_atom::value)
-        .then([rp, mine](double hub) mutable { rp.deliver(std::max(mine, hub)); },
-              [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
-      return rp;
-    },
-    [=](ckpt_go_atom) {
-      if (self->state.hold.go())
-        next_gradient(self);
-    },
-    [=](ckpt_state_atom) { return save_worker(self->state); },
-  };
+  caf::behavior running =
+    caf::message_handler{
+      [=](init_atom, const caf::actor& route) {
+        self->state.out.routes.emplace_back(self->state.aggregator, route);
+      },
+      [=](start_atom) {
+        if (!saved)  // restored: holds until the supervisor's go
+          begin_round(self, *ctx->plan);
+      },
+      [=](wake_atom, std::uint64_t step) {
+        ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
+        on_wake(self, *ctx, id);
+      },
+      [=](deliver_atom, const packet& p) {
+        ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
+        on_mean(self, *ctx, id, p);
+      },
+      [=](model_atom) {
+        auto s = gossip::snapshot(self->state, id);
+        s.rejected = self->state.rejected;  // no buffer of its own reports them
+        return s;
+      },
+      [=](ckpt_drain_atom) -> caf::result<double> {
+        const auto& st = self->state;
+        // Waiting for m_r: no gradient in flight, nothing to do until it comes.
+        const double mine = st.at == phase::waiting ? -1.0 : st.hold.busy_for(self);
+        if (id != st.aggregator)
+          return mine;
+        // Node a: the aggregator's answer too (its route is the aggregator).
+        auto rp = self->make_response_promise<double>();
+        self->request(st.out.routes.front().second, ctx->reply_timeout(), ckpt_drain_atom::value)
+          .then([rp, mine](double hub) mutable { rp.deliver(std::max(mine, hub)); },
+                [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+        return rp;
+      },
+    }
+      .or_else(barrier_handlers(
+        self, [=] { next_gradient(self); }, [=] { return save_worker(self->state); }));
   if (!joining)
     return running;
   self->set_default_handler(caf::skip);

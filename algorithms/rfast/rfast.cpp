@@ -512,7 +512,7 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
   st.decay = algo.decay();
   st.stale_limit = algo.has_stale_model_wakes() ? algo.stale_model_wakes() : 50;
   const std::size_t dim = plan.dim();
-  return {
+  return caf::message_handler{
     [=](start_atom, const std::vector<caf::actor>& out) {
       auto& st = self->state;
       const auto& targets = ctx->plan->topo->g_r.out(id);
@@ -591,18 +591,14 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
       st.epoch = e.epoch;
       set_routes(st.out_r, e);
     },
-    [=](ckpt_pause_atom) { self->state.hold.requested = true; },
-    [=](ckpt_drain_atom) { return self->state.hold.busy_for(self); },
-    [=](ckpt_go_atom) {
-      if (self->state.hold.go())
-        schedule_next(self);
-    },
-    [=](ckpt_state_atom) {
-      proto::NodeState s;
-      save_worker(self->state, s);
-      return s.SerializeAsString();
-    },
-  };
+  }
+    .or_else(barrier_handlers(
+      self, [=] { schedule_next(self); },
+      [=] {
+        proto::NodeState s;
+        save_worker(self->state, s);
+        return s.SerializeAsString();
+      }));
 }
 
 }  // namespace

@@ -332,7 +332,7 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
   const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)
     restore_ring_worker(st, *saved);
-  return {
+  return caf::message_handler{
     [=](start_atom, const std::vector<caf::actor>& out) {
       for (const auto& route : out)
         self->state.ring->connect((id + 1) % n, route);
@@ -376,7 +376,6 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
       return std::make_tuple(ring.round(), float_blob{ring.last_sum()}, ring.last_count(),
                              float_blob{st.x}, st.steps, st.averages);
     },
-    [=](ckpt_pause_atom) { self->state.hold.requested = true; },
     [=](ckpt_drain_atom) {
       const auto& st = self->state;
       const bool idle = !st.ring->active() && !st.ring->called();
@@ -391,7 +390,6 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
       if (st.hold.go() || (st.skip && !st.computing))
         ring_compute_next(self);
     },
-    [=](ckpt_state_atom) { return save_ring_worker(self->state); },
     [=](model_atom) {
       const auto& st = self->state;
       auto s = compute_snapshot(id, *st.cu, st.x);
@@ -404,7 +402,8 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
       s.late = st.late;
       return s;
     },
-  };
+  }
+    .or_else(barrier_handlers(self, [=] { return save_ring_worker(self->state); }));
 }
 
 }  // namespace atrain

@@ -61,6 +61,31 @@ struct barrier_hold {
   [[nodiscard]] double busy_for(caf::local_actor* self, bool idle = true) const;
 };
 
+/// The barrier's handlers every worker with a `hold` answers alike: pause,
+/// drain (busy_for) and state (`save()`: its serialized state). Composed
+/// after a worker's own handlers (caf::message_handler::or_else), so a
+/// handler of its own for one of these messages, where its barrier differs,
+/// matches first.
+template <class State, class Save>
+[[nodiscard]] caf::message_handler barrier_handlers(caf::stateful_actor<State>* self, Save save) {
+  return {
+    [=](ckpt_pause_atom) { self->state.hold.requested = true; },
+    [=](ckpt_drain_atom) { return self->state.hold.busy_for(self); },
+    [=](ckpt_state_atom) { return save(); },
+  };
+}
+
+/// The same with the go: `resume()` when the worker held.
+template <class State, class Resume, class Save>
+[[nodiscard]] caf::message_handler barrier_handlers(caf::stateful_actor<State>* self, Resume resume,
+                                                    Save save) {
+  return caf::message_handler{[=](ckpt_go_atom) {
+           if (self->state.hold.go())
+             resume();
+         }}
+    .or_else(barrier_handlers(self, save));
+}
+
 /// Generator state to and from its proto form (4 words).
 void save_rng(const rng& gen, google::protobuf::RepeatedField<std::uint64_t>* out);
 [[nodiscard]] rng load_rng(const google::protobuf::RepeatedField<std::uint64_t>& in);
