@@ -98,7 +98,9 @@ void compute_unit::restore_sampling(const proto::ComputeState& in) {
 namespace {
 
 /// On disk: magic, payload length (8 bytes LE), payload, checksum (8 bytes LE).
-constexpr char magic[8] = {'A', 'T', 'R', 'C', 'K', 'P', 'T', '1'};
+/// Format 2: each node's state holds its algorithm's own part (NodeState).
+constexpr char magic[8] = {'A', 'T', 'R', 'C', 'K', 'P', 'T', '2'};
+constexpr char magic_v1[8] = {'A', 'T', 'R', 'C', 'K', 'P', 'T', '1'};
 
 std::uint64_t checksum(const std::string& bytes) {
   std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64
@@ -162,6 +164,9 @@ std::string check_node(const proto::NodeState& s, std::uint32_t i, const run_pla
   if (c.sampler_cursor() > static_cast<std::uint64_t>(c.sampler_order_size()))
     return at + "the sampler's cursor is past its shard";
   const auto& algo = algorithm_of(plan.spec);  // its own part of the state
+  if (s.part_case() != proto::NodeState::PART_NOT_SET && s.part_case() != algo.node_part)
+    return at + "holds another algorithm's state (part " + std::to_string(s.part_case()) +
+           "), not " + plan.algorithm_name() + "'s";
   if (algo.check_node)
     if (auto why = algo.check_node(s, i, plan); !why.empty())
       return at + why;
@@ -269,8 +274,12 @@ caf::expected<std::shared_ptr<const proto::Checkpoint>> load_checkpoint(const st
     return file_error(file, "cannot open the checkpoint");
   const std::string bytes{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
   constexpr std::size_t header = sizeof magic + 8;
+  if (bytes.size() >= sizeof magic && std::memcmp(bytes.data(), magic_v1, sizeof magic) == 0)
+    return file_error(file, "written by an older atrain (checkpoint format 1, whose node states "
+                            "have another layout): this atrain reads format 2; resume it with "
+                            "the atrain that wrote it, or start the run again");
   if (bytes.size() < header || std::memcmp(bytes.data(), magic, sizeof magic) != 0)
-    return file_error(file, "not an atrain checkpoint (no ATRCKPT1 header)");
+    return file_error(file, "not an atrain checkpoint (no ATRCKPT2 header)");
   const auto length = get_u64(bytes.data() + sizeof magic);
   if (length > bytes.size() || bytes.size() - header < length + 8)
     return file_error(file, "truncated: the header announces " + std::to_string(length) +

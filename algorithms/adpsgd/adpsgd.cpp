@@ -394,6 +394,7 @@ std::string adpsgd_check_node(const proto::NodeState& s, std::uint32_t i, const 
 algorithm_descriptor adpsgd_algorithm() {
   algorithm_descriptor d;
   d.kind = proto::AlgorithmSpec::kAdpsgd;
+  d.node_part = proto::NodeState::kAdpsgd;
   d.name = "adpsgd";
   d.uses_topology = true;
   d.check_topology = adpsgd_check_topology;

@@ -161,7 +161,7 @@ namespace {
 
 /// A SKIP ring's waiting gradients (ring_skip) against the model.
 std::string allreduce_check_node(const proto::NodeState& s, std::uint32_t, const run_plan& plan) {
-  const auto& k = s.ring_skip();
+  const auto& k = s.ring().skip();
   if (k.pending_read_size() > 0 ? static_cast<std::size_t>(k.pending_size()) != plan.dim()
                                 : k.pending_size() != 0)
     return "ring_skip: the waiting gradients' sum does not fit the model";
@@ -176,6 +176,7 @@ std::string allreduce_check_node(const proto::NodeState& s, std::uint32_t, const
 algorithm_descriptor allreduce_algorithm() {
   algorithm_descriptor d;
   d.kind = proto::AlgorithmSpec::kAllreduce;
+  d.node_part = proto::NodeState::kRing;
   d.name = "allreduce";
   d.spawn_node = spawn_allreduce_node;
   d.wire = wire_ring;

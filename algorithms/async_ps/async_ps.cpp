@@ -119,7 +119,7 @@ void apply(server_ptr self, run_context& ctx, const packet& p) {
 
 std::string save_server(const server_state& st) {
   proto::NodeState s;
-  auto& ps = *s.mutable_async_ps_server();
+  auto& ps = *s.mutable_async_ps()->mutable_server();
   *ps.mutable_params() = {st.x.begin(), st.x.end()};
   ps.set_version(st.version);
   *ps.mutable_applied() = {st.applied.begin(), st.applied.end()};
@@ -154,7 +154,7 @@ caf::behavior server_actor(server_ptr self, std::uint32_t node, context_ptr ctx)
   st.sent_version.assign(plan.nodes(), 0);
   st.record = ctx->probe != nullptr;
   if (const auto* saved = resumed_node(*ctx, node))
-    restore_server(st, saved->async_ps_server());
+    restore_server(st, saved->async_ps().server());
   const std::size_t dim = plan.dim();
   return {
     [=](init_atom, const std::vector<caf::actor>& routes) {
@@ -237,13 +237,13 @@ void compute(worker_ptr self) {
 std::string save_worker(const worker_state& st) {
   proto::NodeState s;
   save_worker_basics(st, st.seq, s);
-  s.set_async_ps_version(st.version);
+  s.mutable_async_ps()->set_version(st.version);
   return s.SerializeAsString();
 }
 
 void restore_worker(worker_state& st, const proto::NodeState& s) {
   st.seq = restore_worker_basics(st, s);
-  st.version = s.async_ps_version();
+  st.version = s.async_ps().version();
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
@@ -394,8 +394,8 @@ std::optional<std::uint32_t> server_of(const proto::AlgorithmSpec& a) {
 std::string async_ps_check_node(const proto::NodeState& s, std::uint32_t i, const run_plan& plan) {
   if (i != plan.spec.algorithm().async_ps().server())
     return {};
-  const auto& ps = s.async_ps_server();
-  if (!s.has_async_ps_server() || static_cast<std::size_t>(ps.params_size()) != plan.dim())
+  const auto& ps = s.async_ps().server();
+  if (!s.async_ps().has_server() || static_cast<std::size_t>(ps.params_size()) != plan.dim())
     return "the parameter server's model is missing or not of the model's dimension";
   if (static_cast<std::size_t>(ps.applied_size()) != plan.nodes() ||
       static_cast<std::size_t>(ps.sent_version_size()) != plan.nodes())
@@ -408,6 +408,7 @@ std::string async_ps_check_node(const proto::NodeState& s, std::uint32_t i, cons
 algorithm_descriptor async_ps_algorithm() {
   algorithm_descriptor d;
   d.kind = proto::AlgorithmSpec::kAsyncPs;
+  d.node_part = proto::NodeState::kAsyncPs;
   d.name = "async_ps";
   d.spawn_node = spawn_async_ps_node;
   d.wire = wire_async_ps;

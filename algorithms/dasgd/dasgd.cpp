@@ -486,8 +486,8 @@ std::string save_dasgd(const dasgd_state& st, std::uint32_t id) {
   d.set_batch_count(st.batch_count);
   for (std::uint32_t j = 0; j < st.n; ++j)
     for (auto lost : st.lost[j]) {
-      s.add_dasgd_lost(j);
-      s.add_dasgd_lost(lost);
+      s.mutable_dasgd()->add_lost(j);
+      s.mutable_dasgd()->add_lost(lost);
     }
   if (st.created) {
     const auto [last, before_last, total] = st.created->totals();
@@ -514,9 +514,9 @@ void restore_dasgd(dasgd_state& st, std::uint32_t id, const proto::NodeState& s)
       for (std::uint64_t k = 1; k <= d.applied_from(static_cast<int>(j)); ++k)
         static_cast<void>(st.dedup.first_time(j, dasgd_gradients, k));
   }
-  for (int e = 0; e + 1 < s.dasgd_lost_size(); e += 2)
-    if (s.dasgd_lost(e) < st.n)
-      st.lost[s.dasgd_lost(e)].insert(s.dasgd_lost(e + 1));
+  for (int e = 0; e + 1 < s.dasgd().lost_size(); e += 2)
+    if (s.dasgd().lost(e) < st.n)
+      st.lost[s.dasgd().lost(e)].insert(s.dasgd().lost(e + 1));
   st.batch.assign(d.batch().begin(), d.batch().end());
   st.batch_count = d.batch_count();
   if (st.created)
@@ -630,14 +630,14 @@ std::string dasgd_check_checkpoint(const proto::Checkpoint& ck, const run_plan& 
         return at + "applied_from[" + std::to_string(j) +
                "] = " + std::to_string(d.applied_from(j)) + " gradients, but node " +
                std::to_string(j) + " made " + std::to_string(ck.nodes(j).wakes());
-    if (s.dasgd_lost_size() % 2 != 0)
+    if (s.dasgd().lost_size() % 2 != 0)
       return "node " + std::to_string(i) + ": dasgd_lost holds an odd number of values";
-    for (int e = 0; e + 1 < s.dasgd_lost_size(); e += 2)
-      if (s.dasgd_lost(e) >= static_cast<std::uint64_t>(n) ||
-          s.dasgd_lost(e + 1) > ck.nodes(static_cast<int>(s.dasgd_lost(e))).wakes())
+    for (int e = 0; e + 1 < s.dasgd().lost_size(); e += 2)
+      if (s.dasgd().lost(e) >= static_cast<std::uint64_t>(n) ||
+          s.dasgd().lost(e + 1) > ck.nodes(static_cast<int>(s.dasgd().lost(e))).wakes())
         return "node " + std::to_string(i) + ": dasgd_lost claims gradient " +
-               std::to_string(s.dasgd_lost(e + 1)) + " of node " + std::to_string(s.dasgd_lost(e)) +
-               ", which it never made";
+               std::to_string(s.dasgd().lost(e + 1)) + " of node " +
+               std::to_string(s.dasgd().lost(e)) + ", which it never made";
     if (d.batch_count() > s.wakes() ||
         (d.batch_count() > 0 && static_cast<std::size_t>(d.batch_size()) != plan.dim()) ||
         static_cast<std::uint64_t>(d.batch_created_ns_size()) != d.batch_count())
@@ -867,6 +867,7 @@ void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
 algorithm_descriptor dasgd_algorithm() {
   algorithm_descriptor d;
   d.kind = proto::AlgorithmSpec::kDasgd;
+  d.node_part = proto::NodeState::kDasgd;
   d.name = "dasgd";
   d.spawn_node = spawn_dasgd_node;
   d.wire = wire_dasgd;

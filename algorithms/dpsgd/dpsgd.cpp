@@ -65,7 +65,7 @@ std::string dpsgd_check_checkpoint(const proto::Checkpoint& ck, const run_plan& 
   const auto& g_r = plan.topo->g_r;
   for (std::uint32_t i = 0; i < plan.nodes(); ++i) {
     const auto& s = ck.nodes(static_cast<int>(i));
-    const auto& k = s.dpsgd_skip();
+    const auto& k = s.dpsgd();
     const std::string at = "node " + std::to_string(i) + ": dpsgd_skip.";
     if (k.woke() && static_cast<std::size_t>(k.g_size()) != plan.dim())
       return at + "g has " + std::to_string(k.g_size()) + " values, the model " +
@@ -205,7 +205,7 @@ std::string save_dpsgd(const dpsgd_state& st) {
   save_worker_basics(st, st.round, s);
   s.set_late(st.late);
   if (st.skip) {
-    auto& k = *s.mutable_dpsgd_skip();
+    auto& k = *s.mutable_dpsgd();
     k.set_woke(st.woke);
     if (st.woke)
       *k.mutable_g() = {st.g.begin(), st.g.end()};
@@ -230,7 +230,7 @@ void restore_dpsgd(dpsgd_state& st, const proto::NodeState& s) {
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
   if (!st.skip)
     return;
-  const auto& k = s.dpsgd_skip();
+  const auto& k = s.dpsgd();
   st.woke = k.woke();
   if (st.woke)
     st.g.assign(k.g().begin(), k.g().end());
@@ -450,6 +450,7 @@ void wire_dpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
 algorithm_descriptor dpsgd_algorithm() {
   algorithm_descriptor d;
   d.kind = proto::AlgorithmSpec::kDpsgd;
+  d.node_part = proto::NodeState::kDpsgd;
   d.name = "dpsgd";
   d.uses_topology = true;
   d.check_topology = [](const loaded_spec& ls, const topology& topo) {

@@ -145,6 +145,7 @@ caf::actor spawn_local_sgd_replacement(caf::event_based_actor* sup, const contex
 algorithm_descriptor local_sgd_algorithm() {
   algorithm_descriptor d;
   d.kind = proto::AlgorithmSpec::kLocalSgd;
+  d.node_part = proto::NodeState::kRing;
   d.name = "local_sgd";
   d.spawn_node = spawn_local_sgd_node;
   d.wire = wire_ring;

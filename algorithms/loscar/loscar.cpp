@@ -281,7 +281,7 @@ void on_mean(worker_ptr self, run_context& ctx, std::uint32_t id, const packet& 
 std::string save_worker(const loscar_worker_state& st) {
   proto::NodeState s;
   save_worker_basics(st, st.steps, s);
-  auto& l = *s.mutable_loscar();
+  auto& l = *s.mutable_loscar()->mutable_worker();
   l.set_round(st.round);
   l.set_phase(static_cast<proto::LoscarWorkerState::Phase>(st.at));
   l.set_done(st.done);
@@ -297,7 +297,7 @@ std::string save_worker(const loscar_worker_state& st) {
 
 void restore_worker(loscar_worker_state& st, const proto::NodeState& s, const run_plan& plan) {
   st.steps = restore_worker_basics(st, s);
-  const auto& l = s.loscar();
+  const auto& l = s.loscar().worker();
   st.round = l.round();
   st.sample = loscar_sample(plan.spec.seed(), st.round, plan.dim(), st.k);
   st.at = static_cast<phase>(l.phase());
@@ -499,7 +499,7 @@ std::tuple<std::uint64_t, bool> rejoin(aggregator_ptr self, run_context& ctx, st
 
 std::string save_aggregator(const loscar_aggregator_state& st) {
   proto::NodeState s;
-  auto& a = *s.mutable_loscar_aggregator();
+  auto& a = *s.mutable_loscar()->mutable_aggregator();
   a.set_round(st.round);
   for (std::uint32_t i = 0; i < st.n; ++i)
     if (!st.got[i].empty()) {
@@ -538,7 +538,7 @@ caf::behavior loscar_aggregator(aggregator_ptr self, context_ptr ctx) {
   st.average = plan.x0;
   st.dropped.assign(st.n, false);
   if (const auto* saved = resumed_node(*ctx, st.node))
-    restore_aggregator(st, saved->loscar_aggregator());
+    restore_aggregator(st, saved->loscar().aggregator());
   return {
     [=](init_atom, const std::vector<caf::actor>& routes) {
       for (std::size_t i = 0; i < routes.size(); ++i)
@@ -593,7 +593,7 @@ std::string loscar_check_checkpoint(const proto::Checkpoint& ck, const run_plan&
   const auto& algo = plan.spec.algorithm().loscar();
   const auto k = static_cast<int>(loscar_k(algo.sparsity(), plan.dim()));
   const auto n = static_cast<std::uint32_t>(plan.nodes());
-  const auto& agg = ck.nodes(static_cast<int>(algo.aggregator())).loscar_aggregator();
+  const auto& agg = ck.nodes(static_cast<int>(algo.aggregator())).loscar().aggregator();
   const std::string at_agg = "node " + std::to_string(algo.aggregator()) + ": loscar_aggregator.";
   if (static_cast<std::size_t>(agg.average_size()) != plan.dim())
     return at_agg + "average has " + std::to_string(agg.average_size()) +
@@ -605,7 +605,7 @@ std::string loscar_check_checkpoint(const proto::Checkpoint& ck, const run_plan&
     if (agg.got_from(j) >= n || (j > 0 && agg.got_from(j) <= agg.got_from(j - 1)))
       return at_agg + "got_from must list nodes of the run once each, in increasing order";
   for (std::uint32_t i = 0; i < n; ++i) {
-    const auto& l = ck.nodes(static_cast<int>(i)).loscar();
+    const auto& l = ck.nodes(static_cast<int>(i)).loscar().worker();
     const std::string at = "node " + std::to_string(i) + ": loscar.";
     // The aggregator collects round R: round R - 1 completed, so every
     // worker sent y_i of R - 1 (is in R - 1 or later); none can be past R
@@ -664,6 +664,7 @@ void wire_loscar(caf::event_based_actor* sup, const context_ptr& ctx,
 algorithm_descriptor loscar_algorithm() {
   algorithm_descriptor d;
   d.kind = proto::AlgorithmSpec::kLoscar;
+  d.node_part = proto::NodeState::kLoscar;
   d.name = "loscar";
   d.label = [](const proto::AlgorithmSpec& a) {
     return std::string{a.loscar().merge() == proto::Loscar::NAIVE ? "loscar_naive" : "loscar"};

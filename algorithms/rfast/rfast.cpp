@@ -137,7 +137,7 @@ mass_account rfast_tracker::account() const {
   return acc;
 }
 
-void rfast_tracker::save(proto::NodeState& s) const {
+void rfast_tracker::save(proto::RfastNodeState& s) const {
   *s.mutable_tracker() = {z_.begin(), z_.end()};
   *s.mutable_g_prev() = {g_prev_.begin(), g_prev_.end()};
   *s.mutable_rho() = {rho_.vec().begin(), rho_.vec().end()};
@@ -159,7 +159,7 @@ void rfast_tracker::save(proto::NodeState& s) const {
   }
 }
 
-void rfast_tracker::restore(const proto::NodeState& s) {
+void rfast_tracker::restore(const proto::RfastNodeState& s) {
   z_.assign(s.tracker().begin(), s.tracker().end());
   g_prev_.assign(s.g_prev().begin(), s.g_prev().end());
   rho_ = double_blob{{s.rho().begin(), s.rho().end()}};
@@ -304,32 +304,34 @@ void push_mass(caf::stateful_actor<buffer_state>* self, std::uint32_t id, run_co
 // ---- checkpoints: the buffer's and the worker's parts of NodeState
 
 void save_buffer(const buffer_state& st, proto::NodeState& s) {
-  st.tracker->save(s);
+  auto& r = *s.mutable_rfast();
+  st.tracker->save(r);
   for (std::size_t k = 0; k < st.in_r.size(); ++k) {
-    auto* m = s.add_model_in();
+    auto* m = r.add_model_in();
     m->set_node(st.in_r[k]);
     m->set_seq(st.v_seq[k]);
     m->set_age(st.v_age[k]);
     *m->mutable_params() = {st.v_hat[k].vec().begin(), st.v_hat[k].vec().end()};
   }
-  s.set_buffer_messages(st.out_c.messages);
-  s.set_buffer_bytes(st.out_c.bytes);
+  r.set_buffer_messages(st.out_c.messages);
+  r.set_buffer_bytes(st.out_c.bytes);
   s.set_rejected(st.rejected);
-  s.set_tracks(st.tracks);
+  r.set_tracks(st.tracks);
 }
 
 void restore_buffer(buffer_state& st, const proto::NodeState& s) {
-  st.tracker->restore(s);
+  const auto& r = s.rfast();
+  st.tracker->restore(r);
   for (std::size_t k = 0; k < st.in_r.size(); ++k) {
-    const auto& m = s.model_in(static_cast<int>(k));
+    const auto& m = r.model_in(static_cast<int>(k));
     st.v_seq[k] = m.seq();
     st.v_age[k] = m.age();
     st.v_hat[k] = float_blob{{m.params().begin(), m.params().end()}};
   }
-  st.out_c.messages = s.buffer_messages();
-  st.out_c.bytes = s.buffer_bytes();
+  st.out_c.messages = r.buffer_messages();
+  st.out_c.bytes = r.buffer_bytes();
   st.rejected = s.rejected();
-  st.tracks = s.tracks();
+  st.tracks = r.tracks();
 }
 
 void save_worker(const worker_state& st, proto::NodeState& s) {
@@ -674,11 +676,12 @@ void start_respawned_rfast_node(caf::event_based_actor* sup, const node_actors& 
 namespace {
 
 /// R-FAST's trackers and in-neighbour state against the plan's graphs.
-std::string rfast_check_node(const proto::NodeState& s, std::uint32_t i, const run_plan& plan) {
+std::string rfast_check_node(const proto::NodeState& node, std::uint32_t i, const run_plan& plan) {
   const auto dim = plan.dim();
   const auto& topo = *plan.topo;
   const auto in_c = topo.g_c.in(i);
   const auto in_r = topo.g_r.in(i);
+  const auto& s = node.rfast();
   if (static_cast<std::size_t>(s.tracker_size()) != dim ||
       static_cast<std::size_t>(s.g_prev_size()) != dim ||
       static_cast<std::size_t>(s.rho_size()) != dim)
@@ -707,6 +710,7 @@ std::string rfast_check_node(const proto::NodeState& s, std::uint32_t i, const r
 algorithm_descriptor rfast_algorithm() {
   algorithm_descriptor d;
   d.kind = proto::AlgorithmSpec::kRfast;
+  d.node_part = proto::NodeState::kRfast;
   d.name = "rfast";
   d.uses_topology = true;
   d.spawn_node = spawn_rfast_node;

@@ -65,8 +65,8 @@ public:
   /// Checkpoints: z, g_prev, rho, phi, sigma and every in-neighbour's
   /// rho^/rho~ into (from) `s`; restore() expects sizes checked by
   /// load_checkpoint.
-  void save(proto::NodeState& s) const;
-  void restore(const proto::NodeState& s);
+  void save(proto::RfastNodeState& s) const;
+  void restore(const proto::RfastNodeState& s);
 
 private:
   std::uint32_t node_;

@@ -281,14 +281,14 @@ template <class State>
   st.cu->save(*s.mutable_compute());
   save_staleness(st.staleness, s);
   s.set_late(st.late);
-  s.set_ring_round(st.ring->round());
-  s.set_ring_messages(st.ring->messages());
-  s.set_ring_bytes(st.ring->bytes());
-  s.set_ring_rejected(st.ring->rejected());
-  s.set_local_sgd_averages(st.averages);  // 0 (not written) for Ring-AllReduce
-  s.set_local_sgd_since_average(st.since_average);
+  s.mutable_ring()->set_round(st.ring->round());
+  s.mutable_ring()->set_messages(st.ring->messages());
+  s.mutable_ring()->set_bytes(st.ring->bytes());
+  s.mutable_ring()->set_rejected(st.ring->rejected());
+  s.mutable_ring()->set_averages(st.averages);  // 0 (not written) for Ring-AllReduce
+  s.mutable_ring()->set_since_average(st.since_average);
   if (!st.pending_read.empty()) {
-    auto& k = *s.mutable_ring_skip();
+    auto& k = *s.mutable_ring()->mutable_skip();
     *k.mutable_pending() = {st.pending.begin(), st.pending.end()};
     *k.mutable_pending_read() = {st.pending_read.begin(), st.pending_read.end()};
   }
@@ -302,11 +302,12 @@ void restore_ring_worker(State& st, const proto::NodeState& s) {
   st.cu->restore(s.compute());
   restore_staleness(st.staleness, s);
   st.late = s.late();
-  st.ring->restore(s.ring_round(), s.ring_messages(), s.ring_bytes(), s.ring_rejected());
-  st.averages = s.local_sgd_averages();
-  st.since_average = s.local_sgd_since_average();
-  st.pending.assign(s.ring_skip().pending().begin(), s.ring_skip().pending().end());
-  st.pending_read.assign(s.ring_skip().pending_read().begin(), s.ring_skip().pending_read().end());
+  st.ring->restore(s.ring().round(), s.ring().messages(), s.ring().bytes(), s.ring().rejected());
+  st.averages = s.ring().averages();
+  st.since_average = s.ring().since_average();
+  st.pending.assign(s.ring().skip().pending().begin(), s.ring().skip().pending().end());
+  st.pending_read.assign(s.ring().skip().pending_read().begin(),
+                         s.ring().skip().pending_read().end());
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 

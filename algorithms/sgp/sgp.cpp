@@ -247,34 +247,34 @@ std::string save_sgp(const sgp_state& st) {
   const auto& ps = st.ps;
   for (double v : ps.x)
     s.add_params(static_cast<float>(v / ps.w));
-  *s.mutable_pushsum_x() = {ps.x.begin(), ps.x.end()};
-  s.set_pushsum_w(ps.w);
+  *s.mutable_pushsum()->mutable_x() = {ps.x.begin(), ps.x.end()};
+  s.mutable_pushsum()->set_w(ps.w);
   s.set_wakes(ps.steps);
   save_worker_counters(st, s);
   for (const auto& [step, p] : st.held) {
-    auto* h = s.add_sgp_held();
+    auto* h = s.mutable_pushsum()->add_held();
     h->set_from(p.from);
     h->set_seq(p.seq);
     *h->mutable_x() = {p.d.ptr(), p.d.ptr() + p.d.size()};
     h->set_w(p.scalars.at(0));
   }
   const auto first = st.seen.first_unseen(0, pushsum_mass);
-  s.set_sgp_first_unseen(first);
+  s.mutable_pushsum()->set_first_unseen(first);
   for (auto q = first + 1; q <= st.highest_seen; ++q)
     if (st.seen.seen(0, pushsum_mass, q))
-      s.add_sgp_seen_above(q);
-  *s.mutable_sgp_sent_count() = {st.sent_count.begin(), st.sent_count.end()};
-  *s.mutable_sgp_sent_w() = {st.sent_w.begin(), st.sent_w.end()};
+      s.mutable_pushsum()->add_seen_above(q);
+  *s.mutable_pushsum()->mutable_sent_count() = {st.sent_count.begin(), st.sent_count.end()};
+  *s.mutable_pushsum()->mutable_sent_w() = {st.sent_w.begin(), st.sent_w.end()};
   return s.SerializeAsString();
 }
 
 void restore_sgp(sgp_state& st, std::uint32_t id, const proto::NodeState& s) {
   auto& ps = st.ps;
-  ps.x.assign(s.pushsum_x().begin(), s.pushsum_x().end());
-  ps.w = s.pushsum_w();
+  ps.x.assign(s.pushsum().x().begin(), s.pushsum().x().end());
+  ps.w = s.pushsum().w();
   ps.steps = s.wakes();
   restore_worker_counters(st, s);
-  for (const auto& h : s.sgp_held()) {
+  for (const auto& h : s.pushsum().held()) {
     packet p;
     p.from = h.from();
     p.to = id;
@@ -284,17 +284,17 @@ void restore_sgp(sgp_state& st, std::uint32_t id, const proto::NodeState& s) {
     p.scalars = {h.w()};
     st.held.emplace(p.seq - 1, std::move(p));
   }
-  for (std::uint64_t q = 1; q < s.sgp_first_unseen(); ++q)
+  for (std::uint64_t q = 1; q < s.pushsum().first_unseen(); ++q)
     (void)st.seen.first_time(0, pushsum_mass, q);
-  st.highest_seen = s.sgp_first_unseen() - 1;
-  for (auto q : s.sgp_seen_above()) {
+  st.highest_seen = s.pushsum().first_unseen() - 1;
+  for (auto q : s.pushsum().seen_above()) {
     (void)st.seen.first_time(0, pushsum_mass, q);
     st.highest_seen = std::max(st.highest_seen, q);
   }
-  if (static_cast<std::size_t>(s.sgp_sent_count_size()) == st.sent_count.size() &&
-      static_cast<std::size_t>(s.sgp_sent_w_size()) == st.sent_w.size()) {
-    st.sent_count.assign(s.sgp_sent_count().begin(), s.sgp_sent_count().end());
-    st.sent_w.assign(s.sgp_sent_w().begin(), s.sgp_sent_w().end());
+  if (static_cast<std::size_t>(s.pushsum().sent_count_size()) == st.sent_count.size() &&
+      static_cast<std::size_t>(s.pushsum().sent_w_size()) == st.sent_w.size()) {
+    st.sent_count.assign(s.pushsum().sent_count().begin(), s.pushsum().sent_count().end());
+    st.sent_w.assign(s.pushsum().sent_w().begin(), s.pushsum().sent_w().end());
   }
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
@@ -579,11 +579,11 @@ namespace {
 /// The push-sum numerator, weight and held messages against the model.
 std::string pushsum_check_node(const proto::NodeState& s, std::uint32_t, const run_plan& plan) {
   const auto dim = plan.dim();
-  if (static_cast<std::size_t>(s.pushsum_x_size()) != dim)
+  if (static_cast<std::size_t>(s.pushsum().x_size()) != dim)
     return "the push-sum numerator does not have the model's dimension " + std::to_string(dim);
-  if (!std::isfinite(s.pushsum_w()) || !(s.pushsum_w() > 0))
+  if (!std::isfinite(s.pushsum().w()) || !(s.pushsum().w() > 0))
     return "the push-sum weight is not a positive number";
-  for (const auto& h : s.sgp_held())
+  for (const auto& h : s.pushsum().held())
     if (static_cast<std::size_t>(h.x_size()) != dim || !(h.w() > 0) || h.seq() == 0)
       return "a held push-sum message does not fit the model";
   return {};
@@ -606,6 +606,7 @@ algorithm_descriptor pushsum_descriptor() {
 algorithm_descriptor sgp_algorithm() {
   auto d = pushsum_descriptor();
   d.kind = proto::AlgorithmSpec::kSgp;
+  d.node_part = proto::NodeState::kPushsum;
   d.name = "sgp";
   d.needs_every_node = "every step waits for its in-neighbour's push-sum message";
   return d;
@@ -614,6 +615,7 @@ algorithm_descriptor sgp_algorithm() {
 algorithm_descriptor osgp_algorithm() {
   auto d = pushsum_descriptor();
   d.kind = proto::AlgorithmSpec::kOsgp;
+  d.node_part = proto::NodeState::kPushsum;
   d.name = "osgp";
   d.needs_every_node =
     "the push-sum mass sent to the lost node would vanish with it (the average diverges)";

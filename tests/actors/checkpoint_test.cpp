@@ -78,11 +78,11 @@ BOOST_AUTO_TEST_CASE(allreduce_skip_resumed_run_ends_exactly_like_the_uninterrup
     const auto& first = ck->nodes(0);
     std::uint64_t here = 0, late = 0;
     for (const auto& s : ck->nodes()) {
-      BOOST_TEST(s.ring_round() == first.ring_round());
-      BOOST_TEST(s.wakes() == s.ring_round());
+      BOOST_TEST(s.ring().round() == first.ring().round());
+      BOOST_TEST(s.wakes() == s.ring().round());
       BOOST_TEST(std::equal(first.params().begin(), first.params().end(), s.params().begin(),
                             s.params().end()));
-      const auto pending = static_cast<std::uint64_t>(s.ring_skip().pending_read_size());
+      const auto pending = static_cast<std::uint64_t>(s.ring().skip().pending_read_size());
       BOOST_TEST(s.compute().gradients() == s.staleness_count() + pending, "node " << s.node());
       here += pending;
       late += s.late();
@@ -94,8 +94,8 @@ BOOST_AUTO_TEST_CASE(allreduce_skip_resumed_run_ends_exactly_like_the_uninterrup
   BOOST_TEST(waiting > 0u);  // the barriers cut through late work
   // A file whose waiting gradients' sum is not of the model's size is refused.
   auto bad = *load(scratch("allreduce_skip_A_1.ckpt"), *plan);
-  bad.mutable_nodes(2)->mutable_ring_skip()->add_pending_read(0);
-  bad.mutable_nodes(2)->mutable_ring_skip()->add_pending(1);
+  bad.mutable_nodes(2)->mutable_ring()->mutable_skip()->add_pending_read(0);
+  bad.mutable_nodes(2)->mutable_ring()->mutable_skip()->add_pending(1);
   const auto refused = scratch("allreduce_skip_bad.ckpt");
   BOOST_REQUIRE(atrain::write_checkpoint(bad, refused.string()));
   const auto why = load_error(refused, *plan);
@@ -164,7 +164,7 @@ BOOST_AUTO_TEST_CASE(dpsgd_skip_checkpoint_holds_every_gradient_once) {
     }
     const auto& x = s.wakes() > 0 ? rounds[s.wakes() - 1].after : plan->x0;
     BOOST_TEST(same(x.data(), s.params().data()), "node " << i);
-    const auto& k = s.dpsgd_skip();
+    const auto& k = s.dpsgd();
     BOOST_TEST(s.compute().gradients() == applied + (k.woke() ? 1 : 0), "node " << i);
     waiting += k.woke() ? 1 : 0;
     held += static_cast<std::uint64_t>(k.inbox_size());
@@ -195,7 +195,7 @@ BOOST_AUTO_TEST_CASE(dpsgd_skip_checkpoint_holds_every_gradient_once) {
   // A file whose held model names a non-neighbour (the node itself), or
   // whose waiting gradient is short, is refused.
   auto bad = *ck;
-  auto* m = bad.mutable_nodes(0)->mutable_dpsgd_skip()->add_inbox();
+  auto* m = bad.mutable_nodes(0)->mutable_dpsgd()->add_inbox();
   m->set_round(bad.nodes(0).wakes());
   m->set_from(0);
   *m->mutable_params() = bad.nodes(0).params();
@@ -205,9 +205,9 @@ BOOST_AUTO_TEST_CASE(dpsgd_skip_checkpoint_holds_every_gradient_once) {
   BOOST_TEST(why.find("node 0: dpsgd_skip.inbox (round") != std::string::npos, why);
   BOOST_TEST(why.find("from 0): not a neighbour") != std::string::npos, why);
   bad = *ck;
-  bad.mutable_nodes(1)->mutable_dpsgd_skip()->set_woke(true);
-  bad.mutable_nodes(1)->mutable_dpsgd_skip()->clear_g();
-  bad.mutable_nodes(1)->mutable_dpsgd_skip()->add_g(1);
+  bad.mutable_nodes(1)->mutable_dpsgd()->set_woke(true);
+  bad.mutable_nodes(1)->mutable_dpsgd()->clear_g();
+  bad.mutable_nodes(1)->mutable_dpsgd()->add_g(1);
   BOOST_REQUIRE(atrain::write_checkpoint(bad, refused.string()));
   why = load_error(refused, *plan);
   BOOST_TEST(why.find("node 1: dpsgd_skip.g has 1 values") != std::string::npos, why);
@@ -349,14 +349,14 @@ BOOST_AUTO_TEST_CASE(loscar_checkpoint_holds_a_consistent_round) {
   int behind = 0;
   for (int c = 1; c <= 4; ++c) {
     const auto ck = load(scratch("loscar_inv_" + std::to_string(c) + ".ckpt"), *plan);
-    const auto& agg = ck->nodes(2).loscar_aggregator();
+    const auto& agg = ck->nodes(2).loscar().aggregator();
     const auto r_agg = agg.round();
     const auto k = static_cast<std::size_t>(agg.got_size()) /
                    std::max<std::size_t>(1, static_cast<std::size_t>(agg.got_from_size()));
     std::set<std::uint32_t> sent;
     for (int i = 0; i < ck->nodes_size(); ++i) {
       const auto& s = ck->nodes(i);
-      const auto& l = s.loscar();
+      const auto& l = s.loscar().worker();
       ++phases[l.phase()];
       const std::uint64_t base = l.round() * (n_steps + q_steps);
       const std::uint64_t in_round = l.phase() == W::LOCAL     ? l.done()
@@ -379,7 +379,7 @@ BOOST_AUTO_TEST_CASE(loscar_checkpoint_holds_a_consistent_round) {
     std::set<std::uint32_t> got(agg.got_from().begin(), agg.got_from().end());
     BOOST_TEST((got == sent), "checkpoint " << c << ": the aggregator's senders");
     for (int j = 0; j < agg.got_from_size(); ++j) {
-      const auto& y = ck->nodes(static_cast<int>(agg.got_from(j))).loscar().y_s();
+      const auto& y = ck->nodes(static_cast<int>(agg.got_from(j))).loscar().worker().y_s();
       BOOST_REQUIRE(static_cast<std::size_t>(y.size()) == k);
       BOOST_TEST(std::memcmp(y.data(), agg.got().data() + static_cast<std::size_t>(j) * k,
                              sizeof(float) * k) == 0);
@@ -387,10 +387,25 @@ BOOST_AUTO_TEST_CASE(loscar_checkpoint_holds_a_consistent_round) {
   }
   // A file whose aggregator state does not fit the spec is refused, naming it.
   auto bad = *load(scratch("loscar_inv_1.ckpt"), *plan);
-  bad.mutable_nodes(2)->mutable_loscar_aggregator()->clear_average();
+  bad.mutable_nodes(2)->mutable_loscar()->mutable_aggregator()->clear_average();
   BOOST_REQUIRE(atrain::write_checkpoint(bad, scratch("loscar_bad.ckpt").string()));
   const auto why = load_error(scratch("loscar_bad.ckpt"), *plan);
   BOOST_TEST(why.find("node 2: loscar_aggregator.average has 0 values") != std::string::npos, why);
+  // A node holding another algorithm's part is refused before LOSCAR reads it.
+  auto other = *load(scratch("loscar_inv_1.ckpt"), *plan);
+  other.mutable_nodes(1)->mutable_dasgd()->set_applied(1);
+  BOOST_REQUIRE(atrain::write_checkpoint(other, scratch("loscar_other.ckpt").string()));
+  const auto other_why = load_error(scratch("loscar_other.ckpt"), *plan);
+  BOOST_TEST(other_why.find("node 1: holds another algorithm's state") != std::string::npos,
+             other_why);
+  // A file of checkpoint format 1 (flat node states) is refused as such.
+  {
+    std::fstream f{scratch("loscar_inv_1.ckpt"), std::ios::in | std::ios::out | std::ios::binary};
+    f.seekp(7);
+    f.put('1');
+  }
+  const auto old_why = load_error(scratch("loscar_inv_1.ckpt"), *plan);
+  BOOST_TEST(old_why.find("checkpoint format 1") != std::string::npos, old_why);
   BOOST_TEST_MESSAGE("LOSCAR at 4 checkpoints: worker phases local/overlap/waiting = "
                      << phases[W::LOCAL] << "/" << phases[W::OVERLAP] << "/" << phases[W::WAITING]
                      << ", " << behind << " workers one round behind the aggregator");
@@ -453,10 +468,10 @@ BOOST_AUTO_TEST_CASE(the_barrier_conserves_push_sum_mass) {
     for (std::size_t j = 0; j < dim; ++j)
       want[j] = static_cast<double>(n) * plan->x0[j];
     for (const auto& s : ck->nodes()) {
-      w += s.pushsum_w();
+      w += s.pushsum().w();
       for (std::size_t j = 0; j < dim; ++j)
-        x[j] += s.pushsum_x(static_cast<int>(j));
-      for (const auto& h : s.sgp_held()) {
+        x[j] += s.pushsum().x(static_cast<int>(j));
+      for (const auto& h : s.pushsum().held()) {
         ++held;
         w += h.w();
         for (std::size_t j = 0; j < dim; ++j)
@@ -469,7 +484,7 @@ BOOST_AUTO_TEST_CASE(the_barrier_conserves_push_sum_mass) {
       // No gradient in flight at the barrier: one per step taken.
       BOOST_TEST(s.compute().gradients() == s.wakes());
       // The saved model is the push-sum ratio.
-      BOOST_TEST(s.params(0) == static_cast<float>(s.pushsum_x(0) / s.pushsum_w()));
+      BOOST_TEST(s.params(0) == static_cast<float>(s.pushsum().x(0) / s.pushsum().w()));
     }
     double err = 0, scale = 1;
     for (std::size_t j = 0; j < dim; ++j) {
@@ -558,12 +573,13 @@ BOOST_AUTO_TEST_CASE(the_barrier_conserves_rfast_tracker_mass) {
   const std::size_t dim = plan->dim();
   std::vector<double> lhs(dim, 0.0), rhs(dim, 0.0);
   for (const auto& s : ck->nodes()) {
+    const auto& r = s.rfast();  // R-FAST's own part
     for (std::size_t k = 0; k < dim; ++k) {
-      lhs[k] += s.tracker(static_cast<int>(k));
-      rhs[k] += s.g_prev(static_cast<int>(k));
+      lhs[k] += r.tracker(static_cast<int>(k));
+      rhs[k] += r.g_prev(static_cast<int>(k));
     }
-    for (const auto& m : s.mass_in()) {
-      const auto& sender = ck->nodes(static_cast<int>(m.node()));
+    for (const auto& m : r.mass_in()) {
+      const auto& sender = ck->nodes(static_cast<int>(m.node())).rfast();
       BOOST_TEST(m.seq() == sender.pushes(),
                  "node " << s.node() << " misses a push of " << m.node());
       BOOST_TEST(std::equal(m.rho_hat().begin(), m.rho_hat().end(), sender.rho().begin()));
@@ -577,7 +593,7 @@ BOOST_AUTO_TEST_CASE(the_barrier_conserves_rfast_tracker_mass) {
     // The worker held with nothing in flight: every gradient it computed is
     // in the tracker (init + one per wake).
     BOOST_TEST(s.compute().gradients() == s.wakes() + 1);
-    BOOST_TEST(s.tracks() == s.wakes());
+    BOOST_TEST(r.tracks() == s.wakes());
   }
   double err = 0, scale = 1;
   for (std::size_t k = 0; k < dim; ++k) {
@@ -685,7 +701,7 @@ BOOST_AUTO_TEST_CASE(async_ps_checkpoint_holds_the_server_model_of_its_ledger) {
     plan);
   const auto ck = load(file, *plan);
   const auto& algo = plan->spec.algorithm().async_ps();
-  const auto& ps = ck->nodes(static_cast<int>(algo.server())).async_ps_server();
+  const auto& ps = ck->nodes(static_cast<int>(algo.server())).async_ps().server();
   std::vector<double> y(plan->x0.begin(), plan->x0.end());
   for (std::size_t k = 0; k < ledger.size(); ++k) {
     BOOST_REQUIRE(ledger[k].version == k);
@@ -702,10 +718,10 @@ BOOST_AUTO_TEST_CASE(async_ps_checkpoint_holds_the_server_model_of_its_ledger) {
     const auto i = static_cast<int>(s.node());
     requests += s.wakes();
     BOOST_TEST(ps.applied(i) == s.wakes(), "node " << i << ": a request not applied");
-    BOOST_TEST(ps.sent_version(i) == s.async_ps_version(), "node " << i << ": a reply in flight");
+    BOOST_TEST(ps.sent_version(i) == s.async_ps().version(), "node " << i << ": a reply in flight");
     BOOST_TEST(s.compute().gradients() == s.wakes(), "node " << i << ": a gradient in flight");
-    newest = std::max(newest, s.async_ps_version());
-    if (s.async_ps_version() == ps.version())
+    newest = std::max(newest, s.async_ps().version());
+    if (s.async_ps().version() == ps.version())
       for (int k = 0; k < s.params_size(); ++k)
         BOOST_REQUIRE(s.params(k) == static_cast<float>(ps.params(k)));
   }
@@ -713,7 +729,7 @@ BOOST_AUTO_TEST_CASE(async_ps_checkpoint_holds_the_server_model_of_its_ledger) {
   BOOST_TEST(newest == ps.version());
   // A file whose server state is missing is refused before anything runs.
   auto broken = *ck;
-  broken.mutable_nodes(static_cast<int>(algo.server()))->clear_async_ps_server();
+  broken.mutable_nodes(static_cast<int>(algo.server()))->mutable_async_ps()->clear_server();
   const auto bad = scratch("ps_no_server.ckpt");
   BOOST_REQUIRE(atrain::write_checkpoint(broken, bad.string()));
   const auto why = load_error(bad, *plan);
@@ -814,13 +830,13 @@ BOOST_AUTO_TEST_CASE(local_sgd_checkpoints_hold_the_ring_idle_and_the_averages_e
     const proto_params* averaged = nullptr;
     std::size_t at_average = 0;
     for (const auto& s : ck->nodes()) {
-      BOOST_TEST(s.ring_round() == first.ring_round());
-      BOOST_TEST(s.local_sgd_averages() == s.ring_round());
-      BOOST_TEST(s.wakes() == h * s.local_sgd_averages() + s.local_sgd_since_average());
-      BOOST_TEST(s.local_sgd_since_average() < h);
+      BOOST_TEST(s.ring().round() == first.ring().round());
+      BOOST_TEST(s.ring().averages() == s.ring().round());
+      BOOST_TEST(s.wakes() == h * s.ring().averages() + s.ring().since_average());
+      BOOST_TEST(s.ring().since_average() < h);
       BOOST_TEST(s.compute().gradients() == s.wakes(),
                  "node " << s.node() << ": a gradient in flight");
-      if (s.local_sgd_since_average() != 0)
+      if (s.ring().since_average() != 0)
         continue;
       ++at_average;
       if (averaged == nullptr)
@@ -869,13 +885,13 @@ BOOST_AUTO_TEST_CASE(local_sgd_skip_resumed_run_ends_exactly_like_the_uninterrup
   const auto ck = load(scratch("local_sgd_skip_B_1.ckpt"), *plan);
   std::uint64_t late = 0;
   for (const auto& s : ck->nodes()) {
-    BOOST_TEST(s.ring_round() == ck->nodes(0).ring_round());
+    BOOST_TEST(s.ring().round() == ck->nodes(0).ring().round());
     BOOST_TEST(s.compute().gradients() == s.wakes(), "node " << s.node() << ": a gradient waits");
     late += s.late();
   }
   BOOST_TEST(ck->nodes(3).late() > 0u);  // the straggler's gradients were late before the barrier
   BOOST_TEST_MESSAGE("local_sgd SKIP checkpoint at " << ck->time_seconds() << " s: round "
-                                                     << ck->nodes(0).ring_round() << ", " << late
+                                                     << ck->nodes(0).ring().round() << ", " << late
                                                      << " late gradients applied");
 }
 

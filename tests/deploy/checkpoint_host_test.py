@@ -104,12 +104,12 @@ def parse_text(lines):
 
 def read_checkpoint(path):
     """The file's Checkpoint as a dict ({} when the framing or the checksum
-    is wrong: magic ATRCKPT1, length, payload, FNV-1a 64 of the payload)."""
+    is wrong: magic ATRCKPT2, length, payload, FNV-1a 64 of the payload)."""
     with open(path, "rb") as f:
         data = f.read()
     (length,) = struct.unpack("<Q", data[8:16]) if len(data) >= 16 else (0,)
     payload = data[16:16 + length]
-    if data[:8] != b"ATRCKPT1" or len(data) != 24 + length or \
+    if data[:8] != b"ATRCKPT2" or len(data) != 24 + length or \
             fnv1a64(payload) != struct.unpack("<Q", data[16 + length:])[0]:
         return {}
     text = subprocess.run([protoc, "--decode=atrain.proto.Checkpoint", "-I",
@@ -178,8 +178,9 @@ def facts_common(ck, dim):
         bad.append("a model without %d parameters" % dim)
     if not grads or min(grads) == 0:
         bad.append("a gradient counter at 0")
-    if not all(math.isfinite(v) for s in nodes for key in ("params", "tracker", "g_prev", "rho")
-               for v in floats(s, key)):
+    if not all(math.isfinite(v) for s in nodes for v in floats(s, "params")) or \
+            not all(math.isfinite(v) for s in nodes for key in ("tracker", "g_prev", "rho")
+                    for v in floats(one(s, "rfast", {}), key)):
         bad.append("a value not finite")
     return bad, sum(grads)
 
@@ -190,14 +191,15 @@ def facts_rfast(ck, c):
     dim = one(ck, "dimension")
     lhs, rhs = [0.0] * dim, [0.0] * dim
     bad = []
-    for s in nodes:
+    part = [one(s, "rfast", {}) for s in nodes]  # R-FAST's own part of each node
+    for s, own in zip(nodes, part):
         i = one(s, "node")
-        for k, (z, g) in enumerate(zip(floats(s, "tracker"), floats(s, "g_prev"))):
+        for k, (z, g) in enumerate(zip(floats(own, "tracker"), floats(own, "g_prev"))):
             lhs[k] += z
             rhs[k] += g
-        for m in s.get("mass_in", []):
+        for m in own.get("mass_in", []):
             j = one(m, "node")
-            sender = nodes[j]
+            sender = part[j]
             if one(m, "seq") != one(sender, "pushes") or floats(m, "rho_hat") != floats(sender, "rho"):
                 bad.append("node %d misses a push of node %d" % (i, j))
             used = floats(m, "rho_hat") if one(m, "consumed_all", "false") == "true" \
@@ -207,7 +209,7 @@ def facts_rfast(ck, c):
         # Held with nothing in flight: every gradient computed is tracked
         # (x^0's and one per wake).
         if one(one(s, "compute", {}), "gradients") != one(s, "wakes") + 1 or \
-                one(s, "tracks") != one(s, "wakes"):
+                one(own, "tracks") != one(s, "wakes"):
             bad.append("node %d: gradients != wakes + 1 or tracks != wakes" % i)
     err = max(abs(a - b) for a, b in zip(lhs, rhs)) / max(1.0, max(abs(b) for b in rhs))
     if not err < 1e-9:
@@ -217,7 +219,7 @@ def facts_rfast(ck, c):
 
 def facts_allreduce(ck):
     nodes = ck["nodes"]
-    steps = [one(s, "ring_round") for s in nodes]
+    steps = [one(one(s, "ring", {}), "round") for s in nodes]
     bad = []
     if len(set(steps)) != 1 or any(one(s, "wakes") != steps[0] or
                                    one(one(s, "compute", {}), "gradients") != steps[0]

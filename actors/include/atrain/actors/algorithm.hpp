@@ -109,6 +109,9 @@ struct algorithm_descriptor {
   const char* whole_restart_unsaved = nullptr;
 
   // ---- checkpoints (the common NodeState fields are checked by the runtime)
+  /// Its own part of a node's state (NodeState's `part`); a node whose part
+  /// is set to another is refused. PART_NOT_SET: it saves none.
+  proto::NodeState::PartCase node_part = proto::NodeState::PART_NOT_SET;
   check_node_fn check_node = nullptr;
   check_checkpoint_fn check_checkpoint = nullptr;
 
