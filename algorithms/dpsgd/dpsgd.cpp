@@ -451,6 +451,7 @@ algorithm_descriptor dpsgd_algorithm() {
   algorithm_descriptor d;
   d.kind = proto::AlgorithmSpec::kDpsgd;
   d.name = "dpsgd";
+  d.check_block = dpsgd_check_block;
   d.uses_topology = true;
   d.check_topology = [](const loaded_spec& ls, const topology& topo) {
     gossip::check_undirected(ls, topo, "dpsgd");

@@ -146,6 +146,7 @@ algorithm_descriptor local_sgd_algorithm() {
   algorithm_descriptor d;
   d.kind = proto::AlgorithmSpec::kLocalSgd;
   d.name = "local_sgd";
+  d.check_block = local_sgd_check_block;
   d.spawn_node = spawn_local_sgd_node;
   d.wire = wire_ring;
   d.needs_every_node = "every step is a ring all-reduce over every node";

@@ -712,6 +712,7 @@ algorithm_descriptor rfast_algorithm() {
   algorithm_descriptor d;
   d.kind = proto::AlgorithmSpec::kRfast;
   d.name = "rfast";
+  d.check_block = rfast_check_block;
   d.uses_topology = true;
   d.spawn_node = spawn_rfast_node;
   d.wire = wire_rfast;

@@ -610,6 +610,7 @@ algorithm_descriptor sgp_algorithm() {
   auto d = pushsum_descriptor();
   d.kind = proto::AlgorithmSpec::kSgp;
   d.name = "sgp";
+  d.check_block = sgp_check_block;
   d.needs_every_node = "every step waits for its in-neighbour's push-sum message";
   return d;
 }
@@ -618,6 +619,7 @@ algorithm_descriptor osgp_algorithm() {
   auto d = pushsum_descriptor();
   d.kind = proto::AlgorithmSpec::kOsgp;
   d.name = "osgp";
+  d.check_block = osgp_check_block;
   d.needs_every_node =
     "the push-sum mass sent to the lost node would vanish with it (the average diverges)";
   return d;
