@@ -12,6 +12,10 @@ namespace atrain {
 void check_spec(const loaded_spec& ls) {
   spec_facts facts;
   if (const auto* algo = find_algorithm(ls.spec.algorithm().kind_case())) {
+    if (algo->check_block)
+      facts.check_block = [algo, &ls](spec_checker& c) {
+        algo->check_block(c, ls.spec.algorithm());
+      };
     facts.uses_topology = algo->uses_topology;
     facts.lossless_links = algo->links.acknowledged;
     if (algo->whole_restart_refusal)

@@ -396,6 +396,7 @@ algorithm_descriptor adpsgd_algorithm() {
   d.kind = proto::AlgorithmSpec::kAdpsgd;
   d.node_part = proto::NodeState::kAdpsgd;
   d.name = "adpsgd";
+  d.check_block = adpsgd_check_block;
   d.uses_topology = true;
   d.check_topology = adpsgd_check_topology;
   d.spawn_node = spawn_adpsgd_node;

@@ -53,4 +53,7 @@ void join_adpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 void wire_adpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
                  std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
+/// Its spec block's checks (adpsgd_spec.cpp; algorithm_descriptor::check_block).
+void adpsgd_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+
 }  // namespace atrain

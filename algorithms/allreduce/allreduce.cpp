@@ -178,6 +178,7 @@ algorithm_descriptor allreduce_algorithm() {
   d.kind = proto::AlgorithmSpec::kAllreduce;
   d.node_part = proto::NodeState::kRing;
   d.name = "allreduce";
+  d.check_block = allreduce_check_block;
   d.spawn_node = spawn_allreduce_node;
   d.wire = wire_ring;
   d.needs_every_node = "every step is a ring all-reduce over every node";

@@ -35,4 +35,7 @@ struct allreduce_step {
 [[nodiscard]] caf::actor spawn_allreduce_replacement(caf::event_based_actor* sup,
                                                      const context_ptr& ctx, std::uint32_t k);
 
+/// Its spec block's checks (allreduce_spec.cpp; algorithm_descriptor::check_block).
+void allreduce_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+
 }  // namespace atrain

@@ -410,6 +410,7 @@ algorithm_descriptor async_ps_algorithm() {
   d.kind = proto::AlgorithmSpec::kAsyncPs;
   d.node_part = proto::NodeState::kAsyncPs;
   d.name = "async_ps";
+  d.check_block = async_ps_check_block;
   d.spawn_node = spawn_async_ps_node;
   d.wire = wire_async_ps;
   d.critical_node = server_of;

@@ -145,6 +145,7 @@ algorithm_descriptor centralized_algorithm() {
   algorithm_descriptor d;
   d.kind = proto::AlgorithmSpec::kCentralized;
   d.name = "centralized";
+  d.check_block = centralized_check_block;
   d.single_node = true;
   d.spawn_node = spawn_centralized_node;
   d.wire = wire_centralized;

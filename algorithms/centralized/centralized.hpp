@@ -25,4 +25,7 @@ void wire_centralized(caf::event_based_actor* sup, const context_ptr& ctx,
 void join_centralized_worker(caf::event_based_actor* sup, const context_ptr& ctx,
                              const worker_restart& r, restart_started started);
 
+/// Its spec block's checks (centralized_spec.cpp; algorithm_descriptor::check_block).
+void centralized_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+
 }  // namespace atrain

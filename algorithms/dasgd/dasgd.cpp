@@ -869,6 +869,7 @@ algorithm_descriptor dasgd_algorithm() {
   d.kind = proto::AlgorithmSpec::kDasgd;
   d.node_part = proto::NodeState::kDasgd;
   d.name = "dasgd";
+  d.check_block = dasgd_check_block;
   d.spawn_node = spawn_dasgd_node;
   d.wire = wire_dasgd;
   d.spawn_replacement = ignoring_incarnation<spawn_dasgd_replacement>;

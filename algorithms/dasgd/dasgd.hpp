@@ -79,4 +79,7 @@ void join_dasgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, cons
 void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
+/// Its spec block's checks (dasgd_spec.cpp; algorithm_descriptor::check_block).
+void dasgd_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+
 }  // namespace atrain

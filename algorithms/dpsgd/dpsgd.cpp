@@ -452,6 +452,7 @@ algorithm_descriptor dpsgd_algorithm() {
   d.kind = proto::AlgorithmSpec::kDpsgd;
   d.node_part = proto::NodeState::kDpsgd;
   d.name = "dpsgd";
+  d.check_block = dpsgd_check_block;
   d.uses_topology = true;
   d.check_topology = [](const loaded_spec& ls, const topology& topo) {
     gossip::check_undirected(ls, topo, "dpsgd");

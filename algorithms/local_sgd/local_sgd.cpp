@@ -147,6 +147,7 @@ algorithm_descriptor local_sgd_algorithm() {
   d.kind = proto::AlgorithmSpec::kLocalSgd;
   d.node_part = proto::NodeState::kRing;
   d.name = "local_sgd";
+  d.check_block = local_sgd_check_block;
   d.spawn_node = spawn_local_sgd_node;
   d.wire = wire_ring;
   d.needs_every_node = "every step is a ring all-reduce over every node";

@@ -32,4 +32,7 @@ struct local_sgd_average {
 [[nodiscard]] caf::actor spawn_local_sgd_replacement(caf::event_based_actor* sup,
                                                      const context_ptr& ctx, std::uint32_t k);
 
+/// Its spec block's checks (local_sgd_spec.cpp; algorithm_descriptor::check_block).
+void local_sgd_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+
 }  // namespace atrain

@@ -666,6 +666,7 @@ algorithm_descriptor loscar_algorithm() {
   d.kind = proto::AlgorithmSpec::kLoscar;
   d.node_part = proto::NodeState::kLoscar;
   d.name = "loscar";
+  d.check_block = loscar_check_block;
   d.label = [](const proto::AlgorithmSpec& a) {
     return std::string{a.loscar().merge() == proto::Loscar::NAIVE ? "loscar_naive" : "loscar"};
   };

@@ -130,4 +130,7 @@ void wire_rfast(caf::event_based_actor* sup, const context_ptr& ctx,
 /// Lets a node from respawn_rfast_node go, once its epoch view was sent.
 void start_respawned_rfast_node(caf::event_based_actor* sup, const node_actors& node);
 
+/// Its spec block's checks (rfast_spec.cpp; algorithm_descriptor::check_block).
+void rfast_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+
 }  // namespace atrain

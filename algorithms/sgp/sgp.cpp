@@ -608,6 +608,7 @@ algorithm_descriptor sgp_algorithm() {
   d.kind = proto::AlgorithmSpec::kSgp;
   d.node_part = proto::NodeState::kPushsum;
   d.name = "sgp";
+  d.check_block = sgp_check_block;
   d.needs_every_node = "every step waits for its in-neighbour's push-sum message";
   return d;
 }
@@ -617,6 +618,7 @@ algorithm_descriptor osgp_algorithm() {
   d.kind = proto::AlgorithmSpec::kOsgp;
   d.node_part = proto::NodeState::kPushsum;
   d.name = "osgp";
+  d.check_block = osgp_check_block;
   d.needs_every_node =
     "the push-sum mass sent to the lost node would vanish with it (the average diverges)";
   return d;

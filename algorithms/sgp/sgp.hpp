@@ -97,4 +97,8 @@ void join_sgp_worker(caf::event_based_actor* sup, const context_ptr& ctx, const 
 void wire_sgp(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<node_actors>& nodes,
               std::vector<caf::actor>& links);
 
+/// Their spec blocks' checks (sgp_spec.cpp; algorithm_descriptor::check_block).
+void sgp_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+void osgp_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+
 }  // namespace atrain

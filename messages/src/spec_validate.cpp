@@ -1,10 +1,10 @@
 // Semantic validation of an experiment spec: every problem, one per line.
 #include "atrain/messages/spec.hpp"
+#include "atrain/messages/spec_checker.hpp"
 
 #include <google/protobuf/descriptor.h>
 
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -41,21 +41,6 @@ std::string floats(std::uint64_t x) {
          " MiB of floats)";
 }
 
-// Shortest decimal that reads back as x.
-std::string num(double x) {
-  if (std::isnan(x))
-    return "nan";
-  if (std::isinf(x))
-    return x > 0 ? "inf" : "-inf";
-  char buf[40];
-  for (int prec = 1; prec <= 17; ++prec) {
-    std::snprintf(buf, sizeof buf, "%.*g", prec, x);
-    if (std::strtod(buf, nullptr) == x)
-      break;
-  }
-  return buf;
-}
-
 bool valid_utf8(const std::string& s) {
   std::size_t i = 0;
   while (i < s.size()) {
@@ -86,7 +71,7 @@ std::string idx(const std::string& path, int i) {
   return path + "[" + std::to_string(i) + "]";
 }
 
-/// "rfast, centralized, ... or async_ps": the cases of AlgorithmSpec's oneof.
+/// "A, B, ... or Z": the cases of AlgorithmSpec's oneof, in field order.
 std::string algorithm_choices() {
   const auto* kind = proto::AlgorithmSpec::descriptor()->FindOneofByName("kind");
   std::string out;
@@ -95,33 +80,10 @@ std::string algorithm_choices() {
   return out;
 }
 
-class checker {
+class checker : public spec_checker {
 public:
-  checker(const loaded_spec& s, const spec_facts& facts) : s_(s), facts_(facts) {}
+  checker(const loaded_spec& s, const spec_facts& facts) : spec_checker(s), facts_(facts) {}
 
-  void bad(const std::string& path, const std::string& reason) {
-    problems_.push_back(s_.where(path) + ": " + reason);
-  }
-
-  // Non-finite doubles are reported once by generic_checks(); range checks skip them.
-  void positive(const std::string& path, double x) {
-    if (std::isfinite(x) && !(x > 0))
-      bad(path, "must be > 0 (got " + num(x) + ")");
-  }
-  void non_negative(const std::string& path, double x) {
-    if (std::isfinite(x) && !(x >= 0))
-      bad(path, "must be >= 0 (got " + num(x) + ")");
-  }
-  // > 0 and at least the floor for periods (a tiny period is an endless stream of events).
-  void period(const std::string& path, double x, const char* what = "s") {
-    if (!std::isfinite(x))
-      return;
-    if (!(x > 0))
-      bad(path, "must be > 0 (got " + num(x) + ")");
-    else if (x < limits::min_period_seconds)
-      bad(path, "must be >= " + num(limits::min_period_seconds) + " " + what +
-                  ", the floor for periods and per-gradient times (got " + num(x) + ")");
-  }
   void unit_closed(const std::string& path, double x) {
     if (std::isfinite(x) && !(x >= 0 && x <= 1))
       bad(path, "must be in [0, 1] (got " + num(x) + ")");
@@ -184,8 +146,6 @@ public:
   void run();
   void model_size(std::uint64_t dim, std::uint64_t classes, bool known);
 
-  const std::vector<std::string>& problems() const { return problems_; }
-
 private:
   void deploy();
   void dataset();
@@ -200,9 +160,7 @@ private:
   void stop_and_eval();
   void checkpoint();
 
-  const loaded_spec& s_;
   const spec_facts& facts_;
-  std::vector<std::string> problems_;
 };
 
 void checker::run() {
@@ -371,92 +329,12 @@ void checker::model() {
     bad("model.batch_size", "must be >= 1 (got 0)");
 }
 
+// The algorithm's own block is its descriptor's to check (spec_facts::check_block).
 void checker::algorithm() {
-  const auto& a = s_.spec.algorithm();
-  // Every algorithm has a step size gamma > 0 and a decay >= 0.
-  auto schedule = [&](const std::string& name, double step_size, double decay) {
-    positive("algorithm." + name + ".step_size", step_size);
-    non_negative("algorithm." + name + ".decay", decay);
-  };
-  auto node_exists = [&](const std::string& path, std::uint32_t node) {
-    if (s_.spec.nodes() > 0 && node >= s_.spec.nodes())
-      bad(path, "node " + std::to_string(node) +
-                  " does not exist (nodes = " + std::to_string(s_.spec.nodes()) + ")");
-  };
-  auto straggler_policy = [&](const std::string& name, proto::StragglerPolicy policy) {
-    if (!proto::StragglerPolicy_IsValid(policy))
-      bad("algorithm." + name + ".straggler_policy",
-          "must be WAIT or SKIP (got " + std::to_string(static_cast<int>(policy)) + ")");
-  };
-  switch (a.kind_case()) {
-    case proto::AlgorithmSpec::kRfast: {
-      const auto& r = a.rfast();
-      using V = proto::RFast;
-      if (r.variant() != V::PHI && r.variant() != V::PLAIN)
-        bad("algorithm.rfast.variant",
-            "must be PHI or PLAIN: the step-size scaling must be explicit (PHI descends along "
-            "z / max(phi, phi_min) with an SGD-scale step; PLAIN descends along z and needs "
-            "about (out_C + 1) times the SGD step on regular graphs, about 1/(4n) on trees)");
-      schedule("rfast", r.step_size(), r.decay());
-      if (r.has_phi_min() && std::isfinite(r.phi_min()) && !(r.phi_min() > 0 && r.phi_min() <= 1))
-        bad("algorithm.rfast.phi_min", "must be in (0, 1] (got " + num(r.phi_min()) + ")");
-      break;
-    }
-    case proto::AlgorithmSpec::kCentralized:
-      schedule("centralized", a.centralized().step_size(), a.centralized().decay());
-      break;
-    case proto::AlgorithmSpec::kAllreduce:
-      schedule("allreduce", a.allreduce().step_size(), a.allreduce().decay());
-      straggler_policy("allreduce", a.allreduce().straggler_policy());
-      break;
-    case proto::AlgorithmSpec::kLocalSgd:
-      schedule("local_sgd", a.local_sgd().step_size(), a.local_sgd().decay());
-      if (a.local_sgd().local_steps() < 1)
-        bad("algorithm.local_sgd.local_steps", "must be >= 1 (got 0)");
-      straggler_policy("local_sgd", a.local_sgd().straggler_policy());
-      break;
-    case proto::AlgorithmSpec::kDpsgd:
-      schedule("dpsgd", a.dpsgd().step_size(), a.dpsgd().decay());
-      straggler_policy("dpsgd", a.dpsgd().straggler_policy());
-      break;
-    case proto::AlgorithmSpec::kAdpsgd:
-      schedule("adpsgd", a.adpsgd().step_size(), a.adpsgd().decay());
-      break;
-    case proto::AlgorithmSpec::kDasgd:
-      schedule("dasgd", a.dasgd().step_size(), a.dasgd().decay());
-      break;
-    case proto::AlgorithmSpec::kLoscar: {
-      const auto& l = a.loscar();
-      schedule("loscar", l.step_size(), l.decay());
-      if (!(l.sparsity() > 0 && l.sparsity() <= 1))
-        bad("algorithm.loscar.sparsity",
-            "must be in (0, 1]: the fraction of coordinates averaged per round (got " +
-              num(l.sparsity()) + ")");
-      if (!l.has_local_steps())
-        period("algorithm.loscar.round_seconds", l.round_seconds());
-      else if (l.local_steps() < 1)
-        bad("algorithm.loscar.local_steps", "must be >= 1 (got 0)");
-      if (!proto::Loscar::Merge_IsValid(l.merge()))
-        bad("algorithm.loscar.merge", "unknown merge " + std::to_string(l.merge()));
-      if (l.blocking() && l.has_overlap_steps() && l.overlap_steps() > 0)
-        bad("algorithm.loscar.overlap_steps", "must be 0 (or unset) when blocking is set");
-      node_exists("algorithm.loscar.aggregator", l.aggregator());
-      break;
-    }
-    case proto::AlgorithmSpec::kSgp:
-      schedule("sgp", a.sgp().step_size(), a.sgp().decay());
-      break;
-    case proto::AlgorithmSpec::kOsgp:
-      schedule("osgp", a.osgp().step_size(), a.osgp().decay());
-      break;
-    case proto::AlgorithmSpec::kAsyncPs:
-      schedule("async_ps", a.async_ps().step_size(), a.async_ps().decay());
-      node_exists("algorithm.async_ps.server", a.async_ps().server());
-      break;
-    case proto::AlgorithmSpec::KIND_NOT_SET:
-      bad("algorithm", "choose an algorithm: " + algorithm_choices());
-      break;
-  }
+  if (s_.spec.algorithm().kind_case() == proto::AlgorithmSpec::KIND_NOT_SET)
+    bad("algorithm", "choose an algorithm: " + algorithm_choices());
+  else if (facts_.check_block)
+    facts_.check_block(*this);
 }
 
 void checker::topology(bool nodes_ok) {
@@ -591,8 +469,8 @@ void checker::link() {
   non_negative("link.reorder_delay_seconds", l.reorder_delay_seconds());
   if (l.has_retransmit_seconds())
     period("link.retransmit_seconds", l.retransmit_seconds());
-  // Every algorithm but R-FAST runs on acknowledged links, which retransmit
-  // until a copy gets through: a link that loses everything never delivers.
+  // Acknowledged links retransmit until a copy gets through: a link that
+  // loses everything never delivers.
   if (facts_.lossless_links && l.loss() == 1)
     bad("link.loss", "must be < 1 for acknowledged links (this algorithm's): a link that "
                      "drops every packet never delivers");

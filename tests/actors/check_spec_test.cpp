@@ -1,11 +1,13 @@
 // check_spec: the validator given each algorithm's facts from its descriptor
-// (hubs a whole-node restart would lose, acknowledged links, whether the
-// topology block matters, R-FAST's unsaved epochs).
+// (its own spec block's checks, hubs a whole-node restart would lose,
+// acknowledged links, whether the topology block matters, R-FAST's unsaved
+// epochs).
 #include <boost/test/unit_test.hpp>
 
 #include <string>
 #include <vector>
 
+#include "../messages/spec_fixture.hpp"
 #include "atrain/actors/run_plan.hpp"
 
 namespace {
@@ -25,9 +27,105 @@ bool says(const std::string& msg, const std::string& what) {
   return msg.find(what) != std::string::npos;
 }
 
+namespace sf = spec_fixture;
+
+/// The messages tests' base spec as the engine checks it.
+void engine_check(const atrain::loaded_spec& s) {
+  atrain::check_spec(s);
+}
+
+/// Each algorithm's own block (algorithm_descriptor::check_block), on the
+/// messages tests' base spec: path, line and reason as validate() reports them.
+std::vector<sf::bad_case> block_cases() {
+  using E = std::vector<std::pair<std::string, std::string>>;
+  using O = std::vector<std::string>;
+  using sf::at;
+  using sf::rfast_block;
+  return {
+    {"rfast variant unset", E{{"    variant: PHI\n", ""}}, O{}, at::line, "rfast {",
+     "algorithm.rfast.variant", "step-size scaling must be explicit"},
+    {"negative step size", E{{"step_size: 0.05", "step_size: -0.05"}}, O{}, at::line,
+     "step_size: -0.05", "algorithm.rfast.step_size", "must be > 0 (got -0.05)"},
+    {"zero step size", E{{"step_size: 0.05", "step_size: 0"}}, O{}, at::line, "step_size: 0",
+     "algorithm.rfast.step_size", "must be > 0"},
+    {"phi_min above 1", E{{"phi_min: 0.05", "phi_min: 1.5"}}, O{}, at::line, "phi_min: 1.5",
+     "algorithm.rfast.phi_min", "must be in (0, 1]"},
+    {"phi_min zero", E{{"phi_min: 0.05", "phi_min: 0"}}, O{}, at::line, "phi_min: 0",
+     "algorithm.rfast.phi_min", "must be in (0, 1]"},
+    {"negative decay", E{{"decay: 0.001", "decay: -1"}}, O{}, at::line, "decay: -1",
+     "algorithm.rfast.decay", "must be >= 0"},
+    {"centralized zero step", E{{rfast_block, "centralized {\n    step_size: 0\n  }"}}, O{},
+     at::line, "step_size: 0", "algorithm.centralized.step_size", "must be > 0"},
+    {"loscar sparsity zero", E{}, O{"algorithm.loscar={step_size: 0.3 round_seconds: 0.01}"},
+     at::set, "", "algorithm.loscar.sparsity", "must be in (0, 1]"},
+    {"loscar without round length", E{}, O{"algorithm.loscar={step_size: 0.3 sparsity: 0.1}"},
+     at::set, "", "algorithm.loscar.round_seconds", "must be > 0"},
+    {"async_ps server out of range", E{}, O{"algorithm.async_ps={step_size: 1 server: 99}"},
+     at::set, "", "algorithm.async_ps.server", "does not exist"},
+    {"override negative step size", E{}, O{"algorithm.rfast.step_size=-1"}, at::set, "",
+     "algorithm.rfast.step_size", "must be > 0 (got -1)"},
+    {"loscar round below the floor", E{},
+     O{"algorithm.loscar={step_size: 0.3 round_seconds: 1e-9 sparsity: 0.1}"}, at::set, "",
+     "algorithm.loscar.round_seconds", "must be >= 1e-06 s"},
+    {"override selects centralized without step", E{}, O{"algorithm.centralized.decay=0"}, at::line,
+     "algorithm {", "algorithm.centralized.step_size", "must be > 0"},
+  };
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(check_spec)
+
+BOOST_AUTO_TEST_CASE(each_block_is_refused_with_path_line_and_reason) {
+  for (const auto& c : block_cases())
+    sf::expect_refused(c, engine_check);
+}
+
+BOOST_AUTO_TEST_CASE(every_problem_is_reported) {
+  const std::string text = sf::edit(sf::base_spec, {{"nodes: 4", "nodes: 0"},
+                                                    {"step_size: 0.05", "step_size: -1"},
+                                                    {"loss: 0.01", "loss: 1.5"},
+                                                    {"period_seconds: 0.5", "period_seconds: -2"}});
+  const std::string msg = sf::refusal(engine_check, text);
+  const auto lines = sf::split_lines(msg);
+  BOOST_TEST(lines.size() == 4u, msg);
+  BOOST_TEST(msg.find("spec.textproto:5: nodes: ") != std::string::npos, msg);
+  BOOST_TEST(msg.find("algorithm.rfast.step_size: must be > 0") != std::string::npos, msg);
+  BOOST_TEST(msg.find("link.loss: must be in [0, 1]") != std::string::npos, msg);
+  BOOST_TEST(msg.find("eval.period_seconds: must be > 0") != std::string::npos, msg);
+}
+
+// messages/ knows no algorithm: validate() alone checks that one is chosen, not
+// its block; check_spec adds the block's checks from the descriptor, in their
+// place among the others (after the model, before the topology).
+BOOST_AUTO_TEST_CASE(the_block_is_checked_by_the_engine_only) {
+  const std::string text = sf::edit(sf::base_spec, {{"step_size: 0.05", "step_size: -1"},
+                                                    {"phi_min: 0.05", "phi_min: 2"},
+                                                    {"batch_size: 8", "batch_size: 0"},
+                                                    {"tau_seconds: 0.01", "tau_seconds: 0"}});
+  const std::string alone =
+    sf::refusal([](const atrain::loaded_spec& s) { atrain::validate(s); }, text);
+  const std::string engine = sf::refusal(engine_check, text);
+  const std::string l = sf::label + ":";
+  auto at = [&](const char* snippet) {
+    return l + std::to_string(sf::line_of(text, snippet)) + ": ";
+  };
+  const std::string batch = at("batch_size: 0") + "model.batch_size: must be >= 1 (got 0)";
+  const std::string tau =
+    at("tau_seconds: 0") +
+    "cost.tau_seconds: must be > 0 (got 0), or give tau_per_node with one entry per node";
+  BOOST_TEST(alone == batch + "\n" + tau);
+  BOOST_TEST(engine == batch + "\n" + at("step_size: -1") +
+                         "algorithm.rfast.step_size: must be > 0 (got -1)\n" + at("phi_min: 2") +
+                         "algorithm.rfast.phi_min: must be in (0, 1] (got 2)\n" + tau);
+  // No algorithm: both say so, the same way.
+  const std::string none = sf::edit(sf::base_spec, {{sf::rfast_block, ""}});
+  const std::string choose = l + std::to_string(sf::line_of(none, "algorithm {")) +
+                             ": algorithm: choose an algorithm: rfast, centralized, ";
+  BOOST_TEST(sf::refusal(engine_check, none).rfind(choose, 0) == 0u);
+  BOOST_TEST(sf::refusal(engine_check, none) ==
+             sf::refusal([](const atrain::loaded_spec& s) { atrain::validate(s); }, none));
+}
 
 BOOST_AUTO_TEST_CASE(hubs_cannot_restart_whole) {
   const std::string whole = "faults.crash=[{node: 2 whole_node: true restart_after_seconds: 1}]";

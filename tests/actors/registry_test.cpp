@@ -25,6 +25,7 @@ BOOST_AUTO_TEST_CASE(one_descriptor_per_spec_algorithm) {
     BOOST_TEST(d->name == field->name());
     BOOST_TEST(d->kind == kind);
     BOOST_TEST((d->spawn_node != nullptr && d->wire != nullptr), field->name());
+    BOOST_TEST(d->check_block != nullptr, field->name());  // every block has a step size
     BOOST_TEST(((d->spawn_replacement == nullptr) == (d->join == nullptr)), field->name());
     names.insert(d->name);
   }

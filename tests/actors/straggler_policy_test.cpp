@@ -407,7 +407,7 @@ BOOST_AUTO_TEST_CASE(skip_replays_deterministically) {
 }
 
 BOOST_AUTO_TEST_CASE(an_unknown_policy_is_refused_naming_the_field) {
-  // In text the parser refuses it; a spec built in code reaches validate().
+  // In text the parser refuses it; a spec built in code reaches check_spec.
   t::gossip::expect_refused({"algorithm.dpsgd.step_size=1", "algorithm.dpsgd.straggler_policy=7"},
                             {"algorithm.dpsgd.straggler_policy", "WAIT, SKIP"});
   for (const std::string name : {"allreduce", "local_sgd", "dpsgd"}) {
@@ -421,7 +421,7 @@ BOOST_AUTO_TEST_CASE(an_unknown_policy_is_refused_naming_the_field) {
     else
       a->mutable_local_sgd()->set_straggler_policy(bad);
     try {
-      atrain::validate(s);
+      atrain::check_spec(s);
       BOOST_ERROR(name << ": straggler_policy 7 accepted");
     } catch (const atrain::spec_error& e) {
       const std::string what = e.what();

@@ -12,6 +12,7 @@
 
 #include "atrain/actors/context.hpp"
 #include "atrain/actors/recovery.hpp"
+#include "atrain/messages/spec_checker.hpp"
 
 namespace atrain {
 
@@ -75,6 +76,11 @@ struct algorithm_descriptor {
   const char* name = "";
   /// The report's name when the block decides it (LOSCAR's naive merge).
   std::string (*label)(const proto::AlgorithmSpec& a) = nullptr;
+  /// Checks its own spec block (algorithm.NAME.*: step-size schedule, ranges),
+  /// reporting each problem at its field path through `c`; check_spec passes
+  /// it to validate() (spec_facts::check_block), in its place among the
+  /// others. Defined in algorithms/NAME/NAME_spec.cpp; nullptr: not checked.
+  void (*check_block)(spec_checker& c, const proto::AlgorithmSpec& a) = nullptr;
 
   // ---- the plan
   /// Builds G_R / G_C from the spec's `topology` (the others talk over node ids).

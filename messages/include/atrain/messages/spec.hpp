@@ -7,7 +7,9 @@
 //   atrain::validate(s);                                         // semantic checks
 //
 // load_spec / parse_spec only parse and apply overrides; they do NOT validate, so a
-// caller must call validate() before starting any actor.
+// caller must call validate() before starting any actor. The engine's check_spec
+// (atrain/actors/run_plan.hpp) is validate() with the algorithm's facts, its own
+// spec block's checks among them; validate() alone does not check that block.
 //
 // Errors: every function here reports a bad spec by throwing atrain::spec_error whose
 // what() is the full, human-readable message, one problem per line:
@@ -87,11 +89,16 @@ struct loaded_spec {
 // "--set nodes=-3: not an unsigned integer", "--set nodes: expected field.path=value".
 void apply_override(loaded_spec& s, const std::string& assignment);
 
+class spec_checker;  // atrain/messages/spec_checker.hpp
+
 // What the validator cannot read from a spec: facts about its algorithm that
 // only the engine holds (each algorithm's descriptor). The engine's check_spec
 // (atrain/actors/run_plan.hpp) fills them in; the defaults refuse nothing that
 // depends on the algorithm and check the topology block.
 struct spec_facts {
+  // Checks the algorithm's own block (algorithm.NAME.*), reporting through the
+  // checker; empty: the block is not checked (only that an algorithm is chosen).
+  std::function<void(spec_checker&)> check_block;
   bool uses_topology = true;    // the topology block is checked
   bool lossless_links = false;  // acknowledged links: link.loss = 1 never delivers
   // Why node k cannot be restarted whole (a hub of the run lives on it); empty: it can.

@@ -1,0 +1,11 @@
+// Centralized SGD's spec block: algorithm.centralized.*.
+#include "algorithms/centralized/centralized.hpp"
+#include "atrain/messages/spec_checker.hpp"
+
+namespace atrain {
+
+void centralized_check_block(spec_checker& c, const proto::AlgorithmSpec& a) {
+  c.schedule("centralized", a.centralized());
+}
+
+}  // namespace atrain
