@@ -115,8 +115,9 @@ int node(const node_args& n) {
   }
   if (!n.tls.enabled() && !is_loopback(hp->first) && !n.allow_remote) {
     std::cerr << "atrain node: refusing to listen on " << hp->first
-              << " without TLS (the shared secret would cross the network in clear): give "
-                 "--tls-cert/--tls-key/--tls-ca, or --allow-remote on a network you trust\n";
+              << " without TLS (the secret never crosses the network, but the connection is "
+                 "not encrypted): give --tls-cert/--tls-key/--tls-ca, or --allow-remote on a "
+                 "network you trust\n";
     return 2;
   }
   if (!n.guard && (n.tls.enabled() || !is_loopback(hp->first))) {

@@ -136,7 +136,8 @@ void node_options(po::options_description& d) {
     "tls-key", po::value<std::string>()->value_name("FILE"), "its private key (default: none)")(
     "tls-ca", po::value<std::string>()->value_name("FILE"), "the CA (default: none)")(
     "allow-remote", po::bool_switch(),
-    "without TLS, listen beyond loopback; the secret crosses in clear (default: off)")(
+    "without TLS, listen beyond loopback; peers authenticate, the traffic is not encrypted "
+    "(default: off)")(
     "max-runs",
     po::value<std::string>()->default_value(std::to_string(n.max_runs))->value_name("N"),
     "runs served at once (1..64)")(
