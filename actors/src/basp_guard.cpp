@@ -268,7 +268,7 @@ void on_response(guard_ptr self, const std::shared_ptr<relay>& p, const std::vec
              caf::actor_cast<caf::strong_actor_ptr>(st.opts.target), std::set<std::string>{});
   for (auto h : {p->client, p->inner})
     self->configure_read(h, caf::io::receive_policy::at_most(chunk_bytes));
-  arm_timeout(self, *p, st.opts.idle_timeout);
+  // The authentication timeout, when it fires, goes on as the idle check.
 }
 
 caf::behavior guard(guard_ptr self, caf::io::doorman_ptr door, basp_guard_options opts,

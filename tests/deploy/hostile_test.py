@@ -4,7 +4,8 @@ a peer must answer the guard's challenge with the shared secret: raw TCP
 garbage, a wrong secret and a replayed response are refused there; a
 connection that never answers (slowloris) is closed at the authentication
 timeout; connections beyond the bound on unauthenticated ones are closed at
-once. After authenticating, an unknown BASP operation and BASP headers
+once; an authenticated connection that goes silent is closed at the idle
+timeout; a fake host that cannot prove the secret is refused by the driver. After authenticating, an unknown BASP operation and BASP headers
 announcing ~4 GiB and the limit + 1 are refused by the guard before CAF
 allocates anything (memory stays flat). A plain CAF client that knows only
 the port, and atrain's own connect with a wrong secret, cannot connect at
@@ -26,6 +27,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -73,9 +75,9 @@ def basp_ready(address, secret):
     return s, proof == want and hdr[0] == 0
 
 
-AUTH_MS, MAX_UNAUTH = 1000, 16
+AUTH_MS, MAX_UNAUTH, IDLE = 1000, 16, 2
 c = Cluster(atrain, 1, flags=["--auth-timeout-ms", str(AUTH_MS), "--max-unauthenticated",
-                              str(MAX_UNAUTH)])
+                              str(MAX_UNAUTH), "--idle-timeout", str(IDLE)])
 try:
     h = c.hosts[0]
     host, port = h.address.split(":")
@@ -159,15 +161,26 @@ try:
     for f in flood:
         f.close()
     expected += len(flood)
+    # 7b. authenticated, then silent: closed at the idle timeout (CAF peers
+    # send heartbeats every 0.5 s: the runs below live with the same host)
+    s, ok = basp_ready(h.address, secret)
+    t0 = time.monotonic()
+    closed = closed_by_host(s, wait=IDLE + 3)
+    took = time.monotonic() - t0
+    check(ok and closed and IDLE - 0.1 < took < IDLE + 1.0,
+          "authenticated, then silent: closed after %.2f s (idle timeout %d s)" % (took, IDLE))
+    s.close()
+    expected += 1
     time.sleep(0.2)
     log = h.text()
-    check(guard_count(log) == expected and log.count("authentication failed") == 22 and
+    check(guard_count(log) == expected and "authenticated, then nothing for 2 s" in log and log.count("authentication failed") == 22 and
           log.count("no authentication within 1 s") == 5 + MAX_UNAUTH and
           log.count("too many connections waiting to authenticate (limit 16)") == 20 and
           "announces a payload of 4294967295 bytes (limit 268435456)" in log and
           "announces a payload of 268435457 bytes" in log and "unknown BASP operation 66" in log,
           "the guard logged and counted %d refusals (expected %d: 20 garbage, wrong secret, "
-          "replay, 3 BASP headers, 5 slowloris, 20 of the flood at once, %d at the timeout)" % (
+          "replay, 3 BASP headers, 5 slowloris, 20 of the flood at once, %d at the timeout, 1 "
+          "idle)" % (
               guard_count(log), expected, MAX_UNAUTH))
     check(re.search(r"closed the connection from 127\.0\.0\.1:\d+: authentication failed", log)
           is not None, "each refusal names the peer's address and the reason")
@@ -185,6 +198,34 @@ try:
     check(r.returncode == 0 and "attack refused" in r.stdout,
           "a plain CAF client and a wrong secret cannot connect" +
           ("" if r.returncode == 0 else ": " + r.stdout[-300:] + r.stderr[-300:]))
+    # 8b. mutual: a fake host that sends a challenge but cannot prove it holds
+    # the secret; the driver refuses to go on (nothing it sends is BASP yet)
+    fake = socket.socket()
+    fake.bind(("127.0.0.1", 0))
+    fake.listen(1)
+
+    def fake_host():
+        conn, _ = fake.accept()
+        conn.sendall(b"atrain/1" + os.urandom(32))
+        recv_exactly(conn, 64)
+        conn.sendall(os.urandom(32))
+        conn.settimeout(10)
+        got = conn.recv(1)  # the driver closes instead of speaking BASP
+        fake_saw.append(got)
+        conn.close()
+
+    fake_saw = []
+    t = threading.Thread(target=fake_host, daemon=True)
+    t.start()
+    r = subprocess.run([atrain, "run", "config/algorithms/allreduce.textproto", "--no-progress",
+                        "--out", os.path.join(c.dir, "fake"), "--hosts",
+                        "127.0.0.1:%d" % fake.getsockname()[1], "--secret-file", c.secret,
+                        "--set", "clock=REAL"], capture_output=True, text=True, timeout=60)
+    t.join(timeout=15)
+    fake.close()
+    check(r.returncode == 1 and "proof does not match" in r.stderr and fake_saw == [b""],
+          "a fake host without the secret: the driver refuses it before any BASP (%s)" %
+          next((l for l in r.stderr.splitlines() if "cannot reach" in l), r.stderr[-200:]))
     # 9. a peer holding the secret (authenticated as a driver is)
     r = subprocess.run([client, "spawn", h.address, c.secret, "config/quickstart.textproto"],
                        capture_output=True, text=True, timeout=120)
