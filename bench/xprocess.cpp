@@ -192,6 +192,10 @@ void tcp_receiver(int listener, const payloads& ref) {
   }
 }
 
+/// What the sender authenticates with to a guarded receiver (both are this
+/// program).
+const std::string bench_secret = "bench_xprocess shared secret";
+
 /// The receiver role: prints "ports CAF TCP" on stdout, serves until its
 /// standard input closes (the sender closes it, or dies). With `guard` the
 /// CAF port it prints is a BASP guard's in front of the published one.
@@ -209,7 +213,8 @@ int run_receiver(std::size_t floats, bool guard) {
   atrain::basp_guard front;
   if (guard) {
     atrain::basp_guard_options g;
-    g.basp_port = *caf_port;
+    g.secret = bench_secret;
+    g.target = rx;
     auto spawned = atrain::spawn_basp_guard(sys, g);
     if (!spawned) {
       std::fprintf(stderr, "receiver: guard: %s\n", sys.render(spawned.error()).c_str());
@@ -330,7 +335,10 @@ struct receiver_link {
     std::fprintf(stderr, "bench_xprocess: the receiver did not report its ports\n");
     return false;
   }
-  auto dst = sys.middleman().remote_actor("127.0.0.1", static_cast<std::uint16_t>(caf_port));
+  const auto port = static_cast<std::uint16_t>(caf_port);
+  auto dst = guard ? atrain::connect_authenticated(sys, "127.0.0.1", port, bench_secret,
+                                                   std::chrono::seconds{10})
+                   : sys.middleman().remote_actor("127.0.0.1", port);
   if (!dst) {
     std::fprintf(stderr, "bench_xprocess: remote_actor%s: %s\n", guard ? " (guard)" : "",
                  sys.render(dst.error()).c_str());

@@ -87,7 +87,10 @@ void configure_networking(caf::actor_system_config& cfg, const tls_files& tls) {
   // off one only through missing heartbeats.
   cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds{500}});
   cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds{4}});
-  cfg.set("middleman.enable-automatic-connections", true);
+  // No direct connections between hosts: CAF would make them itself, in
+  // plain BASP without authentication (and open a port for them on every
+  // interface). Hosts reach each other through the driver (CAF routes).
+  cfg.set("middleman.enable-automatic-connections", false);
   cfg.set("middleman.app-identifiers", std::vector<std::string>{"atrain-0"});
 }
 
@@ -160,8 +163,11 @@ connect_hosts(caf::actor_system& sys, const run_plan& plan, const deploy_options
     if (!hp)
       return hp.error();
     const auto refused_before = tls_handshakes_refused();
+    // Without TLS the host's guard wants the shared secret's
+    // challenge-response before any BASP (basp_guard.hpp).
     auto h = opts.tls.enabled() ? caf::openssl::remote_actor(sys, hp->first, hp->second)
-                                : sys.middleman().remote_actor(hp->first, hp->second);
+                                : connect_authenticated(sys, hp->first, hp->second, opts.secret,
+                                                        std::chrono::seconds{10});
     const auto tls_why = opts.tls.enabled() && tls_handshakes_refused() != refused_before
                            ? " (TLS handshake: " + last_outgoing_tls_refusal() + ")"
                            : std::string{};
@@ -169,14 +175,15 @@ connect_hosts(caf::actor_system& sys, const run_plan& plan, const deploy_options
       return failure("cannot reach host " + name + ": " + error_text(h.error()) + tls_why +
                      (opts.tls.enabled() ? " (with TLS: is it an `atrain node` with a certificate "
                                            "of the same CA?)"
-                                         : " (is `atrain node --listen " + name + "` running?)"));
+                                         : " (is `atrain node --listen " + name +
+                                             "` running, with the same --secret-file?)"));
     d->hosts.push_back(*h);
     d->names.push_back(name);
   }
-  // The driver only connects out: the port CAF opened for peers to connect
-  // to it directly (with its first connection; plain BASP on every
+  // The driver only connects out: should a CAF option have turned automatic
+  // connections on, the port CAF opened for them (plain BASP on every
   // interface, even with TLS) goes.
-  if (auto ok = replace_automatic_connection_port(sys, "", 0); !ok)
+  if (auto ok = close_automatic_connection_port(sys); !ok)
     return failure("cannot close CAF's automatic-connection port: " + error_text(ok.error()));
   d->host_of = placement_of(opts, plan.nodes());
   return std::shared_ptr<const deployment>{std::move(d)};

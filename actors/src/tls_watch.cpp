@@ -49,8 +49,7 @@ std::string peer_of(const SSL* ssl) {
   return "[" + std::string{host} + "]:" + std::to_string(ntohs(a->sin6_port));
 }
 
-/// OpenSSL's reasons for the failed call (the queue is left for CAF, which
-/// classifies the failure after us), the certificate check, the alert.
+/// OpenSSL's reasons for the failed call, the certificate check, the alert.
 std::string reason_of(const SSL* ssl, const watched& w) {
   std::string out;
   if (const auto code = ERR_peek_error(); code != 0) {
@@ -84,7 +83,13 @@ void report(const SSL* ssl, watched& w) {
 
 void on_info(const SSL* ssl, int where, int ret) {
   auto* w = static_cast<watched*>(SSL_get_ex_data(ssl, index));
-  if (!w || w->reported)
+  if (!w)
+    return;
+  if ((where & SSL_CB_HANDSHAKE_DONE) != 0)
+    // An established session's peer closing without close_notify (CAF never
+    // sends one) is an end, not an error left in the thread's queue.
+    SSL_set_options(const_cast<SSL*>(ssl), SSL_OP_IGNORE_UNEXPECTED_EOF);
+  if (w->reported)
     return;
   if ((where & SSL_CB_HANDSHAKE_START) && w->peer.empty())
     w->peer = peer_of(ssl);
@@ -93,8 +98,18 @@ void on_info(const SSL* ssl, int where, int ret) {
                SSL_alert_desc_string_long(ret) + "'";
   // A handshake call that returns with an error queued failed (want-read
   // and want-write leave the queue empty).
-  if ((where & SSL_CB_EXIT) && ret <= 0 && ERR_peek_error() != 0)
+  if ((where & SSL_CB_EXIT) && ret <= 0 && ERR_peek_error() != 0) {
     report(ssl, *w);
+    // CAF 0.17.6's session code never drains OpenSSL's per-thread error
+    // queue (only a log statement it compiles out would), and every session
+    // of the multiplexer shares that thread: the next SSL_get_error of an
+    // established session, after a read that merely had no data, would see
+    // this error and CAF would close that session too (issue 16: a bare
+    // TCP connect + close ended a running TLS job). Empty, SSL_get_error
+    // still reports this handshake's failure (SSL_ERROR_SYSCALL), and CAF
+    // closes this one only.
+    ERR_clear_error();
+  }
 }
 
 void on_new(void* parent, void*, CRYPTO_EX_DATA* ad, int idx, long, void*) {

@@ -3,12 +3,14 @@
 /// SIGINT or SIGTERM.
 ///
 /// Who may use it: with TLS (--tls-*), peers holding a certificate of the
-/// same CA (mutual TLS through caf_openssl); without TLS, peers presenting
-/// the shared secret (--secret-file), and only on loopback unless
-/// --allow-remote says otherwise. Without TLS the public port belongs to the
-/// BASP guard (actors/basp_guard.hpp), which refuses oversized and unknown
-/// BASP headers before CAF allocates anything for them; CAF's own BASP port
-/// is on 127.0.0.1 only.
+/// same CA (mutual TLS through caf_openssl); without TLS, peers that prove
+/// they hold the shared secret (--secret-file) by a challenge-response before
+/// any BASP, and only on loopback unless --allow-remote says otherwise.
+/// Without TLS the public port belongs to the BASP guard
+/// (actors/basp_guard.hpp), which authenticates peers, bounds what the
+/// unauthenticated may hold, hands authenticated ones to CAF over a socket
+/// pair (CAF listens on no port) and refuses oversized and unknown BASP
+/// headers before CAF allocates anything for them.
 #include "node.hpp"
 
 #include <algorithm>
@@ -35,27 +37,35 @@ namespace {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-/// Puts the BASP guard on the public address in front of CAF's BASP port
-/// (`basp_port`, on 127.0.0.1) and sends direct connections between hosts
-/// through it too.
+/// Puts the BASP guard on the public address: peers authenticate with the
+/// shared secret there and reach `spawner` through it; CAF listens nowhere.
 [[nodiscard]] caf::expected<basp_guard>
-serve_through_guard(caf::actor_system& sys, const std::pair<std::string, std::uint16_t>& listen,
-                    std::uint16_t basp_port, std::uint32_t max_message_mb) {
+serve_through_guard(caf::actor_system& sys, const node_args& n,
+                    const std::pair<std::string, std::uint16_t>& listen, const host_options& opts,
+                    const caf::actor& spawner) {
   basp_guard_options g;
   g.host = listen.first;
   g.port = listen.second;
-  g.basp_port = basp_port;
-  g.max_payload = max_message_mb << 20;
+  g.secret = opts.secret;
+  g.target = spawner;
+  g.max_payload = n.max_message_mb << 20;
+  g.auth_timeout = std::chrono::milliseconds{n.auth_timeout_ms};
+  g.idle_timeout = std::chrono::seconds{n.idle_timeout_s};
+  g.max_unauthenticated = n.max_unauthenticated;
+  g.log = [](const std::string& line) {  // one write per line: several threads log
+    std::cerr << "atrain node: " + line + "\n" << std::flush;
+  };
   auto guard = spawn_basp_guard(sys, std::move(g));
   if (!guard)
     return guard.error();
-  if (auto ok = replace_automatic_connection_port(sys, listen.first, guard->port); !ok)
+  if (auto ok = close_automatic_connection_port(sys); !ok)
     return ok.error();
   return guard;
 }
 
 /// The host's report on itself at exit (stderr, with the refusals).
-void log_counters(caf::actor_system& sys, const caf::actor& spawner, bool tls) {
+void log_counters(caf::actor_system& sys, const caf::actor& spawner, const caf::actor& guard,
+                  bool tls) {
   std::string line = "atrain node: stopping;";
   caf::scoped_actor self{sys};
   self->request(spawner, std::chrono::seconds{2}, stats_atom::value)
@@ -67,6 +77,11 @@ void log_counters(caf::actor_system& sys, const caf::actor& spawner, bool tls) {
       [&](caf::error& e) { line += " (no counters from the spawner: " + sys.render(e) + ")"; });
   if (tls)
     line += ", refused " + std::to_string(tls_handshakes_refused()) + " TLS handshakes";
+  if (guard)
+    self->request(guard, std::chrono::seconds{2}, stats_atom::value)
+      .receive(
+        [&](const std::string& counters) { line += "; BASP guard: " + counters; },
+        [&](caf::error& e) { line += " (no counters from the guard: " + sys.render(e) + ")"; });
   std::cerr << line + "\n" << std::flush;
 }
 
@@ -100,8 +115,9 @@ int node(const node_args& n) {
   }
   if (!n.tls.enabled() && !is_loopback(hp->first) && !n.allow_remote) {
     std::cerr << "atrain node: refusing to listen on " << hp->first
-              << " without TLS (the shared secret would cross the network in clear): give "
-                 "--tls-cert/--tls-key/--tls-ca, or --allow-remote on a network you trust\n";
+              << " without TLS (the secret never crosses the network, but the connection is "
+                 "not encrypted): give --tls-cert/--tls-key/--tls-ca, or --allow-remote on a "
+                 "network you trust\n";
     return 2;
   }
   if (!n.guard && (n.tls.enabled() || !is_loopback(hp->first))) {
@@ -133,19 +149,20 @@ int node(const node_args& n) {
   caf::actor_system sys{cfg};
   auto spawner = spawn_host(sys, opts);
   const bool guarded = !n.tls.enabled() && n.guard;
-  auto port = n.tls.enabled() ? caf::openssl::publish(spawner, hp->second, hp->first.c_str(), true)
-              : guarded       ? sys.middleman().publish(spawner, 0, "127.0.0.1", true)
-                        : sys.middleman().publish(spawner, hp->second, hp->first.c_str(), true);
   basp_guard guard;
-  if (port && guarded) {
-    auto g = serve_through_guard(sys, *hp, *port, n.max_message_mb);
+  caf::expected<std::uint16_t> port = std::uint16_t{0};
+  if (guarded) {
+    auto g = serve_through_guard(sys, n, *hp, opts, spawner);
     if (g)
       guard = *g;
     port = g ? caf::expected<std::uint16_t>{guard.port} : g.error();
-  } else if (port && n.tls.enabled()) {
+  } else {
+    port = n.tls.enabled() ? caf::openssl::publish(spawner, hp->second, hp->first.c_str(), true)
+                           : sys.middleman().publish(spawner, hp->second, hp->first.c_str(), true);
     // CAF's automatic-connection port would take plain BASP from anyone.
-    if (auto ok = replace_automatic_connection_port(sys, "", 0); !ok)
-      port = ok.error();
+    if (port)
+      if (auto ok = close_automatic_connection_port(sys); !ok)
+        port = ok.error();
   }
   if (!port) {
     std::cerr << "atrain node: cannot listen on " << n.listen << ": " << error_text(port.error())
@@ -157,14 +174,14 @@ int node(const node_args& n) {
   }
   std::cout << "atrain node: listening on " << hp->first << ":" << *port << " ("
             << (n.tls.enabled() ? "mutual TLS"
-                : guarded
-                  ? "shared secret, BASP guard up to " + std::to_string(n.max_message_mb) + " MiB"
-                  : "shared secret, no guard")
+                : guarded ? "shared secret, authenticated by the BASP guard (messages up to " +
+                              std::to_string(n.max_message_mb) + " MiB)"
+                          : "shared secret, no guard")
             << ")" << std::endl;
   int sig = 0;
   sigwait(&stop_signals, &sig);
   std::cout << "atrain node: stopping (signal " << sig << ")" << std::endl;
-  log_counters(sys, spawner, n.tls.enabled());
+  log_counters(sys, spawner, guard.actor, n.tls.enabled());
   caf::anon_send_exit(spawner, caf::exit_reason::user_shutdown);
   if (guard.actor)
     caf::anon_send_exit(guard.actor, caf::exit_reason::user_shutdown);

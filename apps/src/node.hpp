@@ -19,6 +19,11 @@ struct node_args {
   bool guard = true;
   std::size_t max_runs = 4;
   std::uint32_t max_message_mb = default_max_basp_payload >> 20;
+  /// Guard limits (basp_guard_options): authentication timeout, idle
+  /// timeout, connections waiting to authenticate at once.
+  std::size_t auth_timeout_ms = 5000;
+  std::size_t idle_timeout_s = 60;
+  std::size_t max_unauthenticated = 64;
   std::size_t threads = 0;  ///< scheduler threads (0: one per core)
   caf_passthrough caf;
 };

@@ -136,7 +136,8 @@ void node_options(po::options_description& d) {
     "tls-key", po::value<std::string>()->value_name("FILE"), "its private key (default: none)")(
     "tls-ca", po::value<std::string>()->value_name("FILE"), "the CA (default: none)")(
     "allow-remote", po::bool_switch(),
-    "without TLS, listen beyond loopback; the secret crosses in clear (default: off)")(
+    "without TLS, listen beyond loopback; peers authenticate, the traffic is not encrypted "
+    "(default: off)")(
     "max-runs",
     po::value<std::string>()->default_value(std::to_string(n.max_runs))->value_name("N"),
     "runs served at once (1..64)")(
@@ -144,6 +145,15 @@ void node_options(po::options_description& d) {
     po::value<std::string>()->default_value(std::to_string(n.max_message_mb))->value_name("N"),
     "without TLS: a BASP header announcing more than N MiB closes the connection before "
     "anything is allocated (1..4095)")(
+    "auth-timeout-ms",
+    po::value<std::string>()->default_value(std::to_string(n.auth_timeout_ms))->value_name("N"),
+    "without TLS: a peer that has not authenticated within N ms is closed (10..600000)")(
+    "idle-timeout",
+    po::value<std::string>()->default_value(std::to_string(n.idle_timeout_s))->value_name("S"),
+    "without TLS: an authenticated peer silent for S seconds is closed (1..86400)")(
+    "max-unauthenticated",
+    po::value<std::string>()->default_value(std::to_string(n.max_unauthenticated))->value_name("N"),
+    "without TLS: connections waiting to authenticate at once; more are closed (1..10000)")(
     "no-guard", po::bool_switch(),
     "without TLS: CAF listens itself, without the BASP guard; loopback only, for measuring "
     "the guard (default: off)");
@@ -346,6 +356,10 @@ int node_main(const invocation& in) {
   n.max_runs = count_of("--max-runs", text_of(vm, "max-runs"), 1, 64);
   n.max_message_mb = static_cast<std::uint32_t>(
     count_of("--max-message-mb", text_of(vm, "max-message-mb"), 1, 4095));
+  n.auth_timeout_ms = count_of("--auth-timeout-ms", text_of(vm, "auth-timeout-ms"), 10, 600000);
+  n.idle_timeout_s = count_of("--idle-timeout", text_of(vm, "idle-timeout"), 1, 86400);
+  n.max_unauthenticated =
+    count_of("--max-unauthenticated", text_of(vm, "max-unauthenticated"), 1, 10000);
   n.threads = threads_of(vm);
   n.caf = in.caf;
   return node(n);

@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <arpa/inet.h>
+#include <cstring>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -121,26 +122,56 @@ BOOST_AUTO_TEST_CASE(a_client_handshake_first_then_any_known_operation) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(the_guard_closes_a_connection_announcing_too_much_and_counts_it) {
+/// A raw TCP connection to the guard on 127.0.0.1:`port`.
+int connect_to(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  return fd;
+}
+
+/// Answers the guard's challenge on `fd` with `secret`; returns the MAC the
+/// guard's proof must carry.
+atrain::auth::mac answer(int fd, const std::string& secret) {
+  unsigned char hello[atrain::auth::hello_size];
+  BOOST_REQUIRE(::recv(fd, hello, sizeof hello, MSG_WAITALL) == sizeof hello);
+  BOOST_REQUIRE(std::memcmp(hello, atrain::auth::magic, sizeof atrain::auth::magic) == 0);
+  const auto* host_nonce = hello + sizeof atrain::auth::magic;
+  const auto mine = atrain::auth::fresh_nonce();
+  const auto m = atrain::auth::mac_of(secret, true, host_nonce, mine.data());
+  std::vector<unsigned char> response(mine.begin(), mine.end());
+  response.insert(response.end(), m.begin(), m.end());
+  BOOST_REQUIRE(::send(fd, response.data(), response.size(), 0) ==
+                static_cast<ssize_t>(response.size()));
+  return atrain::auth::mac_of(secret, false, host_nonce, mine.data());
+}
+
+BOOST_AUTO_TEST_CASE(the_guard_authenticates_then_closes_a_connection_announcing_too_much) {
   auto target = sys.spawn([]() -> caf::behavior { return {[](int x) { return x; }}; });
-  auto basp_port = sys.middleman().publish(target, 0, "127.0.0.1", true);
-  BOOST_REQUIRE(basp_port);
   std::vector<std::string> lines;
+  const std::string secret = "0123456789abcdef-guard";
   atrain::basp_guard_options opts;
-  opts.basp_port = *basp_port;
+  opts.secret = secret;
+  opts.target = target;
   opts.max_payload = 1 << 20;
   opts.log = [&](const std::string& l) { lines.push_back(l); };  // read after the guard ends
   auto guard = atrain::spawn_basp_guard(sys, opts);
   BOOST_REQUIRE_MESSAGE(guard, (guard ? std::string{} : sys.render(guard.error())));
-  BOOST_REQUIRE(guard->port != 0 && guard->port != *basp_port);
-  // A raw client: the guard forwards CAF's server handshake, then the client
-  // announces 4 GiB - 1.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(guard->port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  // A wrong secret: closed after the response, no proof, no BASP.
+  const int wrong = connect_to(guard->port);
+  answer(wrong, "not the secret at all");
+  BOOST_TEST(closed_by_peer(wrong));
+  ::close(wrong);
+  // The right one: the guard's proof, then CAF's server handshake (through
+  // the socket pair); then the client announces 4 GiB - 1.
+  const int fd = connect_to(guard->port);
+  const auto expected = answer(fd, secret);
+  unsigned char proof[atrain::auth::proof_size];
+  BOOST_REQUIRE(::recv(fd, proof, sizeof proof, MSG_WAITALL) == sizeof proof);
+  BOOST_TEST(atrain::auth::same_mac(proof, expected.data()));
   char first[atrain::basp_header_size];
   BOOST_REQUIRE(::recv(fd, first, sizeof first, MSG_WAITALL) == sizeof first);
   BOOST_TEST(first[0] == static_cast<char>(message_type::server_handshake));
@@ -151,18 +182,21 @@ BOOST_AUTO_TEST_CASE(the_guard_closes_a_connection_announcing_too_much_and_count
   caf::scoped_actor self{sys};
   self->request(guard->actor, std::chrono::seconds{10}, atrain::stats_atom::value)
     .receive(
-      [&](std::uint64_t accepted, std::uint64_t refused, std::uint64_t open) {
-        BOOST_TEST(accepted == 1u);
-        BOOST_TEST(refused == 1u);
-        BOOST_TEST(open == 0u);
+      [&](const std::string& counters) {
+        BOOST_TEST(counters.find("accepted 2 connections, authenticated 1, refused 2 (wrong "
+                                 "response 1,") != std::string::npos,
+                   counters);
+        BOOST_TEST(counters.find("BASP header 1,") != std::string::npos, counters);
+        BOOST_TEST(counters.find("open now 0") != std::string::npos, counters);
       },
       [&](caf::error& e) { BOOST_FAIL(sys.render(e)); });
   self->send_exit(guard->actor, caf::exit_reason::user_shutdown);
   self->wait_for(guard->actor);
-  BOOST_REQUIRE_EQUAL(lines.size(), 1u);
-  BOOST_TEST(lines[0].find("closed the connection from 127.0.0.1:") != std::string::npos, lines[0]);
-  BOOST_TEST(lines[0].find("payload of 4294967295 bytes (limit 1048576)") != std::string::npos,
-             lines[0]);
+  BOOST_REQUIRE_EQUAL(lines.size(), 2u);
+  BOOST_TEST(lines[0].find("authentication failed") != std::string::npos, lines[0]);
+  BOOST_TEST(lines[1].find("closed the connection from 127.0.0.1:") != std::string::npos, lines[1]);
+  BOOST_TEST(lines[1].find("payload of 4294967295 bytes (limit 1048576)") != std::string::npos,
+             lines[1]);
   self->send_exit(target, caf::exit_reason::user_shutdown);
 }
 

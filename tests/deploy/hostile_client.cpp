@@ -1,15 +1,25 @@
-/// A CAF client without credentials against an `atrain node` host (issue 7,
-/// "Remote input is untrusted"): messages of unknown type, spawn requests
-/// with a wrong secret, a malformed spec, an invalid spec and node ids out
-/// of range are each refused with an error, and counted by the host.
+/// Hostile CAF clients against an `atrain node` host (issues 7 and 16).
 ///
-/// usage: hostile_client HOST:PORT SECRET_FILE SPEC
+/// `hostile_client attack HOST:PORT [WRONG_SECRET_FILE]`: a plain CAF client
+/// that knows only the port (issue 16's attack: connect, then kill the
+/// spawner with one exit message), and the same through atrain's own
+/// authenticating connect with a wrong secret. Exit 0 when both are refused
+/// before any BASP (each prints "refused: REASON"); exit 1 when either
+/// connects (the attack is then carried out, and says so).
+///
+/// `hostile_client spawn HOST:PORT SECRET_FILE SPEC`: a peer holding the
+/// secret (authenticated as a driver is) sends what the spawner must refuse:
+/// messages of unknown type, spawn requests with a wrong secret, a
+/// malformed spec, an invalid spec and node ids out of range are each
+/// refused with an error, and counted by the host.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include <caf/io/all.hpp>
+
+#include "atrain/actors/basp_guard.hpp"
 
 #include "atrain/actors/deploy.hpp"
 #include "atrain/messages/spec.hpp"
@@ -26,26 +36,67 @@ void check(bool ok, const std::string& what) {
 
 }  // namespace
 
+/// Carries out issue 16's attack on a host that let us connect.
+int attack_succeeded(caf::actor_system& sys, const caf::actor& spawner, const std::string& how) {
+  std::cout << "ATTACK CONNECTED (" << how << "): sending the spawner an exit (kill)" << std::endl;
+  caf::anon_send_exit(spawner, caf::exit_reason::kill);
+  caf::scoped_actor self{sys};
+  self->request(spawner, std::chrono::seconds{3}, atrain::stats_atom::value)
+    .receive(
+      [&](caf::message&) { std::cout << "the spawner still answers" << std::endl; },
+      [&](caf::error& e) { std::cout << "the spawner is gone: " << sys.render(e) << std::endl; });
+  return 1;
+}
+
+int attack(caf::actor_system& sys, const std::string& where, const char* wrong_secret_file) {
+  auto hp = atrain::split_host_port(where);
+  if (!hp)
+    return 2;
+  auto plain = sys.middleman().remote_actor(hp->first, hp->second);
+  if (plain)
+    return attack_succeeded(sys, *plain, "plain CAF, no secret");
+  std::cout << "refused: plain CAF client without the secret: " << sys.render(plain.error())
+            << std::endl;
+  if (wrong_secret_file != nullptr) {
+    auto wrong = atrain::read_secret_file(wrong_secret_file);
+    if (!wrong)
+      return 2;
+    auto h =
+      atrain::connect_authenticated(sys, hp->first, hp->second, *wrong, std::chrono::seconds{10});
+    if (h)
+      return attack_succeeded(sys, *h, "a wrong secret");
+    std::cout << "refused: a wrong secret: " << sys.render(h.error()) << std::endl;
+  }
+  std::cout << "attack refused" << std::endl;
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::cerr << "usage: hostile_client HOST:PORT SECRET_FILE SPEC\n";
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (!((mode == "attack" && (argc == 3 || argc == 4)) || (mode == "spawn" && argc == 5))) {
+    std::cerr << "usage: hostile_client attack HOST:PORT [WRONG_SECRET_FILE]\n"
+                 "       hostile_client spawn HOST:PORT SECRET_FILE SPEC\n";
     return 2;
   }
   caf::actor_system_config cfg;
   atrain::register_message_types(cfg);
   atrain::configure_networking(cfg, {});
   cfg.set("logger.console-verbosity", caf::atom("quiet"));
+  cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds{2}});
   caf::actor_system sys{cfg};
-  auto hp = atrain::split_host_port(argv[1]);
-  auto host = sys.middleman().remote_actor(hp->first, hp->second);
+  if (mode == "attack")
+    return attack(sys, argv[2], argc == 4 ? argv[3] : nullptr);
+  auto hp = atrain::split_host_port(argv[2]);
+  auto secret = atrain::read_secret_file(argv[3]);
+  if (!hp || !secret)
+    return 2;
+  auto host =
+    atrain::connect_authenticated(sys, hp->first, hp->second, *secret, std::chrono::seconds{10});
   if (!host) {
     std::cerr << "cannot connect: " << sys.render(host.error()) << "\n";
     return 1;
   }
-  std::ifstream in{argv[2]};
-  std::string secret;
-  in >> secret;
-  auto spec = atrain::load_spec(argv[3]);
+  auto spec = atrain::load_spec(argv[4]);
   std::string good;
   spec.spec.SerializeToString(&good);
   {
@@ -70,7 +121,7 @@ int main(int argc, char** argv) {
     r.supervisor = caf::actor_cast<caf::actor>(self);
     expect_error("a spawn request with a wrong secret", "wrong shared secret",
                  atrain::spawn_atom::value, r);
-    r.secret = secret;
+    r.secret = *secret;
     r.spec = std::string{"\xff\xff\xff garbage", 12};
     expect_error("a malformed spec", "not a binary", atrain::spawn_atom::value, r);
     auto invalid = spec.spec;

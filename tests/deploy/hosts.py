@@ -1,6 +1,8 @@
 """Shared helpers of the multi-host tests: start `atrain node` hosts (on
 127.0.0.1 by default; port 0: each prints the port it got), run the driver in
 the foreground or in the background (to hurt a host meanwhile), read reports."""
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -259,6 +261,44 @@ def listening_addresses(pid):
                             raw[i:i + 4][::-1] for i in range(0, 16, 4)))
                     out.append("%s:%d" % (ip, int(port, 16)))
     return out
+
+
+def recv_exactly(s, n):
+    """n bytes from socket s (fewer when the peer closes first)."""
+    out = b""
+    while len(out) < n:
+        chunk = s.recv(n - len(out))
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def secret_of(path):
+    """The shared secret as `atrain` reads it (trailing whitespace removed)."""
+    with open(path, "rb") as f:
+        return f.read().rstrip()
+
+
+def auth_mac(secret, client, host_nonce, peer_nonce):
+    """The guard's HMAC-SHA-256 (actors/basp_guard.hpp, namespace auth)."""
+    label = b"atrain/1 client" if client else b"atrain/1 server"
+    return hmac.new(secret, label + host_nonce + peer_nonce, hashlib.sha256).digest()
+
+
+def auth_connect(address, secret, timeout=5):
+    """A raw connection to a secret-mode host that answers its challenge with
+    `secret` (bytes). Returns (socket, response sent, proof received: b"" when
+    the host closed instead, proof expected)."""
+    host, port = address.rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=timeout)
+    hello = recv_exactly(s, 40)
+    if hello[:8] != b"atrain/1":
+        raise RuntimeError("not an atrain challenge: %r" % hello[:8])
+    mine = os.urandom(32)
+    response = mine + auth_mac(secret, True, hello[8:], mine)
+    s.sendall(response)
+    return s, response, recv_exactly(s, 32), auth_mac(secret, False, hello[8:], mine)
 
 
 failures = []

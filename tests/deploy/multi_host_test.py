@@ -45,10 +45,10 @@ try:
         f.write("not-the-secret-of-these-hosts\n")
     r = c.run("config/algorithms/allreduce.textproto", REAL, os.path.join(c.dir, "refused"),
               extra=["--secret-file", wrong])
-    check(r.returncode == 1 and "wrong shared secret" in r.stdout,
-          "a driver with the wrong secret is refused: " +
-          next((l for l in r.stdout.splitlines() if l.startswith("error:")), "no error line"))
-    check(all(h.alive() for h in c.hosts) and "refused a spawn request" in c.hosts[0].text(),
+    check(r.returncode == 1 and "wrong shared secret" in r.stderr,
+          "a driver with the wrong secret is refused before BASP: " +
+          next((l for l in r.stderr.splitlines() if "cannot reach" in l), "no error line"))
+    check(all(h.alive() for h in c.hosts) and "authentication failed" in c.hosts[0].text(),
           "the hosts log the refusal and keep running")
     out = os.path.join(c.dir, "after_refusal")
     r = c.run("config/algorithms/allreduce.textproto", REAL, out)

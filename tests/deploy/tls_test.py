@@ -16,7 +16,7 @@ import time
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
-from hosts import Host, check, finish, listening_addresses  # noqa: E402
+from hosts import Driver, Host, check, finish, listening_addresses  # noqa: E402
 
 atrain = sys.argv[1]
 d = tempfile.mkdtemp(prefix="atrain_tls_")
@@ -65,6 +65,28 @@ try:
     r = run(tls("rogue", "ca"), "rogue_cert")
     check(r.returncode == 1, "a driver with a certificate of another CA (trusting the host's) "
           "is refused")
+    # The same refusals while a job runs on the host (issue 16: each of them
+    # used to end the running job within 30 ms): bare connect + close,
+    # plaintext bytes, a driver without a certificate (plain BASP), one of a
+    # rogue CA. The job goes on to its target.
+    job = Driver([atrain, "run", "config/algorithms/allreduce.textproto", "--no-progress", "--out",
+                  os.path.join(d, "attacked"), "--hosts", h.address + "," + h.address] + REAL +
+                 tls("client"), os.path.join(d, "attacked"))
+    check(job.wait_started(), "a job started across the TLS host")
+    hp = (h.address.rsplit(":", 1)[0], int(h.address.rsplit(":", 1)[1]))
+    for _ in range(5):
+        socket.create_connection(hp).close()
+    junk = socket.create_connection(hp)
+    junk.sendall(b"GET / HTTP/1.0\r\n\r\n" + bytes(range(256)) * 4)
+    junk.close()
+    refused_during = [run(["--secret-file", secret], "plain_during"),
+                      run(tls("rogue", "rogue-ca"), "rogue_during")]
+    rep = job.wait(timeout=90)
+    check(job.returncode == 0 and rep.get("stop_reason") == "target accuracy reached" and
+          all(x.returncode == 1 for x in refused_during),
+          "5 bare connect+close, plaintext, a driver without a certificate and one of a rogue CA "
+          "during the job: all refused, the job reached its target (%s, rc %s)" % (
+              rep.get("stop_reason"), job.returncode))
     # a bare TCP connect + close (a port scan)
     bare = socket.create_connection(tuple(h.address.rsplit(":", 1)[:1]) +
                                     (int(h.address.rsplit(":", 1)[1]),))
@@ -85,8 +107,8 @@ try:
           "the host logged the bare TCP connect+close from %s: %s" % (bare_addr, "; ".join(
               a + " " + why for a, why, _ in refusals if a == bare_addr)))
     check([int(n) for _, _, n in refusals] == list(range(1, len(refusals) + 1)) and
-          len(refusals) >= 4, "every refusal counted (%d: rogue CA, plain, rogue cert, bare)" %
-          len(refusals))
+          len(refusals) >= 11, "every refusal counted (%d: rogue CA, plain, rogue cert, bare; "
+          "during the job 5 bare, plaintext, plain, rogue CA)" % len(refusals))
     r = run(["--tls-cert", os.path.join(d, "client.pem"), "--tls-key",
              os.path.join(d, "host.key"), "--tls-ca", os.path.join(d, "ca.pem")], "mismatch")
     # A deployment mistake: exit 2, like every bad argument, before any host is contacted.
@@ -96,7 +118,7 @@ try:
 finally:
     h.stop()
 m = re.search(r"stopping; served (\d+) runs.*refused (\d+) TLS handshakes", h.text())
-check(m is not None and m.group(1) == "2" and int(m.group(2)) == len(refusals),
+check(m is not None and m.group(1) == "4" and int(m.group(2)) == len(refusals),
       "the host's line at exit counts the refused handshakes: " +
       (m.group(0) if m else h.text()[-200:]))
 finish("tls_test")

@@ -1,13 +1,14 @@
 #pragma once
-/// A front end for the BASP port of a host without TLS (issue 7, "Remote
-/// input is untrusted"). CAF 0.17.6 reads a 32-byte BASP header and then
-/// allocates whatever payload length it announces (up to 4 GiB) before
-/// reading it; no CAF option limits that. The guard is a broker in the
-/// middleman's multiplexer that owns the public port, opens one connection to
-/// the real BASP port (loopback, ephemeral) per client, and forwards bytes
-/// both ways. In the client-to-host direction it follows the BASP framing and
-/// closes both sides when a header announces more than the limit or an
-/// unknown operation: CAF never sees that header.
+/// The front end of a host without TLS (issues 7 and 16). The guard is a
+/// broker in the middleman's multiplexer that owns the public port. A peer
+/// first authenticates (`auth` below: challenge-response with the shared
+/// secret, bounded in time, in number and in bytes); until then nothing it
+/// sends goes anywhere. Then the guard opens a socket pair, hands one end to
+/// CAF's BASP broker as a connection to the published spawner, and forwards
+/// bytes both ways; CAF listens on no port at all. In the peer-to-host
+/// direction it follows the BASP framing and closes both sides when a header
+/// announces more than the limit or an unknown operation: CAF 0.17.6 would
+/// allocate whatever payload length a header announces (up to 4 GiB).
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -58,24 +59,79 @@ private:
   std::string reason_;
 };
 
+/// Authentication before BASP (issue 16): what a peer of a secret-mode host
+/// must do before a single byte of it reaches CAF's BASP broker. Mutual, by
+/// HMAC-SHA-256 of both sides' fresh nonces with the shared secret, which
+/// never crosses the wire:
+///   host -> peer: auth_magic, nonce_h                         (hello)
+///   peer -> host: nonce_p, HMAC(secret, "client" nonce_h nonce_p)  (response)
+///   host -> peer: HMAC(secret, "server" nonce_h nonce_p)       (proof)
+/// then BASP as usual (the peer's client handshake first). A recorded
+/// response is worthless on another connection (another nonce_h); the two
+/// labels keep either side's MAC from serving as the other's.
+namespace auth {
+inline constexpr std::size_t nonce_size = 32;
+inline constexpr std::size_t mac_size = 32;
+inline constexpr char magic[8] = {'a', 't', 'r', 'a', 'i', 'n', '/', '1'};
+inline constexpr std::size_t hello_size = sizeof magic + nonce_size;
+inline constexpr std::size_t response_size = nonce_size + mac_size;
+inline constexpr std::size_t proof_size = mac_size;
+using nonce = std::array<unsigned char, nonce_size>;
+using mac = std::array<unsigned char, mac_size>;
+
+/// A fresh nonce from OpenSSL's CSPRNG (aborts the process when it has none:
+/// authentication without randomness would be worthless).
+[[nodiscard]] nonce fresh_nonce();
+/// HMAC-SHA-256(secret, label host_nonce peer_nonce); label "client" for the
+/// peer's response, "server" for the host's proof.
+[[nodiscard]] mac mac_of(const std::string& secret, bool client, const unsigned char* host_nonce,
+                         const unsigned char* peer_nonce);
+/// Compares in time independent of where they differ.
+[[nodiscard]] bool same_mac(const unsigned char* a, const unsigned char* b) noexcept;
+}  // namespace auth
+
 struct basp_guard_options {
   /// The public address (what `--listen` says).
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
-  /// The middleman's BASP port on 127.0.0.1.
-  std::uint16_t basp_port = 0;
+  /// The shared secret peers authenticate with (see `auth`).
+  std::string secret;
+  /// The actor a peer reaches once authenticated (the host's spawner): the
+  /// guard hands each authenticated connection to CAF's BASP broker over a
+  /// socket pair, as published at `port`. CAF itself listens nowhere.
+  caf::actor target;
   std::uint32_t max_payload = default_max_basp_payload;
+  /// A peer that has not authenticated within this is closed.
+  caf::timespan auth_timeout = std::chrono::seconds{5};
+  /// An authenticated peer that sends nothing for this long is closed (CAF's
+  /// heartbeats, every 500 ms, keep a live one busy).
+  caf::timespan idle_timeout = std::chrono::seconds{60};
+  /// Connections accepted and not yet authenticated at once; more are closed
+  /// at once.
+  std::size_t max_unauthenticated = 64;
+  /// Bytes one side of a connection may have waiting to be written; more
+  /// closes it (flow control keeps it near 1 MiB plus one burst of reads).
+  std::size_t max_buffered = 16u << 20;
   /// Where refusals are written (default: stderr).
   std::function<void(const std::string&)> log;
 };
 
-/// What the guard answers to (stats_atom): connections accepted, refused,
-/// and open now.
+/// The guard's counters; (stats_atom) answers them as one line of text
+/// (counters_text), which `atrain node` prints at exit.
 struct basp_guard_stats {
-  std::uint64_t accepted = 0;
-  std::uint64_t refused = 0;
-  std::uint64_t open = 0;
+  std::uint64_t accepted = 0;       // TCP connections accepted
+  std::uint64_t authenticated = 0;  // of them, authenticated and handed to BASP
+  std::uint64_t refused = 0;        // closed by the guard, every reason below
+  std::uint64_t wrong_mac = 0;      // wrong secret, replayed or forged response
+  std::uint64_t auth_timeout = 0;   // no response within auth_timeout (slowloris)
+  std::uint64_t too_many = 0;       // over max_unauthenticated
+  std::uint64_t idle = 0;           // authenticated, silent for idle_timeout
+  std::uint64_t basp = 0;           // a BASP header broke the rules
+  std::uint64_t buffered = 0;       // over max_buffered
+  std::uint64_t gave_up = 0;        // the peer closed before authenticating
+  std::uint64_t open = 0;           // open now
 };
+[[nodiscard]] std::string counters_text(const basp_guard_stats& s);
 
 struct basp_guard {
   caf::actor actor;
@@ -84,22 +140,26 @@ struct basp_guard {
 };
 
 /// Opens the public port (in the caller's thread, like publish) and spawns
-/// the guard on it. The guard answers (stats_atom) with
-/// (accepted, refused, open) as three std::uint64_t.
+/// the guard on it.
 [[nodiscard]] caf::expected<basp_guard> spawn_basp_guard(caf::actor_system& sys,
                                                          basp_guard_options opts);
+
+/// The peer's side of `auth`, for a driver (or any client of a secret-mode
+/// host): connects to `host`:`port`, authenticates both ways within
+/// `timeout`, then hands the socket to this system's BASP broker and returns
+/// the actor the host published. Blocks the caller (a main thread, before
+/// any actor of the run exists); an error says which step failed.
+[[nodiscard]] caf::expected<caf::actor>
+connect_authenticated(caf::actor_system& sys, const std::string& host, std::uint16_t port,
+                      const std::string& secret, caf::timespan timeout);
 
 /// With middleman.enable-automatic-connections CAF's BASP broker opens a
 /// second port (ephemeral, every interface, plain BASP even when the node
 /// speaks TLS, no guard) and tells peers about it through its ConfigServ.
-/// This closes that port and tells peers to connect to `host`:`port`
-/// instead (the guard), or, with an empty `host`, nowhere (peers keep
-/// routing through the node that introduced them). CAF opens the port with
-/// its BASP broker, at the first publish or connection: call this after one.
-/// Nothing to do without automatic connections. Blocks the caller (a main
-/// thread, before serving).
-[[nodiscard]] caf::expected<void> replace_automatic_connection_port(caf::actor_system& sys,
-                                                                    const std::string& host,
-                                                                    std::uint16_t port);
+/// configure_networking turns them off; should a CAF option turn them on,
+/// this closes that port and tells peers to connect nowhere (they keep
+/// routing through the node that introduced them). Nothing to do without
+/// automatic connections. Blocks the caller (a main thread, before serving).
+[[nodiscard]] caf::expected<void> close_automatic_connection_port(caf::actor_system& sys);
 
 }  // namespace atrain

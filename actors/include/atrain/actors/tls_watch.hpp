@@ -9,6 +9,11 @@
 /// at the handshake's start, the alerts sent or received, and the handshake
 /// call that ended in an error (OpenSSL clears the thread's error queue at
 /// the start of each handshake call, so an error there is this one's).
+/// It also keeps one failed handshake from closing established sessions
+/// (issue 16): CAF 0.17.6 never drains the error queue, which every session
+/// of the network thread shares, so the watch empties it once the failure is
+/// recorded, and lets an established session's peer close without
+/// close_notify (SSL_OP_IGNORE_UNEXPECTED_EOF) instead of queueing an error.
 #include <cstdint>
 #include <functional>
 #include <string>
