@@ -92,4 +92,14 @@ void summarize_rows(proto::RunReport& r, double target);
 /// stragglers and quarantines from the final gathering and row.
 void fill_report(eval_state& st, const gathering& g, const metric_sample& row);
 
+// ---- checkpoints (evaluator_checkpoint.cpp)
+
+/// The next periodic evaluation in `delay` (its due time kept for checkpoints).
+void arm_eval(caf::stateful_actor<eval_state>* self, caf::timespan delay);
+/// The evaluator's state, serialized (EvaluatorState).
+[[nodiscard]] std::string save_evaluator(const eval_state& st);
+/// A resumed run: the rows so far, the heartbeats, the next evaluation at
+/// its old time; a stop rule the last row already meets stops the run at once.
+void restore_evaluator(caf::stateful_actor<eval_state>* self);
+
 }  // namespace atrain::eval
