@@ -47,7 +47,7 @@
 /// Checkpoints (checkpoint.hpp): a node holds at its next gradient boundary
 /// (at once when it is waiting for a message); the barrier saves (x, w), the
 /// step count, the set of incoming seqs received and, SGP only, the messages
-/// held for steps not completed yet. Restart (join_sgp_worker): the
+/// held for steps not completed yet. Restart (join_sgp_worker, sgp_restart.cpp): the
 /// replacement takes half of a live in-neighbour's (x, w) and joins at the
 /// dead worker's next step; messages sent to the node before the join are
 /// lost with the dead worker (docs/RELIABILITY.md "Restart").
@@ -65,6 +65,7 @@
 #include <utility>
 
 #include "algorithms/gossip/gossip.hpp"
+#include "algorithms/sgp/sgp_internal.hpp"
 #include "atrain/actors/checkpoint.hpp"
 
 namespace atrain {
@@ -86,38 +87,8 @@ std::uint32_t pushsum_source(std::uint32_t i, std::uint64_t k, std::uint32_t n) 
   return static_cast<std::uint32_t>((i + n - hop % n) % n);
 }
 
+namespace sgp_detail {
 namespace {
-
-/// node_base::x holds z_i = x_i / w_i in float (the gradient's read point);
-/// node_base::neighbours the distinct out-neighbours, aligned with the routes.
-struct sgp_state : gossip::node_base {
-  pushsum_node ps;
-  std::uint32_t n = 1;
-  bool overlap = false;         // OSGP
-  std::uint64_t max_ahead = 0;  // OSGP: tau; SGP: 0
-  double gamma = 0;
-  double decay = 0;
-  bool computing = false;                // a gradient is in progress
-  exactly_once seen;                     // incoming seqs (one stream per receiver)
-  std::uint64_t highest_seen = 0;        // the highest incoming seq received (0: none)
-  double seq_rate = 0;                   // see future_seq_rate
-  std::map<std::uint64_t, packet> held;  // SGP: messages of steps not completed yet
-  barrier_hold hold;                     // checkpoints
-  /// Per out-slot a (to neighbours[a]): messages and weight sent since that
-  /// neighbour last (re)joined (what a restart reports lost with it).
-  std::vector<std::uint64_t> sent_count;
-  std::vector<double> sent_w;
-  static inline const char* name = "atrain_sgp_worker";
-};
-using sgp_ptr = caf::stateful_actor<sgp_state>*;
-
-/// Restart: (donate_atom, k) asks a live node for half of its (x, w).
-using donate_atom = caf::atom_constant<caf::atom("sgpdonate")>;
-
-/// The in-slot of an incoming seq: the sender's step s = seq - 1 mod m.
-[[nodiscard]] std::size_t in_slot(const sgp_state& st, std::uint64_t seq) {
-  return static_cast<std::size_t>((seq - 1) % pushsum_period(st.n));
-}
 
 /// Shortest wait between two gradients (run-clock seconds): a node that
 /// never waits must not send to itself with no delay (see adpsgd.cpp).
@@ -299,59 +270,6 @@ void restore_sgp(sgp_state& st, std::uint32_t id, const proto::NodeState& s) {
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
-// ---- restart
-
-/// Node k is being restarted and this node is one of its in-neighbours:
-/// this node's steps (its messages to k of earlier steps were sent to the
-/// dead incarnation) and the messages and weight sent to k since k last
-/// (re)joined. Counting starts again for the replacement.
-std::tuple<std::uint64_t, std::uint64_t, double> fence_for(sgp_ptr self, run_context& ctx,
-                                                           std::uint32_t id, std::uint32_t k) {
-  auto& st = self->state;
-  ctx.events.record(ctx.ns(self), id, event_kind::restart, k, st.ps.steps);
-  std::tuple<std::uint64_t, std::uint64_t, double> out{st.ps.steps, 0, 0.0};
-  if (const auto a = gossip::neighbour_index(st, k)) {
-    std::get<1>(out) = std::exchange(st.sent_count[*a], 0);
-    std::get<2>(out) = std::exchange(st.sent_w[*a], 0.0);
-  }
-  return out;
-}
-
-/// Gives half of (x, w) to node k's replacement and keeps the other half:
-/// the ratio x / w stays, the sum of the mass does not change.
-std::tuple<double_blob, double, std::uint64_t> donate(sgp_ptr self, run_context& ctx,
-                                                      std::uint32_t id, std::uint32_t k) {
-  auto& ps = self->state.ps;
-  vec::scale(0.5, ps.x.data(), ps.x.size());
-  ps.w *= 0.5;
-  ctx.events.record(ctx.ns(self), id, event_kind::donate, k, ps.steps);
-  double_blob half{ps.x};
-  if (ps.record)
-    ps.donated.push_back({k, ps.steps, half, ps.w});
-  return {std::move(half), ps.w, ps.steps};
-}
-
-/// The replacement joins: step `step`, the donated (x, w), the fences.
-/// Incoming seqs up to the fence of their slot count as received (they were
-/// sent to the dead incarnation): the node does not wait for them.
-void join(sgp_ptr self, std::uint64_t step, const double_blob& x, double w,
-          const std::vector<std::uint64_t>& fence, std::uint32_t donor) {
-  auto& st = self->state;
-  auto& ps = st.ps;
-  ps.x = x.vec();
-  ps.w = w;
-  ps.steps = step;
-  ps.fence = fence;
-  ps.joined = true;
-  ps.donor = donor;
-  const auto last = fence.empty() ? 0 : *std::max_element(fence.begin(), fence.end());
-  for (std::uint64_t q = 1; q <= last; ++q)
-    if (q <= fence[in_slot(st, q)]) {
-      (void)st.seen.first_time(0, pushsum_mass, q);
-      st.highest_seen = q;
-    }
-}
-
 /// Node `id`'s worker; a replacement (`joining`, after a crash) keeps every
 /// message until the supervisor starts it (join_sgp_worker) and appears in
 /// the probe only then.
@@ -436,131 +354,16 @@ caf::behavior sgp_worker(sgp_ptr self, std::uint32_t id, context_ptr ctx, bool j
 
 }  // namespace
 
+}  // namespace sgp_detail
+
 node_actors spawn_sgp_node(caf::event_based_actor* parent, const context_ptr& ctx,
                            std::uint32_t i) {
-  return gossip::one_actor_node(parent->spawn(sgp_worker, i, ctx, false));
+  return gossip::one_actor_node(parent->spawn(sgp_detail::sgp_worker, i, ctx, false));
 }
 
 caf::actor spawn_sgp_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
                                  std::uint32_t k) {
-  return sup->spawn(sgp_worker, k, ctx, true);
-}
-
-namespace {
-
-/// What join_sgp_worker gathers before it starts the replacement.
-struct sgp_join {
-  std::size_t pending = 0;
-  bool any_sent = false;
-  std::uint64_t last_sent = 0;       // the dead worker's highest seq on its links
-  std::vector<std::uint64_t> fence;  // per in-slot
-  std::uint64_t lost_messages = 0;   // sent to node k since it last joined
-  double lost_w = 0;
-  std::vector<std::uint32_t> dead_sources;  // in-neighbours that did not answer
-};
-
-/// Asks `candidates` in order for half of their (x, w); the first that
-/// answers is the donor. done(x, w, donor, source text).
-void find_donor(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
-                std::shared_ptr<std::vector<std::uint32_t>> candidates, std::size_t next,
-                std::function<void(double_blob, double, std::uint32_t, std::string)> done) {
-  if (next == candidates->size())
-    return done(double_blob{std::vector<double>(ctx->plan->x0.begin(), ctx->plan->x0.end())}, 1.0,
-                r.node, "x^0 with a fresh weight 1 (no live node to take half from)");
-  const auto j = (*candidates)[next];
-  sup->request(r.nodes.at(j).worker, ctx->reply_timeout(), donate_atom::value, r.node)
-    .then(
-      [=](const double_blob& x, double w, std::uint64_t steps) {
-        std::ostringstream text;
-        text.precision(17);
-        text << "half of node " << j << "'s push-sum state (w = " << w << " each, its ratio x/w; "
-             << "node " << j << " at step " << steps << ")";
-        done(x, w, j, text.str());
-      },
-      [=](const caf::error&) { find_donor(sup, ctx, r, candidates, next + 1, done); });
-}
-
-}  // namespace
-
-void join_sgp_worker(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
-                     restart_started started) {
-  const auto k = r.node;
-  const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
-  const auto m = pushsum_period(n);
-  auto js = std::make_shared<sgp_join>();
-  js->fence.assign(m, 0);
-  auto finish = [=] {
-    // Donors: the in-neighbours, the out-neighbours, then anyone alive.
-    auto candidates = std::make_shared<std::vector<std::uint32_t>>();
-    auto add = [&](std::uint32_t j) {
-      if (j != k && std::find(candidates->begin(), candidates->end(), j) == candidates->end())
-        candidates->push_back(j);
-    };
-    for (std::uint32_t a = 0; a < m; ++a)
-      add(pushsum_source(k, a, n));
-    for (std::uint32_t a = 0; a < m; ++a)
-      add(pushsum_peer(k, a, n));
-    for (std::uint32_t j = 0; j < n; ++j)
-      add(j);
-    const std::uint64_t step = js->any_sent ? js->last_sent : 0;
-    find_donor(sup, ctx, r, candidates, 0,
-               [=](double_blob x, double w, std::uint32_t donor, std::string source) {
-                 sup->send(r.replacement, start_atom::value, step, std::move(x), w, js->fence,
-                           r.nodes.at(k).worker_routes, donor);
-                 std::ostringstream text;
-                 text.precision(17);
-                 text << source << ", joining at step " << step << "; lost with the dead worker: "
-                      << "its own (x, w), and " << js->lost_messages
-                      << " messages (w = " << js->lost_w << ") its in-neighbours had sent it "
-                      << "since it started (added by it, or dropped when they arrive)";
-                 for (auto j : js->dead_sources)
-                   text << "; in-neighbour " << j << " is down: what it sent is not counted";
-                 started(text.str());
-               });
-  };
-  auto one = [js, finish] {
-    if (--js->pending == 0)
-      finish();
-  };
-  const auto& out_links = r.nodes.at(k).worker_routes;
-  js->pending = out_links.size() + m;
-  if (js->pending == 0)
-    return finish();
-  // The dead worker's last step sent: the highest seq its links took.
-  for (const auto& link : out_links)
-    sup->request(link, ctx->reply_timeout(), resume_atom::value)
-      .then(
-        [=](std::uint32_t from, bool any, std::uint64_t seq) {
-          if (from == k && any) {
-            js->last_sent = js->any_sent ? std::max(js->last_sent, seq) : seq;
-            js->any_sent = true;
-          }
-          one();
-        },
-        [=](const caf::error&) { one(); });
-  // Each in-neighbour's fence: its steps when it answers (a dead one: the
-  // highest seq its link to node k took).
-  for (std::uint32_t a = 0; a < m; ++a) {
-    const auto j = pushsum_source(k, a, n);
-    sup->request(r.nodes.at(j).worker, ctx->reply_timeout(), restart_atom::value, k)
-      .then(
-        [=](std::uint64_t steps, std::uint64_t count, double w) {
-          js->fence[a] = steps;
-          js->lost_messages += count;
-          js->lost_w += w;
-          one();
-        },
-        [=](const caf::error&) {
-          js->dead_sources.push_back(j);
-          sup->request(r.nodes.at(j).worker_routes.at(a), ctx->reply_timeout(), resume_atom::value)
-            .then(
-              [=](std::uint32_t, bool any, std::uint64_t seq) {
-                js->fence[a] = any ? seq : 0;
-                one();
-              },
-              [=](const caf::error&) { one(); });
-        });
-  }
+  return sup->spawn(sgp_detail::sgp_worker, k, ctx, true);
 }
 
 void wire_sgp(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<node_actors>& nodes,

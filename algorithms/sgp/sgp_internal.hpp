@@ -1,0 +1,54 @@
+#pragma once
+/// SGP's private header: the worker's state and the restart functions
+/// (sgp_restart.cpp) that sgp.cpp's worker calls.
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "algorithms/gossip/gossip.hpp"
+#include "algorithms/sgp/sgp.hpp"
+
+namespace atrain::sgp_detail {
+
+/// node_base::x holds z_i = x_i / w_i in float (the gradient's read point);
+/// node_base::neighbours the distinct out-neighbours, aligned with the routes.
+struct sgp_state : gossip::node_base {
+  pushsum_node ps;
+  std::uint32_t n = 1;
+  bool overlap = false;         // OSGP
+  std::uint64_t max_ahead = 0;  // OSGP: tau; SGP: 0
+  double gamma = 0;
+  double decay = 0;
+  bool computing = false;                // a gradient is in progress
+  exactly_once seen;                     // incoming seqs (one stream per receiver)
+  std::uint64_t highest_seen = 0;        // the highest incoming seq received (0: none)
+  double seq_rate = 0;                   // see future_seq_rate
+  std::map<std::uint64_t, packet> held;  // SGP: messages of steps not completed yet
+  barrier_hold hold;                     // checkpoints
+  /// Per out-slot a (to neighbours[a]): messages and weight sent since that
+  /// neighbour last (re)joined (what a restart reports lost with it).
+  std::vector<std::uint64_t> sent_count;
+  std::vector<double> sent_w;
+  static inline const char* name = "atrain_sgp_worker";
+};
+using sgp_ptr = caf::stateful_actor<sgp_state>*;
+
+/// Restart: (donate_atom, k) asks a live node for half of its (x, w).
+using donate_atom = caf::atom_constant<caf::atom("sgpdonate")>;
+
+/// The in-slot of an incoming seq: the sender's step s = seq - 1 mod m.
+[[nodiscard]] inline std::size_t in_slot(const sgp_state& st, std::uint64_t seq) {
+  return static_cast<std::size_t>((seq - 1) % pushsum_period(st.n));
+}
+
+// ---- restart, the worker's side (sgp_restart.cpp)
+
+std::tuple<std::uint64_t, std::uint64_t, double> fence_for(sgp_ptr self, run_context& ctx,
+                                                           std::uint32_t id, std::uint32_t k);
+std::tuple<double_blob, double, std::uint64_t> donate(sgp_ptr self, run_context& ctx,
+                                                      std::uint32_t id, std::uint32_t k);
+void join(sgp_ptr self, std::uint64_t step, const double_blob& x, double w,
+          const std::vector<std::uint64_t>& fence, std::uint32_t donor);
+
+}  // namespace atrain::sgp_detail
