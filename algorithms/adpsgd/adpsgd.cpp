@@ -247,36 +247,31 @@ caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, cont
   if (saved)
     restore_adpsgd(st, *saved);
   caf::behavior running =
-    caf::message_handler{
-      [=](init_atom, const std::vector<caf::actor>& routes) {
-        gossip::take_routes(self->state, routes);
-      },
-      [=](start_atom) {
-        if (!saved)  // restored: holds until the supervisor's go
-          begin_cycle(self, *ctx, id);
-      },
-      [=](restart_atom, std::uint32_t k, std::uint64_t fence) {
-        return fence_off(self, *ctx, id, k, fence);
-      },
-      [=](wake_atom, std::uint64_t step) {
-        ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
-        self->state.woke = true;
-        try_step(self, *ctx, id);  // 3
-      },
-      [=](deliver_atom, const packet& p) {
-        auto& st = self->state;
-        ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
-        if (!st.active && gossip::well_formed(st, p, adpsgd_request))
-          return serve(self, *ctx, id, p);
-        if (st.active && gossip::well_formed(st, p, adpsgd_reply))
-          return complete(self, *ctx, id, p);
-        gossip::reject(self, *ctx, st, id, p);
-      },
-      [=](model_atom) { return gossip::snapshot(self->state, id); },
-      [=](stats_atom) { return gossip::stats(self->state); },
-    }
-      .or_else(barrier_handlers(
-        self, [=] { begin_cycle(self, *ctx, id); }, [=] { return save_adpsgd(self->state); }));
+    gossip::start_handlers(self, saved != nullptr, [=] { begin_cycle(self, *ctx, id); })
+      .or_else(
+        caf::message_handler{
+          [=](restart_atom, std::uint32_t k, std::uint64_t fence) {
+            return fence_off(self, *ctx, id, k, fence);
+          },
+          [=](wake_atom, std::uint64_t step) {
+            ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
+            self->state.woke = true;
+            try_step(self, *ctx, id);  // 3
+          },
+          [=](deliver_atom, const packet& p) {
+            auto& st = self->state;
+            ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
+            if (!st.active && gossip::well_formed(st, p, adpsgd_request))
+              return serve(self, *ctx, id, p);
+            if (st.active && gossip::well_formed(st, p, adpsgd_reply))
+              return complete(self, *ctx, id, p);
+            gossip::reject(self, *ctx, st, id, p);
+          },
+          [=](model_atom) { return gossip::snapshot(self->state, id); },
+          [=](stats_atom) { return gossip::stats(self->state); },
+        }
+          .or_else(barrier_handlers(
+            self, [=] { begin_cycle(self, *ctx, id); }, [=] { return save_adpsgd(self->state); })));
   if (incarnation == 0)
     return running;
   self->set_default_handler(caf::skip);

@@ -282,68 +282,62 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
   if (saved)
     restore_dpsgd(st, *saved);
   caf::behavior running =
-    caf::message_handler{
-      [=](init_atom, const std::vector<caf::actor>& routes) {
-        gossip::take_routes(self->state, routes);
-      },
-      [=](start_atom) {
-        if (!saved)  // restored: holds until the supervisor's go
-          begin_round(self);
-      },
-      // Neighbour k is being restarted: this node's round, whether x^round
-      // went out already (then it may have gone to the dead worker), and x.
-      [=](restart_atom, std::uint32_t k) {
-        const auto& st = self->state;
-        ctx->events.record(ctx->ns(self), id, event_kind::restart, k, st.round);
-        return std::make_tuple(st.round, st.sent, float_blob{st.x});
-      },
-      [=](wake_atom, std::uint64_t round) {
-        auto& st = self->state;
-        ctx->events.record(ctx->ns(self), id, event_kind::wake, round);
-        st.woke = true;
-        st.computing = false;
-        if (!st.sent)  // 2
-          send_model(self, *ctx, id);
-        try_finish_round(self, *ctx, id);  // 3
-      },
-      [=](deliver_atom, const packet& p) {
-        auto& st = self->state;
-        ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
-        if (!gossip::well_formed(st, p, dpsgd_model) || p.seq > st.round + 1)
-          return gossip::reject(self, *ctx, st, id, p);
-        if (p.seq < st.round)
-          return;  // a late duplicate of a round already mixed
-        auto& slots = st.inbox[p.seq];
-        slots.resize(st.neighbours.size());
-        auto& slot = slots[*gossip::neighbour_index(st, p.from)];
-        if (!slot.empty())
-          return;  // duplicate
-        slot = p.f;
-        if (p.seq == st.round && st.hold.held && !st.skip) {
-          // A checkpoint held this node, but a neighbour began the round: it
-          // waits for our model, so compute it (and hold after the round).
-          st.hold.held = false;
-          return begin_round(self);
-        }
-        if (p.seq == st.round)
-          try_finish_round(self, *ctx, id);
-      },
-      [=](ckpt_drain_atom) {
-        const auto& st = self->state;
-        if (st.skip)  // quiet unless computing: the inbox is saved
-          return st.computing ? st.hold.busy_for(self, false) : -1.0;
-        return st.hold.busy_for(self, st.inbox.empty());
-      },
-      [=](ckpt_go_atom) { dpsgd_go(self); },
-      [=](model_atom) {
-        const auto& st = self->state;
-        auto s = gossip::snapshot(st, id);
-        s.late = st.late;
-        return s;
-      },
-      [=](stats_atom) { return gossip::stats(self->state); },
-    }
-      .or_else(barrier_handlers(self, [=] { return save_dpsgd(self->state); }));
+    gossip::start_handlers(self, saved != nullptr, [=] { begin_round(self); })
+      .or_else(caf::message_handler{
+        // Neighbour k is being restarted: this node's round, whether x^round
+        // went out already (then it may have gone to the dead worker), and x.
+        [=](restart_atom, std::uint32_t k) {
+          const auto& st = self->state;
+          ctx->events.record(ctx->ns(self), id, event_kind::restart, k, st.round);
+          return std::make_tuple(st.round, st.sent, float_blob{st.x});
+        },
+        [=](wake_atom, std::uint64_t round) {
+          auto& st = self->state;
+          ctx->events.record(ctx->ns(self), id, event_kind::wake, round);
+          st.woke = true;
+          st.computing = false;
+          if (!st.sent)  // 2
+            send_model(self, *ctx, id);
+          try_finish_round(self, *ctx, id);  // 3
+        },
+        [=](deliver_atom, const packet& p) {
+          auto& st = self->state;
+          ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
+          if (!gossip::well_formed(st, p, dpsgd_model) || p.seq > st.round + 1)
+            return gossip::reject(self, *ctx, st, id, p);
+          if (p.seq < st.round)
+            return;  // a late duplicate of a round already mixed
+          auto& slots = st.inbox[p.seq];
+          slots.resize(st.neighbours.size());
+          auto& slot = slots[*gossip::neighbour_index(st, p.from)];
+          if (!slot.empty())
+            return;  // duplicate
+          slot = p.f;
+          if (p.seq == st.round && st.hold.held && !st.skip) {
+            // A checkpoint held this node, but a neighbour began the round: it
+            // waits for our model, so compute it (and hold after the round).
+            st.hold.held = false;
+            return begin_round(self);
+          }
+          if (p.seq == st.round)
+            try_finish_round(self, *ctx, id);
+        },
+        [=](ckpt_drain_atom) {
+          const auto& st = self->state;
+          if (st.skip)  // quiet unless computing: the inbox is saved
+            return st.computing ? st.hold.busy_for(self, false) : -1.0;
+          return st.hold.busy_for(self, st.inbox.empty());
+        },
+        [=](ckpt_go_atom) { dpsgd_go(self); },
+        [=](model_atom) {
+          const auto& st = self->state;
+          auto s = gossip::snapshot(st, id);
+          s.late = st.late;
+          return s;
+        },
+        [=](stats_atom) { return gossip::stats(self->state); },
+      }
+                 .or_else(barrier_handlers(self, [=] { return save_dpsgd(self->state); })));
   if (!joining)
     return running;
   self->set_default_handler(caf::skip);

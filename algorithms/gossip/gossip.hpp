@@ -76,6 +76,21 @@ inline void take_routes(node_base& st, const std::vector<caf::actor>& routes) {
     st.out.routes.emplace_back(st.neighbours[k], routes.at(k));
 }
 
+/// The handlers every gossip node begins with: its routes (init_atom), and
+/// the start, which `begin()`s its first cycle unless it was restored (then it
+/// holds until the supervisor's go). Its own handlers follow (or_else).
+template <class State, class Begin>
+[[nodiscard]] caf::message_handler start_handlers(caf::stateful_actor<State>* self, bool restored,
+                                                  Begin begin) {
+  return {
+    [=](init_atom, const std::vector<caf::actor>& routes) { take_routes(self->state, routes); },
+    [=](start_atom) {
+      if (!restored)
+        begin();
+    },
+  };
+}
+
 [[nodiscard]] inline model_snapshot snapshot(const node_base& st, std::uint32_t id) {
   return make_snapshot(id, *st.cu, st.out, st.staleness, st.x);
 }

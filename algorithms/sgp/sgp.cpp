@@ -304,37 +304,31 @@ caf::behavior sgp_worker(sgp_ptr self, std::uint32_t id, context_ptr ctx, bool j
   if (!joining)
     show();
   caf::behavior running =
-    caf::message_handler{
-      [=](init_atom, const std::vector<caf::actor>& routes) {
-        gossip::take_routes(self->state, routes);
-      },
-      [=](start_atom) {
-        if (!saved)  // restored: holds until the supervisor's go
-          try_start(self);
-      },
-      [=](wake_atom, std::uint64_t step) {
-        ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
-        on_wake(self, *ctx, id);
-      },
-      [=](deliver_atom, const packet& p) { on_deliver(self, *ctx, id, p); },
-      [=](ckpt_pause_atom) {
-        auto& st = self->state;
-        st.hold.requested = true;
-        st.hold.held = !st.computing;  // idle at a boundary (waiting for a message): holds now
-      },
-      [=](restart_atom, std::uint32_t k) { return fence_for(self, *ctx, id, k); },
-      [=](donate_atom, std::uint32_t k) { return donate(self, *ctx, id, k); },
-      [=](model_atom) {
-        const auto& st = self->state;
-        auto s = make_snapshot(id, *st.cu, st.out, st.staleness,
-                               std::vector<float>(st.ps.x.begin(), st.ps.x.end()));
-        s.weight = st.ps.w;
-        return s;
-      },
-      [=](stats_atom) { return gossip::stats(self->state); },
-    }
-      .or_else(barrier_handlers(
-        self, [=] { try_start(self); }, [=] { return save_sgp(self->state); }));
+    gossip::start_handlers(self, saved != nullptr, [=] { try_start(self); })
+      .or_else(caf::message_handler{
+        [=](wake_atom, std::uint64_t step) {
+          ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
+          on_wake(self, *ctx, id);
+        },
+        [=](deliver_atom, const packet& p) { on_deliver(self, *ctx, id, p); },
+        [=](ckpt_pause_atom) {
+          auto& st = self->state;
+          st.hold.requested = true;
+          st.hold.held = !st.computing;  // idle at a boundary (waiting for a message): holds now
+        },
+        [=](restart_atom, std::uint32_t k) { return fence_for(self, *ctx, id, k); },
+        [=](donate_atom, std::uint32_t k) { return donate(self, *ctx, id, k); },
+        [=](model_atom) {
+          const auto& st = self->state;
+          auto s = make_snapshot(id, *st.cu, st.out, st.staleness,
+                                 std::vector<float>(st.ps.x.begin(), st.ps.x.end()));
+          s.weight = st.ps.w;
+          return s;
+        },
+        [=](stats_atom) { return gossip::stats(self->state); },
+      }
+                 .or_else(barrier_handlers(
+                   self, [=] { try_start(self); }, [=] { return save_sgp(self->state); })));
   if (!joining)
     return running;
   self->set_default_handler(caf::skip);
