@@ -247,7 +247,7 @@ void crash_closed(sup_ptr self) {
 }
 
 /// Restart after crash i of an algorithm whose links end at its workers
-/// (async_ps, AD-PSGD, D-PSGD, the rings, SGP/OSGP; checked by the spec): a replacement that
+/// (its descriptor's follow_restarts; checked by the spec): a replacement that
 /// keeps every message, every link re-pointed at it, then its state the
 /// algorithm's way (join_replacement). Nobody else restarts.
 void replace_worker(sup_ptr self, int i) {

@@ -31,8 +31,8 @@ void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
 /// worker, a child of `sup`, that keeps every message until
 /// join_replacement hands it its state; `incarnation` counts the node's
 /// restarts (1 for the first). Invalid when the algorithm restarts no
-/// workers this way (R-FAST has its own path: respawn_rfast_worker;
-/// spec validation refuses the others).
+/// workers this way (an algorithm with its own `recovery` restarts them
+/// itself; spec validation refuses the others).
 [[nodiscard]] caf::actor spawn_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
                                            std::uint32_t k, std::uint64_t incarnation);
 

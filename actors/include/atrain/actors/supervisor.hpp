@@ -4,8 +4,8 @@
 /// gradient budget, target accuracy), and ends the run cleanly: a final
 /// evaluation, the report, every actor told to exit. An unexpected crash ends
 /// the run with an error that names it; injected crashes and lost hosts are
-/// supervised (restart, going on without the node, or, for R-FAST, re-rooting
-/// when the survivors have no common root: docs/RELIABILITY.md).
+/// supervised (restart, going on without the node, or what the algorithm's
+/// own recovery answers, e.g. a re-rooting: docs/RELIABILITY.md).
 #include <memory>
 #include <mutex>
 #include <optional>
