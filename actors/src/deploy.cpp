@@ -1,14 +1,20 @@
 /// Connecting a run to its hosts (see deploy.hpp).
 #include "atrain/actors/deploy.hpp"
 
+#include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
 
 #include <algorithm>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -39,6 +45,51 @@ namespace {
   loaded_spec ls;
   ls.base_dir = plan.base_dir;
   return p.empty() ? p : resolve_path(ls, p);
+}
+
+/// This process's open sockets (file descriptors).
+[[nodiscard]] std::set<int> open_sockets() {
+  std::set<int> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator{"/proc/self/fd", ec}) {
+    std::error_code link_ec;
+    const auto target = std::filesystem::read_symlink(e.path(), link_ec).string();
+    if (!link_ec && target.rfind("socket:", 0) == 0)
+      out.insert(std::atoi(e.path().filename().c_str()));
+  }
+  return out;
+}
+
+/// getpeername() of `fd` as bytes (empty: not a connected socket).
+[[nodiscard]] std::string peer_of(int fd) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    return {};
+  return std::string{reinterpret_cast<const char*>(&a), len};
+}
+
+[[nodiscard]] std::uint16_t port_of(const std::string& peer) {
+  sockaddr_storage a{};
+  std::memcpy(&a, peer.data(), std::min(peer.size(), sizeof a));
+  if (a.ss_family == AF_INET)
+    return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+  if (a.ss_family == AF_INET6)
+    return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
+  return 0;
+}
+
+/// The socket CAF got for a connection to `port` just made (open now, not
+/// `before`): its descriptor and peer, or -1 when there is not exactly one.
+[[nodiscard]] std::pair<int, std::string> new_connection(const std::set<int>& before,
+                                                         std::uint16_t port) {
+  std::pair<int, std::string> found{-1, {}};
+  int count = 0;
+  for (int fd : open_sockets())
+    if (before.count(fd) == 0)
+      if (auto peer = peer_of(fd); !peer.empty() && port_of(peer) == port && ++count == 1)
+        found = {fd, std::move(peer)};
+  return count == 1 ? found : std::pair<int, std::string>{-1, {}};
 }
 
 }  // namespace
@@ -163,6 +214,7 @@ connect_hosts(caf::actor_system& sys, const run_plan& plan, const deploy_options
     if (!hp)
       return hp.error();
     const auto refused_before = tls_handshakes_refused();
+    const auto sockets_before = open_sockets();
     // Without TLS the host's guard wants the shared secret's
     // challenge-response before any BASP (basp_guard.hpp).
     auto h = opts.tls.enabled() ? caf::openssl::remote_actor(sys, hp->first, hp->second)
@@ -179,6 +231,9 @@ connect_hosts(caf::actor_system& sys, const run_plan& plan, const deploy_options
                                              "` running, with the same --secret-file?)"));
     d->hosts.push_back(*h);
     d->names.push_back(name);
+    auto [fd, peer] = new_connection(sockets_before, hp->second);
+    d->sockets.push_back(fd);
+    d->peers.push_back(std::move(peer));
   }
   // The driver only connects out: should a CAF option have turned automatic
   // connections on, the port CAF opened for them (plain BASP on every
@@ -187,6 +242,19 @@ connect_hosts(caf::actor_system& sys, const run_plan& plan, const deploy_options
     return failure("cannot close CAF's automatic-connection port: " + error_text(ok.error()));
   d->host_of = placement_of(opts, plan.nodes());
   return std::shared_ptr<const deployment>{std::move(d)};
+}
+
+bool abandon_host(const deployment& d, std::size_t h) {
+  if (h >= d.sockets.size() || d.sockets[h] < 0 || d.peers[h].empty())
+    return false;
+  const int fd = d.sockets[h];
+  if (peer_of(fd) != d.peers[h])  // closed by CAF meanwhile (the number may be reused)
+    return false;
+  const linger reset{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  // CAF's next write fails (EPIPE), its multiplexer drops the socket and
+  // closes it: with linger 0 the kernel discards the unsent bytes and resets.
+  return ::shutdown(fd, SHUT_RDWR) == 0;
 }
 
 std::vector<std::uint32_t> placement_of(const deploy_options& opts, std::size_t nodes) {

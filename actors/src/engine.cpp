@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -81,6 +82,45 @@ void watch_supervisor(const run_context& ctx, const caf::actor& sup) {
   if (ctx.log)
     caf::anon_send(ctx.log, sup);
 }
+
+/// Bounds the actor system's shutdown on a multi-host driver: CAF's
+/// middleman waits until every connection has sent what it queued, so a
+/// host that froze or was cut off near the end (not yet declared lost)
+/// would hold the exit. Armed once the run is over; after `grace` it drops
+/// the connections that are still open (abandon_host). A thread of the
+/// caller, never an actor's. Declared before the actor system: its
+/// destructor (the end of the wait) runs after the system's.
+class exit_watch {
+public:
+  void arm(const deployment& d, std::chrono::milliseconds grace) {
+    deployment sockets;  // no actor handles: they must not outlive the system
+    sockets.sockets = d.sockets;
+    sockets.peers = d.peers;
+    thread_ = std::thread{[this, sockets = std::move(sockets), grace] {
+      std::unique_lock<std::mutex> lock{mtx_};
+      if (cv_.wait_for(lock, grace, [this] { return done_; }))
+        return;
+      for (std::size_t h = 0; h < sockets.sockets.size(); ++h)
+        abandon_host(sockets, h);
+    }};
+  }
+
+  ~exit_watch() {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable())
+      thread_.join();
+  }
+
+private:
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -240,6 +280,7 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
     return caf::make_error(caf::sec::runtime_error, e.what());
   }
   {
+    exit_watch exit_bound;
     system_config cfg{false, opts.threads, multi_host ? &deploy->tls : nullptr};
     if (opts.configure_system)
       if (auto err = opts.configure_system(cfg))
@@ -268,6 +309,8 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
     sys.await_all_actors_done();
     if (opts.control)  // before the system goes: a late stop() sends nothing
       opts.control->detach();
+    if (ctx->deploy)  // the healthy hosts' connections close well within it
+      exit_bound.arm(*ctx->deploy, std::chrono::seconds{1});
     ctx->log = nullptr;
   }
   return stamp(take_report(*sink));

@@ -97,9 +97,13 @@ void spawn_on_hosts(sup_ptr self) {
 /// crash: the run goes on without them, or ends saying why it cannot.
 void host_lost(sup_ptr self, std::uint32_t h) {
   auto& st = self->state;
+  const auto& d = *st.ctx->deploy;
+  // CAF gave up on it, but would keep what it queued for it (relayed
+  // messages too) until a frozen or cut-off host takes it: dropped now, so
+  // that neither the rest of the run nor the driver's exit waits on it.
+  abandon_host(d, h);
   if (st.stopping || !st.lost_hosts.insert(h).second)
     return;
-  const auto& d = *st.ctx->deploy;
   const auto& plan = *st.ctx->plan;
   const double t = st.ctx->seconds(self);
   std::vector<std::uint32_t> gone;

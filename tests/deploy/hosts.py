@@ -93,10 +93,11 @@ class Cluster:
         self.drivers.append(Driver(self.command(spec, sets, out), out))
         return self.drivers[-1]
 
-    def run_hurt(self, spec, sets, out, at, hurt, heal, hold):
+    def run_hurt(self, spec, sets, out, at, hurt, heal, hold, timeout=90):
         """Runs `spec`; `hurt()` at `at` s of the run's clock, `heal()` `hold` s
-        later; waits for the driver. Returns it and when hurt() returned
-        (time.monotonic())."""
+        later (None: once the driver has exited, or was killed after
+        `timeout` s); waits for the driver. Returns it and when hurt()
+        returned (time.monotonic())."""
         d = self.start(spec, sets, out)
         if not d.wait_started():
             d.wait()
@@ -104,10 +105,15 @@ class Cluster:
         d.sleep_until(at)
         hurt()
         hurt_at = time.monotonic()
-        time.sleep(hold)
-        heal()
-        healed_at = time.monotonic()
-        d.wait(timeout=90)
+        if hold is None:
+            d.wait(timeout=timeout)
+            heal()
+            healed_at = time.monotonic()
+        else:
+            time.sleep(hold)
+            heal()
+            healed_at = time.monotonic()
+            d.wait(timeout=timeout)
         print("     (last evaluation %.2f s after the hurt; the driver exited %.2f s after it, "
               "%.2f s %s the heal)" % ((d.last_record or 0) - hurt_at, d.ended - hurt_at,
                                        abs(d.ended - healed_at),

@@ -87,6 +87,11 @@ struct deployment {
   std::vector<std::string> names;      // "HOST:PORT", for messages
   std::vector<std::uint32_t> host_of;  // index = node
   std::string secret;                  // sent with every spawn request
+  /// The driver's connection to each host (CAF's BASP broker owns it; -1:
+  /// not found) and its peer address as getpeername() gave it, to know the
+  /// socket again later (abandon_host).
+  std::vector<int> sockets;
+  std::vector<std::string> peers;
 };
 
 struct run_context {

@@ -52,6 +52,16 @@ struct deploy_options {
 [[nodiscard]] caf::expected<std::shared_ptr<const deployment>>
 connect_hosts(caf::actor_system& sys, const run_plan& plan, const deploy_options& opts);
 
+/// Drops the driver's connection to host `h` at once: what CAF still
+/// holds for it is discarded (SO_LINGER 0: the close resets the
+/// connection) and the BASP broker sees the socket fail. CAF closes a dead
+/// connection gracefully, unsent data first, and the middleman's shutdown
+/// waits for every close: a frozen or cut-off host would hold the driver's
+/// exit for as long as its window stays shut. Safe from any thread (plain
+/// socket calls; nothing happens when the socket is no longer that host's).
+/// Returns whether it dropped a connection.
+bool abandon_host(const deployment& d, std::size_t h);
+
 /// Host per node: `opts.placement`, or round-robin over `opts.hosts`.
 [[nodiscard]] std::vector<std::uint32_t> placement_of(const deploy_options& opts,
                                                       std::size_t nodes);
