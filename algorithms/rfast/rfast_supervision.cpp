@@ -34,9 +34,9 @@ private:
 
   void retire_relaying_buffers(supervision& s, const std::vector<std::uint32_t>& gone,
                                std::vector<std::uint32_t>& retired);
-  [[nodiscard]] std::optional<loss_outcome> renew(supervision& s, const node_loss& l,
-                                                  const std::string& lost, const std::string& how,
-                                                  const std::vector<std::uint32_t>& survivors);
+  [[nodiscard]] loss_outcome renew(supervision& s, const node_loss& l, const std::string& lost,
+                                   const std::string& how,
+                                   const std::vector<std::uint32_t>& survivors);
   std::vector<caf::actor> launch_epoch(supervision& s, rfast_epoch_plan e);
   void respawn_worker(supervision& s, int crash, std::vector<float> x, const std::string& source);
   void rejoin(supervision& s, int crash, std::vector<float> x, const std::string& source);
@@ -68,16 +68,15 @@ void rfast_recovery::retire_relaying_buffers(supervision& s, const std::vector<s
 /// it) along: even when a common root survives, the tracked sum no longer
 /// equals the survivors' gradients and R-FAST settles off the optimum
 /// (measured: a9a stalls near 0.77). A new epoch over the survivors restores
-/// it; empty when the pair cannot be rebuilt (`why` says so).
-std::optional<loss_outcome> rfast_recovery::renew(supervision& s, const node_loss& l,
-                                                  const std::string& lost, const std::string& how,
-                                                  const std::vector<std::uint32_t>& survivors) {
+/// it; when the pair cannot be rebuilt, new_view stays false and the effect says why.
+loss_outcome rfast_recovery::renew(supervision& s, const node_loss& l, const std::string& lost,
+                                   const std::string& how,
+                                   const std::vector<std::uint32_t>& survivors) {
   auto next = next_rfast_epoch(*s.ctx()->plan, epoch_, survivors, s.workers_up());
-  if (!next) {
-    pending_.next.reset();
+  if (!next) {  // new_view false: the caller goes on as before, saying why
     loss_outcome o;
     o.effect = "; its tracker mass is not restored: " + error_text(next.error());
-    return o;  // new_view false: the caller goes on as before
+    return o;
   }
   retire_relaying_buffers(s, l.gone, pending_.buffers_gone);
   loss_outcome o;
@@ -124,12 +123,12 @@ std::optional<loss_outcome> rfast_recovery::lose(supervision& s, const node_loss
   std::string no_renewal;
   if (l.whole && !roots.empty() && reroot) {
     auto o = renew(s, l, lost, how, survivors);
-    if (o->new_view) {
+    if (o.new_view) {
       if (l.restart_of)
-        down_[*l.restart_of] = l.so_far + o->effect;
+        down_[*l.restart_of] = l.so_far + o.effect;
       return o;
     }
-    no_renewal = o->effect;
+    no_renewal = o.effect;
   }
   loss_outcome o;
   if (!roots.empty() || !reroot) {
