@@ -8,9 +8,12 @@ behaviour re-records them (--record) and says why in its commit.
   trace_pins.py ATRAIN --record [--pins FILE]   write the pins anew
 
 The pins hold on the machine kind they were recorded on: oneDNN's JIT
-kernels, and so the MLP's rounding, depend on the CPU's ISA. On another CPU
-(a different model name or flag set) the check is skipped (exit 77), not
-failed. Run from the source root.
+kernels, and so the MLP's rounding, depend on the CPU's ISA. The file holds
+one section per CPU kind (a `cpu` line, then its runs); --record replaces
+the section of this CPU and keeps the others. On a CPU with no section (a
+different model name or flag set) the check is skipped (exit 77), not
+failed: record one from a commit known to be right first. Run from the
+source root.
 """
 import hashlib
 import json
@@ -77,38 +80,62 @@ def run_case(atrain, spec, sets, tmp):
     return f"{rep['trace_hash']} events {rep['trace_events']} report {digest(rep)}"
 
 
+HEADER = "# trace hash, trace events and report digest per run: tests/repo/trace_pins.py\n"
+
+
+def read_sections(pins):
+    """{cpu signature: [lines of its runs]}, in file order."""
+    sections = {}
+    if not os.path.exists(pins):
+        return sections
+    current = None
+    with open(pins) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("#") or not line:
+                continue
+            if line.startswith("cpu "):
+                current = sections.setdefault(line[4:], [])
+            elif current is not None:
+                current.append(line)
+    return sections
+
+
+def check(atrain, want_lines, tmp):
+    want = dict(l.split(" ", 1) for l in want_lines)
+    changed, got = [], {}
+    for label, spec, sets in cases():
+        got[label] = run_case(atrain, spec, sets, tmp)
+        if want.get(label) != got[label]:
+            changed.append(f"{label}: pinned {want.get(label)}, now {got[label]}")
+    if changed:
+        sys.exit("trace_pins FAILED: behaviour changed:\n  " + "\n  ".join(changed))
+    print(f"trace_pins OK: {len(got)} runs as pinned")
+
+
 def main():
     if len(sys.argv) < 3 or sys.argv[2] not in ("--check", "--record"):
         sys.exit(__doc__)
     atrain, mode = sys.argv[1], sys.argv[2]
     pins = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--pins" else PINS
     cpu = cpu_signature()
-    got = {}
+    sections = read_sections(pins)
     with tempfile.TemporaryDirectory(prefix="atrain_pins_") as tmp:
         if mode == "--check":
-            with open(pins) as f:
-                lines = [l.rstrip("\n") for l in f if not l.startswith("#")]
-            if lines[0] != "cpu " + cpu:
-                print(f"trace_pins SKIPPED: pinned on '{lines[0][4:]}', this is '{cpu}'")
+            if cpu not in sections:
+                print(f"trace_pins SKIPPED: pinned on {', '.join(repr(c) for c in sections)}; "
+                      f"this is '{cpu}'")
                 sys.exit(SKIP)
-            want = dict(l.split(" ", 1) for l in lines[1:] if l)
-            changed = []
-            for label, spec, sets in cases():
-                got[label] = run_case(atrain, spec, sets, tmp)
-                if want.get(label) != got[label]:
-                    changed.append(f"{label}: pinned {want.get(label)}, now {got[label]}")
-            if changed:
-                sys.exit("trace_pins FAILED: behaviour changed:\n  " + "\n  ".join(changed))
-            print(f"trace_pins OK: {len(got)} runs as pinned")
-            return
-        for label, spec, sets in cases():
-            got[label] = run_case(atrain, spec, sets, tmp)
+            return check(atrain, sections[cpu], tmp)
+        sections[cpu] = [f"{label} {run_case(atrain, spec, sets, tmp)}"
+                         for label, spec, sets in cases()]
     with open(pins, "w") as f:
-        f.write("# trace hash, trace events and report digest per run: tests/repo/trace_pins.py\n")
-        f.write("cpu " + cpu + "\n")
-        for label, line in got.items():
-            f.write(f"{label} {line}\n")
-    print(f"trace_pins: recorded {len(got)} runs in {pins}")
+        f.write(HEADER)
+        for sig, lines in sections.items():
+            f.write("cpu " + sig + "\n")
+            for line in lines:
+                f.write(line + "\n")
+    print(f"trace_pins: recorded {len(sections[cpu])} runs for '{cpu}' in {pins}")
 
 
 if __name__ == "__main__":
