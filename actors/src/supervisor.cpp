@@ -476,7 +476,11 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
   }
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
-    if (st.stopping || !dm.reason || st.crashed.count(dm.source) > 0)
+    if (!dm.reason || st.crashed.count(dm.source) > 0)
+      return;
+    // While stopping, a lost host still matters: the final evaluation may
+    // be waiting on its nodes (host_lost lets it go on without them).
+    if (st.stopping && !(dm.reason == caf::exit_reason::remote_link_unreachable && st.ctx->deploy))
       return;
     if (auto it = st.spawner_of.find(dm.source); it != st.spawner_of.end()) {
       // Once the nodes run, a lost host shows through its nodes (host_lost).
