@@ -157,7 +157,9 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
           g->server = std::move(s);
           finish_one();
         },
-        [fail](caf::error& e) { fail("parameter server", e); });
+        [self, fail](caf::error& e) {
+          fail(algorithm_of(self->state.ctx->plan->spec).evaluation.hub_label, e);
+        });
   }
   for (const auto& link : st.links) {
     ++g->pending;
@@ -240,7 +242,7 @@ metric_sample evaluate(caf::stateful_actor<eval_state>* self, const gathering& g
   if (alive.empty()) {
     std::copy(plan.x0.begin(), plan.x0.end(), evaluated.begin());
   } else if (g.server) {
-    // The parameter server's model is the evaluated one; the consensus error
+    // The hub's model is the evaluated one; the consensus error
     // measures the workers' copies around it.
     row.messages += g.server->messages_sent;
     row.bytes += g.server->bytes_sent;

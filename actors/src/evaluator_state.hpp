@@ -14,7 +14,7 @@ namespace atrain::eval {
 /// What one evaluation collects from the nodes and links.
 struct gathering {
   std::vector<model_snapshot> models;
-  std::optional<model_snapshot> server;  // the parameter server's, when there is one
+  std::optional<model_snapshot> server;  // the evaluated hub's, when there is one
   std::uint64_t buffer_messages = 0;
   std::uint64_t buffer_bytes = 0;
   std::vector<std::uint64_t> node_buffer_messages;  // index = node: the part of each buffer

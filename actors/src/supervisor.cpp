@@ -179,12 +179,12 @@ void inject_crash(sup_ptr self, int i) {
     kill_child(self, node.buffer);
   const double t = st.ctx->seconds(self);
   if (c.whole_node() && node.hub && node.hub != node.worker && node.hub != node.buffer) {
-    // The parameter server's node (the spec refuses its whole-node restart).
+    // A hub's node (the spec refuses a whole-node restart of it).
     kill_child(self, node.hub);
-    fail(self, "node " + std::to_string(k) + " crashed whole at " + std::to_string(t) +
-                 " s with the parameter server it holds: the model it serves lives nowhere "
-                 "else, " +
-                 plan.algorithm_name() + " cannot go on without it");
+    fail(self, "node " + std::to_string(k) + " crashed whole at " + std::to_string(t) + " s with " +
+                 algorithm_of(plan.spec).critical_role +
+                 " it holds: the model it serves lives nowhere else, " + plan.algorithm_name() +
+                 " cannot go on without it");
     return;
   }
   std::string effect = "killed at " + std::to_string(t) + " s";
@@ -421,7 +421,7 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::ac
     }
   }
   if (server && st.names.count(server.address()) == 0)
-    adopt(self, server, "parameter server");
+    adopt(self, server, algorithm_of(st.ctx->plan->spec).evaluation.hub_label);
   for (const auto& l : links)
     adopt(self, l, "link");
   st.nodes = nodes;
