@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
 
 namespace atrain {
 
@@ -28,8 +29,10 @@ void check_spec(const loaded_spec& ls) {
   validate(ls, facts);
 }
 
-std::string run_plan::algorithm_name() const {
-  return algorithm_name_of(spec);
+const algorithm_descriptor& run_plan::algorithm() const {
+  if (descriptor == nullptr)
+    throw std::logic_error("run_plan::algorithm: the plan was not prepared (prepare_run)");
+  return *descriptor;
 }
 
 namespace {
@@ -138,6 +141,8 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
            "this engine does not implement '" + algorithm_name_of(ls.spec) + "' yet");
   auto plan = std::make_shared<run_plan>();
   plan->spec = ls.spec;
+  static_cast<run_settings&>(*plan) = settings_of(ls.spec);
+  plan->label = algorithm_name_of(ls.spec);
   plan->spec_file = ls.file;
   plan->base_dir = ls.base_dir;
   const auto& spec = ls.spec;
@@ -152,6 +157,7 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   check_model_size(ls, plan->train->dim, plan->train->classes);  // bounds: RELIABILITY.md
 
   const auto& algo = algorithm_of(spec);
+  plan->descriptor = &algo;
   const bool single = algo.single_node;
   const std::size_t n = single ? 1 : spec.nodes();
   if (single && spec.nodes() != 1)

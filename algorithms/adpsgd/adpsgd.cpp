@@ -233,15 +233,15 @@ caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, cont
   auto& st = self->state;
   gossip::init(st, *ctx, id);
   st.active = active;
-  st.gen.reseed(derive_seed(plan.spec.seed(), 0x41445053ULL + id + (incarnation << 32)));
+  st.gen.reseed(derive_seed(plan.seed, 0x41445053ULL + id + (incarnation << 32)));
   st.gamma = algo.step_size();
   st.decay = algo.decay();
   st.served.assign(st.neighbours.size(), 0);
   st.seq_rate = future_seq_rate(plan);
   st.restarts_of.assign(plan.nodes(), 0);
-  for (const auto& c : plan.spec.faults().crash())
-    if (c.has_restart_after_seconds())
-      ++st.restarts_of.at(c.node());
+  for (const auto& c : plan.crashes)
+    if (c.restart_after_seconds)
+      ++st.restarts_of.at(c.node);
   st.record = ctx->probe != nullptr;
   const auto* saved = incarnation == 0 ? resumed_node(*ctx, id) : nullptr;
   if (saved)
