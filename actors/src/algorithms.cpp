@@ -20,7 +20,7 @@ void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
   const auto& d = ctx->plan->algorithm();
   d.wire(sup, ctx, nodes, links);
   if (d.evaluation.evaluated_hub)
-    if (const auto k = d.evaluation.evaluated_hub(ctx->plan->spec.algorithm()))
+    if (const auto k = d.evaluation.evaluated_hub(*ctx->plan->algo_config))
       server = nodes.at(*k).hub;
 }
 

@@ -360,7 +360,7 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
   st.model = ctx->plan->link;
   st.acknowledged = links_are_acknowledged(*ctx->plan);
   const auto& policy = ctx->plan->algorithm().links;
-  st.coalesce = policy.coalesces && policy.coalesces(ctx->plan->spec.algorithm());
+  st.coalesce = policy.coalesces && policy.coalesces(*ctx->plan->algo_config);
   st.replay_on_restart = policy.replay_on_restart && links_follow_restarts(*ctx->plan);
   st.gen.reseed(derive_seed(ctx->plan->seed, 0x4c494e4bULL + (std::uint64_t{from} << 20) + to));
   if (ctx->resume)

@@ -13,6 +13,8 @@ namespace atrain {
 void check_spec(const loaded_spec& ls) {
   spec_facts facts;
   if (const auto* algo = find_algorithm(ls.spec.algorithm().kind_case())) {
+    // A copy of the block only the refusal below reads (prepare_run keeps its own).
+    const auto config = algo->parse(ls.spec.algorithm());
     if (algo->check_block)
       facts.check_block = [algo, &ls](spec_checker& c) {
         algo->check_block(c, ls.spec.algorithm());
@@ -20,8 +22,8 @@ void check_spec(const loaded_spec& ls) {
     facts.uses_topology = algo->uses_topology;
     facts.lossless_links = algo->links.acknowledged;
     if (algo->whole_restart_refusal)
-      facts.whole_restart_refusal = [algo, &ls](std::uint32_t k) {
-        return algo->whole_restart_refusal(ls.spec.algorithm(), k);
+      facts.whole_restart_refusal = [algo, config](std::uint32_t k) {
+        return algo->whole_restart_refusal(*config, k);
       };
     if (algo->whole_restart_unsaved)
       facts.whole_restart_unsaved = algo->whole_restart_unsaved;
@@ -158,6 +160,9 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
 
   const auto& algo = algorithm_of(spec);
   plan->descriptor = &algo;
+  if (algo.parse == nullptr)  // registry_test checks every descriptor has one
+    throw std::logic_error(std::string{"algorithm '"} + algo.name + "' has no parse hook");
+  plan->algo_config = algo.parse(spec.algorithm());
   const bool single = algo.single_node;
   const std::size_t n = single ? 1 : spec.nodes();
   if (single && spec.nodes() != 1)

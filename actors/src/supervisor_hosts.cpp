@@ -126,7 +126,7 @@ void host_lost(sup_ptr self, std::uint32_t h) {
     return fail(self, what + ": no node is left");
   const auto& algo = plan.algorithm();
   if (algo.critical_node)
-    if (const auto k = algo.critical_node(plan.spec.algorithm()); k && d.host_of[*k] == h)
+    if (const auto k = algo.critical_node(*plan.algo_config); k && d.host_of[*k] == h)
       return fail(self, what + ": " + algo.critical_role + " was on it");
   if (const auto why = needs_every_node(plan); !why.empty())
     return fail(self,

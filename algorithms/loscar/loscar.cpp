@@ -459,16 +459,18 @@ algorithm_descriptor loscar_algorithm() {
   d.node_part = proto::NodeState::kLoscar;
   d.name = "loscar";
   d.check_block = loscar_check_block;
-  d.label = [](const proto::AlgorithmSpec& a) {
-    return std::string{a.loscar().merge() == proto::Loscar::NAIVE ? "loscar_naive" : "loscar"};
+  d.parse = loscar_parse_block;
+  d.label = [](const algorithm_config& c) {
+    return std::string{
+      config_as<loscar_config>(c).merge == loscar_merge_rule::naive ? "loscar_naive" : "loscar"};
   };
   d.spawn_node = spawn_loscar_node;
   d.wire = wire_loscar;
   d.needs_every_node = "every round's average waits for every worker";
   d.spawn_replacement = ignoring_incarnation<spawn_loscar_replacement>;
   d.join = join_loscar_worker;
-  d.whole_restart_refusal = [](const proto::AlgorithmSpec& a, std::uint32_t k) {
-    if (k != a.loscar().aggregator())
+  d.whole_restart_refusal = [](const algorithm_config& c, std::uint32_t k) {
+    if (k != config_as<loscar_config>(c).aggregator)
       return std::string{};
     return "node " + std::to_string(k) +
            " holds the LOSCAR aggregator (algorithm.loscar.aggregator): the round it collects "

@@ -31,6 +31,8 @@ struct run_plan : run_settings {
   const algorithm_descriptor* descriptor = nullptr;
   /// The report's name for it (algorithm_name_of).
   std::string label;
+  /// Its spec block, parsed once by the descriptor (never null once prepared).
+  std::shared_ptr<const algorithm_config> algo_config;
   std::string spec_file;
   std::string base_dir;  // the spec file's directory (relative dataset paths)
   std::shared_ptr<const dataset> train;
@@ -50,6 +52,15 @@ struct run_plan : run_settings {
   [[nodiscard]] bool virtual_clock() const noexcept { return clock == clock_kind::virtual_time; }
   [[nodiscard]] const std::string& algorithm_name() const noexcept { return label; }
   [[nodiscard]] const algorithm_descriptor& algorithm() const;
+  /// The algorithm's config as its type T (T::name its block); throws
+  /// std::logic_error naming both blocks when the run's algorithm is another.
+  template <class T>
+  [[nodiscard]] const T& config() const {
+    if (!algo_config)
+      throw std::logic_error(std::string{"run_plan::config: no algorithm config (wanted '"} +
+                             T::name + "'; the plan was not prepared)");
+    return config_as<T>(*algo_config);
+  }
 };
 
 /// The spec's algorithm as a short name ("rfast", "allreduce", ...).
