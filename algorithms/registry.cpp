@@ -50,7 +50,7 @@ std::string algorithm_name_of(const proto::ExperimentSpec& spec) {
   const auto* d = find_algorithm(spec.algorithm().kind_case());
   if (d == nullptr)
     return "unknown";
-  return d->label ? d->label(spec.algorithm()) : std::string{d->name};
+  return d->label ? d->label(*d->parse(spec.algorithm())) : std::string{d->name};
 }
 
 }  // namespace atrain

@@ -11,28 +11,28 @@ bool algorithm_implemented(proto::AlgorithmSpec::KindCase kind) {
 }
 
 node_actors spawn_node(caf::event_based_actor* parent, const context_ptr& ctx, std::uint32_t i) {
-  return algorithm_of(ctx->plan->spec).spawn_node(parent, ctx, i);
+  return ctx->plan->algorithm().spawn_node(parent, ctx, i);
 }
 
 void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links,
                 caf::actor& server) {
-  const auto& d = algorithm_of(ctx->plan->spec);
+  const auto& d = ctx->plan->algorithm();
   d.wire(sup, ctx, nodes, links);
   if (d.evaluation.evaluated_hub)
-    if (const auto k = d.evaluation.evaluated_hub(ctx->plan->spec.algorithm()))
+    if (const auto k = d.evaluation.evaluated_hub(*ctx->plan->algo_config))
       server = nodes.at(*k).hub;
 }
 
 caf::actor spawn_replacement(caf::event_based_actor* sup, const context_ptr& ctx, std::uint32_t k,
                              std::uint64_t incarnation) {
-  const auto& d = algorithm_of(ctx->plan->spec);
+  const auto& d = ctx->plan->algorithm();
   return d.spawn_replacement ? d.spawn_replacement(sup, ctx, k, incarnation) : caf::actor{};
 }
 
 void join_replacement(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
                       restart_started started) {
-  const auto& d = algorithm_of(ctx->plan->spec);
+  const auto& d = ctx->plan->algorithm();
   if (d.join)
     d.join(sup, ctx, r, std::move(started));
 }
@@ -41,7 +41,7 @@ caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* 
                                                         const context_ptr& ctx,
                                                         std::vector<caf::actor>& links,
                                                         caf::actor& server) {
-  if (!algorithm_implemented(ctx->plan->spec.algorithm().kind_case()))
+  if (ctx->plan->descriptor == nullptr)  // prepare_run refuses such a spec first
     return caf::make_error(caf::sec::invalid_argument,
                            "algorithm '" + ctx->plan->algorithm_name() +
                              "' is accepted by the spec but not implemented by this engine yet");

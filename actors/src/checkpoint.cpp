@@ -163,7 +163,7 @@ std::string check_node(const proto::NodeState& s, std::uint32_t i, const run_pla
     return at + "the sampler's order is not a permutation of the node's shard";
   if (c.sampler_cursor() > static_cast<std::uint64_t>(c.sampler_order_size()))
     return at + "the sampler's cursor is past its shard";
-  const auto& algo = algorithm_of(plan.spec);  // its own part of the state
+  const auto& algo = plan.algorithm();  // its own part of the state
   if (s.part_case() != proto::NodeState::PART_NOT_SET && s.part_case() != algo.node_part)
     return at + "holds another algorithm's state (part " + std::to_string(s.part_case()) +
            "), not " + plan.algorithm_name() + "'s";
@@ -260,10 +260,10 @@ std::string check_checkpoint_nodes(const proto::Checkpoint& ck, const run_plan& 
     if (auto why = check_node(ck.nodes(static_cast<int>(i)), i, plan); !why.empty())
       return why;
   }
-  if (plan.spec.stop().time_seconds() > 0 && ck.time_seconds() >= plan.spec.stop().time_seconds())
+  if (plan.stop.time_seconds > 0 && ck.time_seconds() >= plan.stop.time_seconds)
     return "was taken at t=" + std::to_string(ck.time_seconds()) +
            " s, not before the spec's stop.time_seconds (" +
-           std::to_string(plan.spec.stop().time_seconds()) + " s)";
+           std::to_string(plan.stop.time_seconds) + " s)";
   return {};
 }
 
@@ -299,7 +299,7 @@ caf::expected<std::shared_ptr<const proto::Checkpoint>> load_checkpoint(const st
     all[i] = i;
   if (auto why = check_checkpoint_nodes(*ck, plan, all); !why.empty())
     return file_error(file, why);
-  const auto& algo = algorithm_of(plan.spec);
+  const auto& algo = plan.algorithm();
   if (algo.check_checkpoint)
     if (auto why = algo.check_checkpoint(*ck, plan); !why.empty())
       return file_error(file, why);
@@ -329,20 +329,19 @@ void checkpointer::watch(const std::vector<node_actors>& nodes,
 }
 
 void checkpointer::arm(caf::event_based_actor* self) {
-  const auto& spec = ctx_->plan->spec;
-  const auto& c = spec.checkpoint();
+  const auto& c = ctx_->plan->checkpoint;
   const double after = ctx_->resume ? ctx_->resume->requested_seconds() : 0.0;
-  const double until = spec.stop().time_seconds();
+  const double until = ctx_->plan->stop.time_seconds;
   std::vector<double> times;
-  for (double t : c.at_seconds())
+  for (double t : c.at_seconds)
     if (t > after)
       times.push_back(t);
-  if (c.every_seconds() > 0) {
+  if (c.every_seconds > 0) {
     // Every multiple within the time budget (armed up front, so a resumed
     // run arms them in the same order); without one, the next 10000.
-    auto k = static_cast<std::uint64_t>(std::floor(after / c.every_seconds())) + 1;
+    auto k = static_cast<std::uint64_t>(std::floor(after / c.every_seconds)) + 1;
     for (std::size_t count = 0; count < 10000; ++count, ++k) {
-      const double t = static_cast<double>(k) * c.every_seconds();
+      const double t = static_cast<double>(k) * c.every_seconds;
       if (until > 0 && t >= until)
         break;
       times.push_back(t);
@@ -494,7 +493,7 @@ void checkpointer::gather(caf::event_based_actor* self) {
 }
 
 std::string checkpointer::file_for(std::uint32_t number) const {
-  std::string f = ctx_->plan->spec.checkpoint().file();
+  std::string f = ctx_->plan->checkpoint.file;
   const auto at = f.find("{k}");
   if (at != std::string::npos)
     f.replace(at, 3, std::to_string(number));
@@ -511,8 +510,8 @@ void checkpointer::finish(caf::event_based_actor* self, std::shared_ptr<proto::C
   const auto number = ++number_;
   const double now = ctx_->seconds(self);
   ctx_->events.record(ctx_->ns(self), 0, event_kind::checkpoint, number);
-  *ck->mutable_spec() = plan.spec;
-  if (ctx_->deploy)  // the deploy as run (hosts may come from the command line)
+  *ck->mutable_spec() = plan.spec;  // output: the spec as loaded (run_plan::spec)
+  if (ctx_->deploy)                 // the deploy as run (hosts may come from the command line)
     record_deploy(*ctx_->deploy, *ck->mutable_spec()->mutable_deploy());
   ck->set_time_ns(ctx_->ns(self));
   ck->set_time_seconds(now);

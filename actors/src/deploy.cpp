@@ -168,17 +168,16 @@ caf::expected<std::pair<std::string, std::uint16_t>> split_host_port(const std::
 }
 
 caf::expected<deploy_options> deploy_options_of(const run_plan& plan, deploy_options flags) {
-  const auto& d = plan.spec.deploy();
+  const auto& d = plan.deploy;
   deploy_options o = std::move(flags);
   if (o.hosts.empty())
-    o.hosts.assign(d.hosts().begin(), d.hosts().end());
+    o.hosts = d.hosts;
   if (o.placement.empty())
-    o.placement.assign(d.placement().begin(), d.placement().end());
-  if (!o.tls.enabled() && d.tls().certificate().size() > 0)
-    o.tls = {resolve(plan, d.tls().certificate()), resolve(plan, d.tls().key()),
-             resolve(plan, d.tls().ca())};
-  if (o.secret.empty() && !d.secret_file().empty()) {
-    auto secret = read_secret_file(resolve(plan, d.secret_file()));
+    o.placement = d.placement;
+  if (!o.tls.enabled() && !d.tls_certificate.empty())
+    o.tls = {resolve(plan, d.tls_certificate), resolve(plan, d.tls_key), resolve(plan, d.tls_ca)};
+  if (o.secret.empty() && !d.secret_file.empty()) {
+    auto secret = read_secret_file(resolve(plan, d.secret_file));
     if (!secret)
       return secret.error();
     o.secret = std::move(*secret);

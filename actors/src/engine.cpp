@@ -22,8 +22,8 @@ namespace {
 bool want_progress(const run_plan& plan, const run_options& opts) {
   if (opts.progress)
     return *opts.progress;
-  if (plan.spec.has_progress())
-    return plan.spec.progress();
+  if (plan.progress)
+    return *plan.progress;
   return isatty(STDERR_FILENO) != 0;
 }
 
@@ -55,15 +55,14 @@ std::optional<run_log_files> open_log(const run_plan& plan, const run_options& o
   auto files = open_run_log(opts.out_dir);
   if (!files)
     throw std::runtime_error(caf::to_string(files.error()));
-  const auto& spec = plan.spec;
   std::string line =
-    "{\"event\": \"start\", \"time_seconds\": 0, \"name\": " + json::quote(spec.name()) +
+    "{\"event\": \"start\", \"time_seconds\": 0, \"name\": " + json::quote(plan.name) +
     ", \"algorithm\": " + json::quote(plan.algorithm_name()) +
     ", \"clock\": " + json::quote(plan.virtual_clock() ? "VIRTUAL" : "REAL") +
     ", \"nodes\": " + json::integer(static_cast<std::uint64_t>(plan.nodes())) +
-    ", \"seed\": " + json::integer(static_cast<std::uint64_t>(spec.seed())) +
-    ", \"time_budget_seconds\": " + json::number(spec.stop().time_seconds()) +
-    ", \"target_accuracy\": " + json::number(spec.stop().target_accuracy()) +
+    ", \"seed\": " + json::integer(static_cast<std::uint64_t>(plan.seed)) +
+    ", \"time_budget_seconds\": " + json::number(plan.stop.time_seconds) +
+    ", \"target_accuracy\": " + json::number(plan.stop.target_accuracy) +
     (opts.resume_file.empty() ? std::string{}
                               : ", \"resumed_from\": " + json::quote(opts.resume_file)) +
     "}\n";
@@ -255,7 +254,7 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
     return r;
   };
   if (plan->virtual_clock()) {
-    if (!opts.deploy.hosts.empty() || plan->spec.deploy().hosts_size() > 0)
+    if (!opts.deploy.hosts.empty() || !plan->deploy.hosts.empty())
       return caf::make_error(caf::sec::invalid_argument,
                              "only REAL-clock runs span hosts (the spec says clock: VIRTUAL)");
     try {

@@ -65,7 +65,7 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
   /// request); not an evaluation failure.
   const auto lost_meanwhile = [self](const caf::error& e) {
     const auto& ctx = *self->state.ctx;
-    return (ctx.spans_processes || ctx.plan->spec.faults().crash_size() > 0) &&
+    return (ctx.spans_processes || !ctx.plan->crashes.empty()) &&
            e == caf::sec::request_receiver_down;
   };
   for (std::size_t i = 0; i < st.nodes.size(); ++i) {
@@ -121,7 +121,7 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
       finish_one();
     };
     // Buffers with a mass account also count the packets dropped for another epoch.
-    if (algorithm_of(st.ctx->plan->spec).evaluation.mass_residual)
+    if (st.ctx->plan->algorithm().evaluation.mass_residual)
       self
         ->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value, epoch_atom::value)
         .then(add_stats, stats_failed);
@@ -158,7 +158,7 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
           finish_one();
         },
         [self, fail](caf::error& e) {
-          fail(algorithm_of(self->state.ctx->plan->spec).evaluation.hub_label, e);
+          fail(self->state.ctx->plan->algorithm().evaluation.hub_label, e);
         });
   }
   for (const auto& link : st.links) {
@@ -316,7 +316,7 @@ void detect_stragglers(caf::local_actor* self, eval_state& st, const gathering& 
 void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row, bool last,
                 bool replace = false) {
   auto& st = self->state;
-  const auto& spec = st.ctx->plan->spec;
+  const auto& stop = st.ctx->plan->stop;
   auto* m = replace && st.report.metrics_size() > 0
               ? st.report.mutable_metrics(st.report.metrics_size() - 1)
               : st.report.add_metrics();
@@ -333,7 +333,7 @@ void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row,
   for (auto& r : st.recoveries)
     if (!r.back_at && row.time_seconds > r.lost_at && row.test_accuracy >= r.accuracy_before)
       r.back_at = row.time_seconds;
-  const double target = spec.stop().target_accuracy();
+  const double target = stop.target_accuracy;
   if (target > 0 && row.test_accuracy >= target && !st.report.has_time_to_target())
     st.report.set_time_to_target(row.time_seconds);
   if (st.progress)  // wall time for the display only, never for the run
@@ -347,9 +347,9 @@ void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row,
   if (last || st.stop_sent)
     return;
   std::string reason;
-  if (spec.stop().stop_at_target() && st.report.has_time_to_target())
+  if (stop.stop_at_target && st.report.has_time_to_target())
     reason = "target accuracy reached";
-  else if (spec.stop().gradients() > 0 && row.gradients >= spec.stop().gradients())
+  else if (stop.gradients > 0 && row.gradients >= stop.gradients)
     reason = "gradient budget spent";
   if (!reason.empty()) {
     st.stop_sent = true;
@@ -420,7 +420,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
   st.heartbeat.assign(st.nodes.size(), {0, 0.0});
   if (plan.topo)
     st.root = plan.topo->roots.front();
-  const double period = plan.spec.eval().period_seconds();
+  const double period = plan.eval.period_seconds;
   if (ctx->resume)
     restore_evaluator(self);
   return {
@@ -529,7 +529,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
     [=](final_atom) {
       auto rp = self->make_response_promise<report_bytes>();
       self->state.finished = true;
-      const bool mass = algorithm_of(self->state.ctx->plan->spec).evaluation.mass_residual;
+      const bool mass = self->state.ctx->plan->algorithm().evaluation.mass_residual;
       gather(self, mass, [rp](caf::stateful_actor<eval_state>* self, const gathering& g) mutable {
         metric_sample row;
         if (g.errors.empty()) {

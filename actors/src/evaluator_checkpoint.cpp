@@ -54,7 +54,7 @@ std::string save_evaluator(const eval_state& st) {
   proto::EvaluatorState s;
   // Supervision: saved only when the run has crashes (a run without keeps
   // its checkpoints as before).
-  if (st.ctx->plan->spec.faults().crash_size() > 0) {
+  if (!st.ctx->plan->crashes.empty()) {
     for (std::size_t i = 0; i < st.retired.size(); ++i) {
       save_counters(st.retired[i], *s.add_retired());
       save_counters(st.last[i], *s.add_last());
@@ -109,15 +109,15 @@ void restore_evaluator(caf::stateful_actor<eval_state>* self) {
                  false);
   const auto due = saved.next_eval_ns() - st.ctx->ns(self);
   arm_eval(self, caf::timespan{std::max<std::int64_t>(0, due)});
-  const auto& stop = st.ctx->plan->spec.stop();
+  const auto& stop = st.ctx->plan->stop;
   if (st.report.metrics_size() == 0)
     return;
   const auto& last = st.report.metrics(st.report.metrics_size() - 1);
   std::string reason;
-  if (stop.stop_at_target() && stop.target_accuracy() > 0 &&
-      last.test_accuracy() >= stop.target_accuracy())
+  if (stop.stop_at_target && stop.target_accuracy > 0 &&
+      last.test_accuracy() >= stop.target_accuracy)
     reason = "target accuracy reached";
-  else if (stop.gradients() > 0 && last.gradients() >= stop.gradients())
+  else if (stop.gradients > 0 && last.gradients() >= stop.gradients)
     reason = "gradient budget spent";
   if (!reason.empty()) {
     st.stop_sent = true;

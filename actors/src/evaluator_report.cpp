@@ -150,7 +150,7 @@ void fill_report(eval_state& st, const gathering& g, const metric_sample& row) {
   r.set_staleness_mean(s_count ? s_sum / static_cast<double>(s_count) : 0.0);
   r.set_staleness_max(s_max);
   r.set_late_contributions(late);
-  const auto& algo = algorithm_of(plan.spec);
+  const auto& algo = plan.algorithm();
   if (!g.masses.empty() && algo.evaluation.mass_residual)
     r.set_mass_residual(algo.evaluation.mass_residual(g.masses, nullptr));
   if (g.server)
@@ -187,7 +187,7 @@ void fill_report(eval_state& st, const gathering& g, const metric_sample& row) {
     }
   r.set_trace_hash(st.ctx->events.hex());
   r.set_trace_events(st.ctx->events.events());
-  summarize_rows(r, plan.spec.stop().target_accuracy());
+  summarize_rows(r, plan.stop.target_accuracy);
 }
 
 }  // namespace atrain::eval

@@ -197,7 +197,7 @@ caf::behavior spawner(spawner_ptr self, host_options opts) {
       std::string ids;
       for (auto k : r.nodes)
         ids += (ids.empty() ? "" : ",") + std::to_string(k);
-      log(self, "run '" + (*ctx)->plan->spec.name() + "' (" + (*ctx)->plan->algorithm_name() +
+      log(self, "run '" + (*ctx)->plan->name + "' (" + (*ctx)->plan->algorithm_name() +
                   "): spawned nodes " + ids + " for " + peer_of(self) +
                   ((*ctx)->resume ? ", resumed from " + (*ctx)->resume_file + " (t=" +
                                       std::to_string((*ctx)->resume->time_seconds()) + " s)"

@@ -13,30 +13,25 @@
 
 namespace atrain {
 
-bool link_is_active(const proto::LinkModel& m) {
-  return m.latency_seconds() > 0 || m.bandwidth_bytes_per_second() > 0 || m.loss() > 0 ||
-         m.duplicate() > 0 || m.reorder() > 0;
+bool links_are_acknowledged(const run_plan& plan) {
+  return plan.algorithm().links.acknowledged;
 }
 
-bool links_are_acknowledged(const proto::ExperimentSpec& spec) {
-  return algorithm_of(spec).links.acknowledged;
-}
-
-bool links_follow_restarts(const proto::ExperimentSpec& spec) {
-  if (!algorithm_of(spec).links.follow_restarts)
+bool links_follow_restarts(const run_plan& plan) {
+  if (!plan.algorithm().links.follow_restarts)
     return false;  // they end at the gradient buffers, which a restart keeps
-  for (const auto& c : spec.faults().crash())
-    if (c.has_restart_after_seconds())
+  for (const auto& c : plan.crashes)
+    if (c.restart_after_seconds)
       return true;
   return false;
 }
 
 double future_seq_rate(const run_plan& plan) {
-  const auto& c = plan.spec.cost();
-  double tau = c.tau_seconds() > 0 ? c.tau_seconds() : 1.0;
-  for (double t : c.tau_per_node())
+  const auto& c = plan.cost;
+  double tau = c.tau_seconds > 0 ? c.tau_seconds : 1.0;
+  for (double t : c.tau_per_node)
     tau = std::min(tau, t);
-  const double shortest = tau * (1.0 - c.jitter());
+  const double shortest = tau * (1.0 - c.jitter);
   return 4.0 * std::max(1e6, shortest > 0 ? 1.0 / shortest : 1e6);
 }
 
@@ -79,7 +74,7 @@ struct link_state {
   link_stats stats;
   rng gen;
   caf::actor dest;
-  proto::LinkModel model;
+  link_settings model;
   bool acknowledged = false;
   bool coalesce = false;
   double busy_until = 0;  // run seconds when the wire is free again
@@ -115,8 +110,8 @@ using link_actor_ptr = caf::stateful_actor<link_state>*;
 }
 
 [[nodiscard]] double transmission_seconds(const link_state& st, const packet& p) {
-  return st.model.bandwidth_bytes_per_second() > 0
-           ? static_cast<double>(p.bytes()) / st.model.bandwidth_bytes_per_second()
+  return st.model.bandwidth_bytes_per_second > 0
+           ? static_cast<double>(p.bytes()) / st.model.bandwidth_bytes_per_second
            : 0.0;
 }
 
@@ -129,10 +124,10 @@ double transmit(link_actor_ptr self, run_context& ctx, const packet& p, double e
   st.busy_until = ctx.seconds(self) + tx;
   // A fixed number of draws per packet keeps the generator's stream aligned.
   const double extra =
-    st.gen.chance(st.model.reorder()) ? st.gen.uniform() * st.model.reorder_delay_seconds() : 0.0;
-  const bool twice = st.gen.chance(st.model.duplicate());
-  const double extra2 = st.gen.uniform() * st.model.reorder_delay_seconds();
-  const double latency = st.model.latency_seconds() + extra_latency;
+    st.gen.chance(st.model.reorder) ? st.gen.uniform() * st.model.reorder_delay_seconds : 0.0;
+  const bool twice = st.gen.chance(st.model.duplicate);
+  const double extra2 = st.gen.uniform() * st.model.reorder_delay_seconds;
+  const double latency = st.model.latency_seconds + extra_latency;
   const double delay = tx + latency + extra;
   ++st.stats.forwarded;
   const double now = ctx.seconds(self);
@@ -162,10 +157,10 @@ void arm_release(link_actor_ptr self, run_context& ctx) {
 
 [[nodiscard]] double retransmit_timeout(const link_state& st, const packet& p,
                                         double extra_latency) {
-  if (st.model.has_retransmit_seconds())
-    return st.model.retransmit_seconds();
-  const double rto = 2 * (st.model.latency_seconds() + extra_latency) +
-                     st.model.reorder_delay_seconds() + 2 * transmission_seconds(st, p);
+  if (st.model.retransmit_seconds)
+    return *st.model.retransmit_seconds;
+  const double rto = 2 * (st.model.latency_seconds + extra_latency) +
+                     st.model.reorder_delay_seconds + 2 * transmission_seconds(st, p);
   return std::max(rto, 1e-3);
 }
 
@@ -180,8 +175,8 @@ void attempt(link_actor_ptr self, run_context& ctx, std::uint64_t id) {
   const auto& faults = ctx.plan->faults;
   const auto there = faults.link(st.stats.from, st.stats.to, now, &st.stats.fault_hits);
   const auto back = faults.link(st.stats.to, st.stats.from, now);
-  const bool lost = st.gen.chance(combined_loss(st.model.loss(), there.loss)) || there.cut;
-  const bool ack_lost = st.gen.chance(combined_loss(st.model.loss(), back.loss)) || back.cut;
+  const bool lost = st.gen.chance(combined_loss(st.model.loss, there.loss)) || there.cut;
+  const bool ack_lost = st.gen.chance(combined_loss(st.model.loss, back.loss)) || back.cut;
   auto me = caf::actor_cast<caf::actor>(self);
   if (lost) {
     st.busy_until = ctx.seconds(self) + transmission_seconds(st, u.p);
@@ -191,7 +186,7 @@ void attempt(link_actor_ptr self, run_context& ctx, std::uint64_t id) {
   } else {
     const double arrival = transmit(self, ctx, u.p, there.extra_latency);
     if (!ack_lost) {
-      const double back_in = arrival + st.model.latency_seconds() + back.extra_latency;
+      const double back_in = arrival + st.model.latency_seconds + back.extra_latency;
       send_after(self, me, back_in, ack_atom::value, id);
       st.quiet_at = std::max(st.quiet_at, now + back_in);
     }
@@ -256,7 +251,7 @@ void accept_unacknowledged(link_actor_ptr self, run_context& ctx, packet& p) {
   const auto fx =
     ctx.plan->faults.link(st.stats.from, st.stats.to, ctx.seconds(self), &st.stats.fault_hits);
   // One draw per packet whatever the faults, so the stream stays aligned.
-  if (st.gen.chance(combined_loss(st.model.loss(), fx.loss)) || fx.cut) {
+  if (st.gen.chance(combined_loss(st.model.loss, fx.loss)) || fx.cut) {
     ++st.stats.dropped;
     ctx.events.record(ctx.ns(self), p.from, event_kind::drop, p.to, p.seq);
     return;
@@ -362,13 +357,12 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
   st.stats.from = from;
   st.stats.to = to;
   st.dest = std::move(dest);
-  st.model = ctx->plan->spec.link();
-  st.acknowledged = links_are_acknowledged(ctx->plan->spec);
-  const auto& policy = algorithm_of(ctx->plan->spec).links;
-  st.coalesce = policy.coalesces && policy.coalesces(ctx->plan->spec.algorithm());
-  st.replay_on_restart = policy.replay_on_restart && links_follow_restarts(ctx->plan->spec);
-  st.gen.reseed(
-    derive_seed(ctx->plan->spec.seed(), 0x4c494e4bULL + (std::uint64_t{from} << 20) + to));
+  st.model = ctx->plan->link;
+  st.acknowledged = links_are_acknowledged(*ctx->plan);
+  const auto& policy = ctx->plan->algorithm().links;
+  st.coalesce = policy.coalesces && policy.coalesces(*ctx->plan->algo_config);
+  st.replay_on_restart = policy.replay_on_restart && links_follow_restarts(*ctx->plan);
+  st.gen.reseed(derive_seed(ctx->plan->seed, 0x4c494e4bULL + (std::uint64_t{from} << 20) + to));
   if (ctx->resume)
     restore_link(st, *ctx->resume);
   return {
@@ -454,8 +448,8 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
 network::network(caf::event_based_actor* sup, const context_ptr& ctx,
                  const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges,
                  const std::vector<caf::actor>& receivers, std::vector<caf::actor>& links_out) {
-  const bool active = link_is_active(ctx->plan->spec.link()) || ctx->plan->faults.touches_links() ||
-                      links_follow_restarts(ctx->plan->spec);
+  const bool active = ctx->plan->link.active() || ctx->plan->faults.touches_links() ||
+                      links_follow_restarts(*ctx->plan);
   for (const auto& [from, to] : edges) {
     if (routes_.count({from, to}) > 0)
       continue;
@@ -562,7 +556,7 @@ void outbox::send(caf::event_based_actor* self, run_context& ctx, std::size_t k,
   auto& w = waiting[k];
   if (w.in_flight < window)
     return dispatch(*this, self, ctx, k, std::move(p));
-  const auto& policy = algorithm_of(ctx.plan->spec).links;
+  const auto& policy = ctx.plan->algorithm().links;
   if (policy.newest_wins || policy.outbox_sums)
     for (auto it = w.queue.rbegin(); it != w.queue.rend(); ++it)
       if (it->kind == p.kind) {

@@ -47,28 +47,26 @@ std::string short_duration(double s) {
 /// second, loss, accuracy against the target, and the wall time left by the
 /// time or gradient budget (the sooner).
 void print_progress(const run_plan& plan, const metric_sample& row, double wall, bool last) {
-  const auto& spec = plan.spec;
-  const auto& stop = spec.stop();
+  const auto& stop = plan.stop;
   const double t = row.time_seconds;
   char budget[24] = "";
-  if (stop.time_seconds() > 0)
-    std::snprintf(budget, sizeof budget, "/%.4g", stop.time_seconds());
+  if (stop.time_seconds > 0)
+    std::snprintf(budget, sizeof budget, "/%.4g", stop.time_seconds);
   char target[16] = "";
-  if (stop.target_accuracy() > 0)
-    std::snprintf(target, sizeof target, "/%.4g", stop.target_accuracy());
+  if (stop.target_accuracy > 0)
+    std::snprintf(target, sizeof target, "/%.4g", stop.target_accuracy);
   double left = -1;
-  if (stop.time_seconds() > 0 && t > 0)
-    left = wall * (stop.time_seconds() - t) / t;
-  if (stop.gradients() > 0 && row.gradients > 0) {
+  if (stop.time_seconds > 0 && t > 0)
+    left = wall * (stop.time_seconds - t) / t;
+  if (stop.gradients > 0 && row.gradients > 0) {
     const double by_grads =
-      wall * (static_cast<double>(stop.gradients()) - static_cast<double>(row.gradients)) /
+      wall * (static_cast<double>(stop.gradients) - static_cast<double>(row.gradients)) /
       static_cast<double>(row.gradients);
     left = left < 0 ? by_grads : std::min(left, by_grads);
   }
   char line[160];
   std::snprintf(line, sizeof line, "%s t=%.4g%ss wall %s %s grad/s loss %.4f acc %.4f%s ETA %s",
-                spec.clock() == proto::VIRTUAL ? "VIRT" : "REAL", t, budget,
-                short_duration(wall).c_str(),
+                plan.virtual_clock() ? "VIRT" : "REAL", t, budget, short_duration(wall).c_str(),
                 short_count(t > 0 ? static_cast<double>(row.gradients) / t : 0).c_str(),
                 row.train_loss, row.test_accuracy, target,
                 last       ? "done"

@@ -6,12 +6,15 @@
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
 
 namespace atrain {
 
 void check_spec(const loaded_spec& ls) {
   spec_facts facts;
   if (const auto* algo = find_algorithm(ls.spec.algorithm().kind_case())) {
+    // A copy of the block only the refusal below reads (prepare_run keeps its own).
+    const auto config = algo->parse(ls.spec.algorithm());
     if (algo->check_block)
       facts.check_block = [algo, &ls](spec_checker& c) {
         algo->check_block(c, ls.spec.algorithm());
@@ -19,8 +22,8 @@ void check_spec(const loaded_spec& ls) {
     facts.uses_topology = algo->uses_topology;
     facts.lossless_links = algo->links.acknowledged;
     if (algo->whole_restart_refusal)
-      facts.whole_restart_refusal = [algo, &ls](std::uint32_t k) {
-        return algo->whole_restart_refusal(ls.spec.algorithm(), k);
+      facts.whole_restart_refusal = [algo, config](std::uint32_t k) {
+        return algo->whole_restart_refusal(*config, k);
       };
     if (algo->whole_restart_unsaved)
       facts.whole_restart_unsaved = algo->whole_restart_unsaved;
@@ -28,8 +31,10 @@ void check_spec(const loaded_spec& ls) {
   validate(ls, facts);
 }
 
-std::string run_plan::algorithm_name() const {
-  return algorithm_name_of(spec);
+const algorithm_descriptor& run_plan::algorithm() const {
+  if (descriptor == nullptr)
+    throw std::logic_error("run_plan::algorithm: the plan was not prepared (prepare_run)");
+  return *descriptor;
 }
 
 namespace {
@@ -138,6 +143,8 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
            "this engine does not implement '" + algorithm_name_of(ls.spec) + "' yet");
   auto plan = std::make_shared<run_plan>();
   plan->spec = ls.spec;
+  static_cast<run_settings&>(*plan) = settings_of(ls.spec);
+  plan->label = algorithm_name_of(ls.spec);
   plan->spec_file = ls.file;
   plan->base_dir = ls.base_dir;
   const auto& spec = ls.spec;
@@ -152,6 +159,10 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   check_model_size(ls, plan->train->dim, plan->train->classes);  // bounds: RELIABILITY.md
 
   const auto& algo = algorithm_of(spec);
+  plan->descriptor = &algo;
+  if (algo.parse == nullptr)  // registry_test checks every descriptor has one
+    throw std::logic_error(std::string{"algorithm '"} + algo.name + "' has no parse hook");
+  plan->algo_config = algo.parse(spec.algorithm());
   const bool single = algo.single_node;
   const std::size_t n = single ? 1 : spec.nodes();
   if (single && spec.nodes() != 1)

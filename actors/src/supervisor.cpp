@@ -42,13 +42,13 @@ void finish(sup_ptr self, proto::RunReport report) {
 
 proto::RunReport header(const run_context& ctx) {
   proto::RunReport r;
-  const auto& spec = ctx.plan->spec;
-  r.set_name(spec.name());
+  const auto& plan = *ctx.plan;
+  r.set_name(plan.name);
   r.set_algorithm(ctx.plan->algorithm_name());
-  r.set_clock(spec.clock() == proto::VIRTUAL ? "VIRTUAL" : "REAL");
+  r.set_clock(plan.virtual_clock() ? "VIRTUAL" : "REAL");
   r.set_nodes(static_cast<std::uint32_t>(ctx.plan->nodes()));
-  r.set_seed(spec.seed());
-  r.set_target_accuracy(spec.stop().target_accuracy());
+  r.set_seed(plan.seed);
+  r.set_target_accuracy(plan.stop.target_accuracy);
   r.set_atrain_version(atrain::version);
   for (const auto& w : ctx.plan->warnings)
     r.add_warnings(w);
@@ -107,7 +107,7 @@ void fail(sup_ptr self, const std::string& what) {
 /// Why the algorithm cannot go on after losing a node for good (empty: it
 /// can; the run continues without the node).
 [[nodiscard]] std::string needs_every_node(const run_plan& plan) {
-  const char* why = algorithm_of(plan.spec).needs_every_node;
+  const char* why = plan.algorithm().needs_every_node;
   return why ? why : "";
 }
 
@@ -168,30 +168,30 @@ void inject_crash(sup_ptr self, int i) {
     return;
   }
   const auto& plan = *st.ctx->plan;
-  const auto& c = plan.spec.faults().crash(i);
-  const auto k = c.node();
+  const auto& c = plan.crashes.at(static_cast<std::size_t>(i));
+  const auto k = c.node;
   auto& node = st.nodes.at(k);
   st.crash_fired.at(static_cast<std::size_t>(i)) = true;
   st.ctx->events.record(st.ctx->ns(self), k, event_kind::crash, static_cast<std::uint64_t>(i));
   kill_child(self, node.worker);
-  const bool whole = c.whole_node() && node.buffer && node.buffer != node.worker;
+  const bool whole = c.whole_node && node.buffer && node.buffer != node.worker;
   if (whole)
     kill_child(self, node.buffer);
   const double t = st.ctx->seconds(self);
-  if (c.whole_node() && node.hub && node.hub != node.worker && node.hub != node.buffer) {
+  if (c.whole_node && node.hub && node.hub != node.worker && node.hub != node.buffer) {
     // A hub's node (the spec refuses a whole-node restart of it).
     kill_child(self, node.hub);
     fail(self, "node " + std::to_string(k) + " crashed whole at " + std::to_string(t) + " s with " +
-                 algorithm_of(plan.spec).critical_role +
+                 plan.algorithm().critical_role +
                  " it holds: the model it serves lives nowhere else, " + plan.algorithm_name() +
                  " cannot go on without it");
     return;
   }
   std::string effect = "killed at " + std::to_string(t) + " s";
   std::optional<loss_outcome> loss;
-  if (c.has_restart_after_seconds()) {
+  if (c.restart_after_seconds) {
     ++st.crashes_open;
-    self->delayed_send(self, to_timespan(c.restart_after_seconds()), restart_atom::value,
+    self->delayed_send(self, to_timespan(*c.restart_after_seconds), restart_atom::value,
                        static_cast<std::uint64_t>(i));
     if (whole && st.recovery) {  // the survivors go on without it until then
       loss = st.recovery->lose(*st.side, node_loss{{k}, true, t, i, effect});
@@ -257,8 +257,8 @@ void replace_worker(sup_ptr self, int i) {
     return;
   }
   const auto& plan = *st.ctx->plan;
-  const auto& crash = plan.spec.faults().crash(i);
-  const auto k = crash.node();
+  const auto& crash = plan.crashes.at(static_cast<std::size_t>(i));
+  const auto k = crash.node;
   worker_restart r;
   r.node = k;
   r.incarnation = ++st.incarnations[k];
@@ -280,7 +280,7 @@ void replace_worker(sup_ptr self, int i) {
   if (st.ckpt)
     r.checkpoint = st.ckpt->last();
   const auto fault = static_cast<std::uint64_t>(plan.faults.crash_index(i));
-  const double at = crash.at_seconds();
+  const double at = crash.at_seconds;
   st.joining = true;
   join_replacement(self, st.ctx, r, [self, k, i, w, fault, at](const std::string& source) {
     auto& st = self->state;
@@ -316,7 +316,7 @@ void restart_worker(sup_ptr self, int i) {
 /// lets the restored workers go once every actor is up.
 void arm_checkpoints(sup_ptr self) {
   auto& st = self->state;
-  if (!st.ctx->plan->spec.checkpoint().file().empty())
+  if (st.ctx->plan->checkpoint.enabled())
     st.ckpt->arm(self);
   if (st.ctx->resume)
     st.ckpt->start_resumed(self);
@@ -324,7 +324,7 @@ void arm_checkpoints(sup_ptr self) {
 
 void start_checkpoints(sup_ptr self) {
   auto& st = self->state;
-  if (st.ctx->plan->spec.checkpoint().file().empty() && !st.ctx->resume)
+  if (!st.ctx->plan->checkpoint.enabled() && !st.ctx->resume)
     return;
   st.ckpt = std::make_shared<checkpointer>(
     st.ctx, [self](std::string reason) { begin_stop(self, std::move(reason)); },
@@ -367,8 +367,8 @@ void start_checkpoints(sup_ptr self) {
 void arm_crashes(sup_ptr self) {
   auto& st = self->state;
   const auto& ctx = *st.ctx;
-  const auto& crashes = ctx.plan->spec.faults().crash();
-  st.crash_fired.assign(static_cast<std::size_t>(crashes.size()), false);
+  const auto& crashes = ctx.plan->crashes;
+  st.crash_fired.assign(crashes.size(), false);
   std::vector<bool> held(st.crash_fired.size(), false);
   if (ctx.resume) {
     const auto& saved = ctx.resume->supervisor();
@@ -382,11 +382,10 @@ void arm_crashes(sup_ptr self) {
       if (saved.incarnations(static_cast<int>(k)) > 0)
         st.incarnations[k] = saved.incarnations(static_cast<int>(k));
   }
-  for (int i = 0; i < crashes.size(); ++i) {
-    const auto at = static_cast<std::size_t>(i);
-    if (st.crash_fired[at] || held[at])
+  for (std::size_t i = 0; i < crashes.size(); ++i) {
+    if (st.crash_fired[i] || held[i])
       continue;
-    self->delayed_send(self, delay_until(ctx, self, crashes.Get(i).at_seconds()), crash_atom::value,
+    self->delayed_send(self, delay_until(ctx, self, crashes[i].at_seconds), crash_atom::value,
                        static_cast<std::uint64_t>(i));
   }
 }
@@ -397,7 +396,7 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::ac
                caf::actor server) {
   auto& st = self->state;
   const auto& ctx = st.ctx;
-  const auto& spec = ctx->plan->spec;
+  const auto& plan = *ctx->plan;
   if (ctx->probe) {
     if (server)
       ctx->probe->server = server.address();
@@ -421,12 +420,12 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::ac
     }
   }
   if (server && st.names.count(server.address()) == 0)
-    adopt(self, server, algorithm_of(st.ctx->plan->spec).evaluation.hub_label);
+    adopt(self, server, st.ctx->plan->algorithm().evaluation.hub_label);
   for (const auto& l : links)
     adopt(self, l, "link");
   st.nodes = nodes;
   st.links = links;
-  if (const auto make = algorithm_of(spec).recovery) {
+  if (const auto make = plan.algorithm().recovery) {
     st.recovery = make(*ctx->plan);
     st.side = std::make_unique<sup_side>(self);
   }
@@ -435,10 +434,10 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::ac
   arm_crashes(self);
   if (!ctx->resume)  // a resumed evaluator arms its own next evaluation
     self->send(st.evaluator, eval_atom::value);
-  if (spec.stop().time_seconds() > 0)
+  if (plan.stop.time_seconds > 0)
     self->delayed_send(self,
-                       ctx->resume ? delay_until(*ctx, self, spec.stop().time_seconds())
-                                   : to_timespan(spec.stop().time_seconds()),
+                       ctx->resume ? delay_until(*ctx, self, plan.stop.time_seconds)
+                                   : to_timespan(plan.stop.time_seconds),
                        stop_atom::value, std::string{"time budget spent"});
   start_checkpoints(self);
 }

@@ -33,7 +33,7 @@ void spawn_on_hosts(sup_ptr self) {
   const auto& d = *st.ctx->deploy;
   const auto n = static_cast<std::uint32_t>(st.ctx->plan->nodes());
   std::string spec_bytes;
-  st.ctx->plan->spec.SerializeToString(&spec_bytes);
+  st.ctx->plan->spec.SerializeToString(&spec_bytes);  // output: each host prepares its own plan
   // A resumed run: each host gets its nodes' states (checkpoint_parts).
   std::vector<proto::Checkpoint> parts;
   if (st.ctx->resume)
@@ -131,9 +131,9 @@ void host_lost(sup_ptr self, std::uint32_t h) {
                              "taken (or the resumed run started) without them");
   if (gone.size() == st.nodes.size())
     return fail(self, what + ": no node is left");
-  const auto& algo = algorithm_of(plan.spec);
+  const auto& algo = plan.algorithm();
   if (algo.critical_node)
-    if (const auto k = algo.critical_node(plan.spec.algorithm()); k && d.host_of[*k] == h)
+    if (const auto k = algo.critical_node(*plan.algo_config); k && d.host_of[*k] == h)
       return fail(self, what + ": " + algo.critical_role + " was on it");
   if (const auto why = needs_every_node(plan); !why.empty())
     return fail(self,

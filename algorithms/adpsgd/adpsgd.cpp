@@ -229,19 +229,19 @@ std::tuple<float_blob, std::uint64_t, std::uint64_t> fence_off(adpsgd_ptr self, 
 caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, context_ptr ctx,
                             std::uint64_t incarnation) {
   const auto& plan = *ctx->plan;
-  const auto& algo = plan.spec.algorithm().adpsgd();
+  const auto& algo = plan.config<adpsgd_config>();
   auto& st = self->state;
   gossip::init(st, *ctx, id);
   st.active = active;
-  st.gen.reseed(derive_seed(plan.spec.seed(), 0x41445053ULL + id + (incarnation << 32)));
-  st.gamma = algo.step_size();
-  st.decay = algo.decay();
+  st.gen.reseed(derive_seed(plan.seed, 0x41445053ULL + id + (incarnation << 32)));
+  st.gamma = algo.step_size;
+  st.decay = algo.decay;
   st.served.assign(st.neighbours.size(), 0);
   st.seq_rate = future_seq_rate(plan);
   st.restarts_of.assign(plan.nodes(), 0);
-  for (const auto& c : plan.spec.faults().crash())
-    if (c.has_restart_after_seconds())
-      ++st.restarts_of.at(c.node());
+  for (const auto& c : plan.crashes)
+    if (c.restart_after_seconds)
+      ++st.restarts_of.at(c.node);
   st.record = ctx->probe != nullptr;
   const auto* saved = incarnation == 0 ? resumed_node(*ctx, id) : nullptr;
   if (saved)
@@ -392,6 +392,7 @@ algorithm_descriptor adpsgd_algorithm() {
   d.node_part = proto::NodeState::kAdpsgd;
   d.name = "adpsgd";
   d.check_block = adpsgd_check_block;
+  d.parse = adpsgd_parse_block;
   d.uses_topology = true;
   d.check_topology = adpsgd_check_topology;
   d.spawn_node = spawn_adpsgd_node;

@@ -2,6 +2,7 @@
 /// AD-PSGD, asynchronous pairwise gossip (ALGORITHMS.md §6): the spawn
 /// function for a whole AD-PSGD network and a test hook on its exchanges.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "atrain/actors/context.hpp"
@@ -53,7 +54,17 @@ void join_adpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 void wire_adpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
                  std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
+/// Its spec block, parsed once (adpsgd_spec.cpp; run_plan::config<adpsgd_config>()).
+struct adpsgd_config : algorithm_config {
+  static constexpr const char* name = "adpsgd";
+  [[nodiscard]] const char* block() const noexcept override { return name; }
+  // step_size, decay: all of its block
+};
+
 /// Its spec block's checks (adpsgd_spec.cpp; algorithm_descriptor::check_block).
 void adpsgd_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+/// Its block as a adpsgd_config (algorithm_descriptor::parse).
+[[nodiscard]] std::shared_ptr<const algorithm_config>
+adpsgd_parse_block(const proto::AlgorithmSpec& a);
 
 }  // namespace atrain

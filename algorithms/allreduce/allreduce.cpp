@@ -109,11 +109,11 @@ void descend(allreduce_ptr self, run_context& ctx) {
 /// `joining`: a replacement after a crash (ring_joining).
 caf::behavior allreduce_worker(allreduce_ptr self, std::uint32_t id, context_ptr ctx,
                                bool joining) {
-  const auto& algo = ctx->plan->spec.algorithm().allreduce();
+  const auto& algo = ctx->plan->config<allreduce_config>();
   auto& st = self->state;
-  st.skip = algo.straggler_policy() == proto::SKIP;
-  st.gamma0 = algo.step_size();
-  st.decay = algo.decay();
+  st.skip = algo.stragglers == straggler_policy::skip;
+  st.gamma0 = algo.step_size;
+  st.decay = algo.decay;
   st.record = ctx->probe != nullptr;
   auto on_wake = [=] {
     auto& st = self->state;
@@ -179,6 +179,7 @@ algorithm_descriptor allreduce_algorithm() {
   d.node_part = proto::NodeState::kRing;
   d.name = "allreduce";
   d.check_block = allreduce_check_block;
+  d.parse = allreduce_parse_block;
   d.spawn_node = spawn_allreduce_node;
   d.wire = wire_ring;
   d.needs_every_node = "every step is a ring all-reduce over every node";

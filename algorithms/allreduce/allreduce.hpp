@@ -2,6 +2,7 @@
 /// Ring-AllReduce SGD (ALGORITHMS.md §4): synchronous data-parallel SGD whose
 /// gradients are summed by a ring all-reduce over node ids 0..n-1.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "atrain/actors/context.hpp"
@@ -35,7 +36,17 @@ struct allreduce_step {
 [[nodiscard]] caf::actor spawn_allreduce_replacement(caf::event_based_actor* sup,
                                                      const context_ptr& ctx, std::uint32_t k);
 
+/// Its spec block, parsed once (allreduce_spec.cpp; run_plan::config<allreduce_config>()).
+struct allreduce_config : algorithm_config {
+  static constexpr const char* name = "allreduce";
+  [[nodiscard]] const char* block() const noexcept override { return name; }
+  straggler_policy stragglers = straggler_policy::wait;
+};
+
 /// Its spec block's checks (allreduce_spec.cpp; algorithm_descriptor::check_block).
 void allreduce_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+/// Its block as a allreduce_config (algorithm_descriptor::parse).
+[[nodiscard]] std::shared_ptr<const algorithm_config>
+allreduce_parse_block(const proto::AlgorithmSpec& a);
 
 }  // namespace atrain

@@ -1,5 +1,6 @@
 // All-reduce SGD's spec block: algorithm.allreduce.*.
 #include "algorithms/allreduce/allreduce.hpp"
+#include "atrain/actors/algorithm.hpp"
 #include "atrain/messages/spec_checker.hpp"
 
 namespace atrain {
@@ -7,6 +8,13 @@ namespace atrain {
 void allreduce_check_block(spec_checker& c, const proto::AlgorithmSpec& a) {
   c.schedule("allreduce", a.allreduce());
   c.straggler_policy("allreduce", a.allreduce().straggler_policy());
+}
+
+std::shared_ptr<const algorithm_config> allreduce_parse_block(const proto::AlgorithmSpec& a) {
+  const auto& b = a.allreduce();
+  auto c = config_with_steps<allreduce_config>(b);
+  c->stragglers = straggler_policy_of(b.straggler_policy());
+  return c;
 }
 
 }  // namespace atrain

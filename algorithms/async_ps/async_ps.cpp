@@ -144,12 +144,12 @@ void restore_server(server_state& st, const proto::AsyncPsServerState& ps) {
 
 caf::behavior server_actor(server_ptr self, std::uint32_t node, context_ptr ctx) {
   const auto& plan = *ctx->plan;
-  const auto& algo = plan.spec.algorithm().async_ps();
+  const auto& algo = plan.config<async_ps_config>();
   auto& st = self->state;
   st.node = node;
   st.x.assign(plan.x0.begin(), plan.x0.end());
-  st.gamma = algo.step_size();
-  st.decay = algo.decay();
+  st.gamma = algo.step_size;
+  st.decay = algo.decay;
   st.applied.assign(plan.nodes(), 0);
   st.sent_version.assign(plan.nodes(), 0);
   st.record = ctx->probe != nullptr;
@@ -352,7 +352,7 @@ std::optional<async_ps_view> async_ps_take(const caf::actor_addr& server) {
 
 node_actors spawn_async_ps_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                 std::uint32_t i) {
-  const std::uint32_t s = ctx->plan->spec.algorithm().async_ps().server();
+  const std::uint32_t s = ctx->plan->config<async_ps_config>().server;
   node_actors node;
   if (i == s)
     node.hub = parent->spawn(server_actor, s, ctx);
@@ -362,12 +362,12 @@ node_actors spawn_async_ps_node(caf::event_based_actor* parent, const context_pt
 
 caf::actor spawn_async_ps_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
                                       std::uint32_t k) {
-  return sup->spawn(worker_actor, k, ctx->plan->spec.algorithm().async_ps().server(), ctx, true);
+  return sup->spawn(worker_actor, k, ctx->plan->config<async_ps_config>().server, ctx, true);
 }
 
 void join_async_ps_worker(caf::event_based_actor* sup, const context_ptr& ctx,
                           const worker_restart& r, restart_started started) {
-  const auto s = ctx->plan->spec.algorithm().async_ps().server();
+  const auto s = ctx->plan->config<async_ps_config>().server;
   const auto& server = r.nodes.at(s).hub;
   const auto route = r.nodes.at(r.node).worker_routes.at(0);
   const auto w = r.replacement;
@@ -380,19 +380,19 @@ void join_async_ps_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 
 void wire_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,
                    std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
-  wire_star(sup, ctx, links, ctx->plan->spec.algorithm().async_ps().server(), nodes);
+  wire_star(sup, ctx, links, ctx->plan->config<async_ps_config>().server, nodes);
 }
 
 // ---- the descriptor the runtime reads (registry.cpp lists it)
 namespace {
 
-std::optional<std::uint32_t> server_of(const proto::AlgorithmSpec& a) {
-  return a.async_ps().server();
+std::optional<std::uint32_t> server_of(const algorithm_config& c) {
+  return config_as<async_ps_config>(c).server;
 }
 
 /// The server's model and ledger (on the server's node only).
 std::string async_ps_check_node(const proto::NodeState& s, std::uint32_t i, const run_plan& plan) {
-  if (i != plan.spec.algorithm().async_ps().server())
+  if (i != plan.config<async_ps_config>().server)
     return {};
   const auto& ps = s.async_ps().server();
   if (!s.async_ps().has_server() || static_cast<std::size_t>(ps.params_size()) != plan.dim())
@@ -411,12 +411,13 @@ algorithm_descriptor async_ps_algorithm() {
   d.node_part = proto::NodeState::kAsyncPs;
   d.name = "async_ps";
   d.check_block = async_ps_check_block;
+  d.parse = async_ps_parse_block;
   d.spawn_node = spawn_async_ps_node;
   d.wire = wire_async_ps;
   d.critical_node = server_of;
   d.critical_role = "the parameter server";
-  d.whole_restart_refusal = [](const proto::AlgorithmSpec& a, std::uint32_t k) {
-    if (k != a.async_ps().server())
+  d.whole_restart_refusal = [](const algorithm_config& c, std::uint32_t k) {
+    if (k != config_as<async_ps_config>(c).server)
       return std::string{};
     return "node " + std::to_string(k) +
            " holds the parameter server (algorithm.async_ps.server): the model it serves "

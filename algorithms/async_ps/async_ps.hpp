@@ -3,6 +3,7 @@
 /// test hook on the server, and the spawn function for a whole run (n
 /// workers and the server).
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -63,7 +64,17 @@ void join_async_ps_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 void wire_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,
                    std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
+/// Its spec block, parsed once (async_ps_spec.cpp; run_plan::config<async_ps_config>()).
+struct async_ps_config : algorithm_config {
+  static constexpr const char* name = "async_ps";
+  [[nodiscard]] const char* block() const noexcept override { return name; }
+  std::uint32_t server = 0;  // the node whose links the server uses
+};
+
 /// Its spec block's checks (async_ps_spec.cpp; algorithm_descriptor::check_block).
 void async_ps_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+/// Its block as a async_ps_config (algorithm_descriptor::parse).
+[[nodiscard]] std::shared_ptr<const algorithm_config>
+async_ps_parse_block(const proto::AlgorithmSpec& a);
 
 }  // namespace atrain

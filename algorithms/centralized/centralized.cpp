@@ -58,14 +58,14 @@ void restore_sgd(sgd_state& st, const proto::NodeState& s) {
 /// supervisor starts it with a checkpoint's state (join_centralized_worker).
 caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx, bool replacement) {
   const auto& plan = *ctx->plan;
-  const auto& algo = plan.spec.algorithm().centralized();
+  const auto& algo = plan.config<centralized_config>();
   self->state.cu.emplace(*ctx, 0);
   self->state.x = plan.x0;
   const auto* saved = replacement ? nullptr : resumed_node(*ctx, 0);
   if (saved)
     restore_sgd(self->state, *saved);
-  const double gamma0 = algo.step_size();
-  const double decay = algo.decay();
+  const double gamma0 = algo.step_size;
+  const double decay = algo.decay;
   caf::behavior running =
     caf::message_handler{
       [=](start_atom) {
@@ -146,6 +146,7 @@ algorithm_descriptor centralized_algorithm() {
   d.kind = proto::AlgorithmSpec::kCentralized;
   d.name = "centralized";
   d.check_block = centralized_check_block;
+  d.parse = centralized_parse_block;
   d.single_node = true;
   d.spawn_node = spawn_centralized_node;
   d.wire = wire_centralized;

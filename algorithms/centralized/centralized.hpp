@@ -1,6 +1,7 @@
 #pragma once
 /// Centralized minibatch SGD on one node over the whole training set: the
 /// single-machine reference every decentralized run is compared against.
+#include <memory>
 #include <vector>
 
 #include "atrain/actors/context.hpp"
@@ -25,7 +26,17 @@ void wire_centralized(caf::event_based_actor* sup, const context_ptr& ctx,
 void join_centralized_worker(caf::event_based_actor* sup, const context_ptr& ctx,
                              const worker_restart& r, restart_started started);
 
+/// Its spec block, parsed once (centralized_spec.cpp; run_plan::config<centralized_config>()).
+struct centralized_config : algorithm_config {
+  static constexpr const char* name = "centralized";
+  [[nodiscard]] const char* block() const noexcept override { return name; }
+  // step_size, decay: all of its block
+};
+
 /// Its spec block's checks (centralized_spec.cpp; algorithm_descriptor::check_block).
 void centralized_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+/// Its block as a centralized_config (algorithm_descriptor::parse).
+[[nodiscard]] std::shared_ptr<const algorithm_config>
+centralized_parse_block(const proto::AlgorithmSpec& a);
 
 }  // namespace atrain

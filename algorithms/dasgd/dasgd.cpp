@@ -160,16 +160,16 @@ void deliver(dasgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p
 caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
                            std::shared_ptr<creation_record> created, bool joining) {
   const auto& plan = *ctx->plan;
-  const auto& algo = plan.spec.algorithm().dasgd();
+  const auto& algo = plan.config<dasgd_config>();
   auto& st = self->state;
   st.cu.emplace(*ctx, id);
   st.seq_rate = future_seq_rate(plan);
   st.x = plan.x0;
   st.n = static_cast<std::uint32_t>(plan.nodes());
   st.created = std::move(created);
-  st.gamma = algo.step_size();
-  st.decay = algo.decay();
-  st.every = std::max<std::uint32_t>(1, algo.broadcast_every());
+  st.gamma = algo.step_size;
+  st.decay = algo.decay;
+  st.every = algo.broadcast_every;
   st.record = ctx->probe != nullptr;
   st.highest.assign(st.n, 0);
   st.lost.resize(st.n);
@@ -300,13 +300,14 @@ algorithm_descriptor dasgd_algorithm() {
   d.node_part = proto::NodeState::kDasgd;
   d.name = "dasgd";
   d.check_block = dasgd_check_block;
+  d.parse = dasgd_parse_block;
   d.spawn_node = spawn_dasgd_node;
   d.wire = wire_dasgd;
   d.spawn_replacement = ignoring_incarnation<spawn_dasgd_replacement>;
   d.join = join_dasgd_worker;
   d.check_checkpoint = dasgd_check_checkpoint;
   d.links.outbox_sums = true;
-  d.links.coalesces = [](const proto::AlgorithmSpec& a) { return a.dasgd().coalesce(); };
+  d.links.coalesces = [](const algorithm_config& c) { return config_as<dasgd_config>(c).coalesce; };
   return d;
 }
 

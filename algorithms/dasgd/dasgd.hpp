@@ -3,6 +3,7 @@
 /// function for a whole DASGD network and a test hook on what each node
 /// created and applied.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "atrain/actors/context.hpp"
@@ -79,7 +80,18 @@ void join_dasgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, cons
 void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
+/// Its spec block, parsed once (dasgd_spec.cpp; run_plan::config<dasgd_config>()).
+struct dasgd_config : algorithm_config {
+  static constexpr const char* name = "dasgd";
+  [[nodiscard]] const char* block() const noexcept override { return name; }
+  std::uint32_t broadcast_every = 1;  // send the sum of the last k gradients every k
+  bool coalesce = false;              // a busy link sums the gradients waiting for it
+};
+
 /// Its spec block's checks (dasgd_spec.cpp; algorithm_descriptor::check_block).
 void dasgd_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+/// Its block as a dasgd_config (algorithm_descriptor::parse).
+[[nodiscard]] std::shared_ptr<const algorithm_config>
+dasgd_parse_block(const proto::AlgorithmSpec& a);
 
 }  // namespace atrain

@@ -267,16 +267,16 @@ void try_finish_round(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
 caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
                            std::shared_ptr<const weight_matrix> mixing, bool joining) {
   const auto& plan = *ctx->plan;
-  const auto& algo = plan.spec.algorithm().dpsgd();
+  const auto& algo = plan.config<dpsgd_config>();
   auto& st = self->state;
   gossip::init(st, *ctx, id);
   const auto& w = *mixing;
   st.w_self = w(id, id);
   for (auto j : st.neighbours)
     st.w_in.push_back(w(id, j));
-  st.gamma = algo.step_size();
-  st.decay = algo.decay();
-  st.skip = algo.straggler_policy() == proto::SKIP;
+  st.gamma = algo.step_size;
+  st.decay = algo.decay;
+  st.skip = algo.stragglers == straggler_policy::skip;
   st.record = ctx->probe != nullptr;
   const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)
@@ -447,6 +447,7 @@ algorithm_descriptor dpsgd_algorithm() {
   d.node_part = proto::NodeState::kDpsgd;
   d.name = "dpsgd";
   d.check_block = dpsgd_check_block;
+  d.parse = dpsgd_parse_block;
   d.uses_topology = true;
   d.check_topology = [](const loaded_spec& ls, const topology& topo) {
     gossip::check_undirected(ls, topo, "dpsgd");

@@ -2,6 +2,7 @@
 /// D-PSGD, synchronous gossip (ALGORITHMS.md §5): the mixing matrix and the
 /// spawn function for a whole D-PSGD network.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -64,7 +65,17 @@ void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, cons
 void wire_dpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
+/// Its spec block, parsed once (dpsgd_spec.cpp; run_plan::config<dpsgd_config>()).
+struct dpsgd_config : algorithm_config {
+  static constexpr const char* name = "dpsgd";
+  [[nodiscard]] const char* block() const noexcept override { return name; }
+  straggler_policy stragglers = straggler_policy::wait;
+};
+
 /// Its spec block's checks (dpsgd_spec.cpp; algorithm_descriptor::check_block).
 void dpsgd_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+/// Its block as a dpsgd_config (algorithm_descriptor::parse).
+[[nodiscard]] std::shared_ptr<const algorithm_config>
+dpsgd_parse_block(const proto::AlgorithmSpec& a);
 
 }  // namespace atrain

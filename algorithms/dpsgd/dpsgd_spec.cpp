@@ -1,5 +1,6 @@
 // D-PSGD's spec block: algorithm.dpsgd.*.
 #include "algorithms/dpsgd/dpsgd.hpp"
+#include "atrain/actors/algorithm.hpp"
 #include "atrain/messages/spec_checker.hpp"
 
 namespace atrain {
@@ -7,6 +8,13 @@ namespace atrain {
 void dpsgd_check_block(spec_checker& c, const proto::AlgorithmSpec& a) {
   c.schedule("dpsgd", a.dpsgd());
   c.straggler_policy("dpsgd", a.dpsgd().straggler_policy());
+}
+
+std::shared_ptr<const algorithm_config> dpsgd_parse_block(const proto::AlgorithmSpec& a) {
+  const auto& b = a.dpsgd();
+  auto c = config_with_steps<dpsgd_config>(b);
+  c->stragglers = straggler_policy_of(b.straggler_policy());
+  return c;
 }
 
 }  // namespace atrain

@@ -54,12 +54,12 @@ struct local_sgd_state : ring_worker_state {
 /// `joining`: a replacement after a crash (ring_joining).
 caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::uint32_t id,
                                context_ptr ctx, bool joining) {
-  const auto& algo = ctx->plan->spec.algorithm().local_sgd();
-  const double gamma0 = algo.step_size();
-  const double decay = algo.decay();
-  const bool skip = algo.straggler_policy() == proto::SKIP;
+  const auto& algo = ctx->plan->config<local_sgd_config>();
+  const double gamma0 = algo.step_size;
+  const double decay = algo.decay;
+  const bool skip = algo.stragglers == straggler_policy::skip;
   self->state.skip = skip;
-  const std::uint32_t local_steps = std::max<std::uint32_t>(1, algo.local_steps());
+  const std::uint32_t local_steps = algo.local_steps;
   const auto inv_n = static_cast<float>(1.0 / static_cast<double>(ctx->plan->nodes()));
   self->state.record = ctx->probe != nullptr;
   auto apply = [=] {  // x -= gamma_k g
@@ -148,6 +148,7 @@ algorithm_descriptor local_sgd_algorithm() {
   d.node_part = proto::NodeState::kRing;
   d.name = "local_sgd";
   d.check_block = local_sgd_check_block;
+  d.parse = local_sgd_parse_block;
   d.spawn_node = spawn_local_sgd_node;
   d.wire = wire_ring;
   d.needs_every_node = "every step is a ring all-reduce over every node";

@@ -2,6 +2,7 @@
 /// Local SGD (ALGORITHMS.md §8): H local SGD steps per node, then the models
 /// are averaged by a ring all-reduce over node ids 0..n-1.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "atrain/actors/context.hpp"
@@ -32,7 +33,18 @@ struct local_sgd_average {
 [[nodiscard]] caf::actor spawn_local_sgd_replacement(caf::event_based_actor* sup,
                                                      const context_ptr& ctx, std::uint32_t k);
 
+/// Its spec block, parsed once (local_sgd_spec.cpp; run_plan::config<local_sgd_config>()).
+struct local_sgd_config : algorithm_config {
+  static constexpr const char* name = "local_sgd";
+  [[nodiscard]] const char* block() const noexcept override { return name; }
+  std::uint32_t local_steps = 1;  // H, SGD steps between two averages
+  straggler_policy stragglers = straggler_policy::wait;
+};
+
 /// Its spec block's checks (local_sgd_spec.cpp; algorithm_descriptor::check_block).
 void local_sgd_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+/// Its block as a local_sgd_config (algorithm_descriptor::parse).
+[[nodiscard]] std::shared_ptr<const algorithm_config>
+local_sgd_parse_block(const proto::AlgorithmSpec& a);
 
 }  // namespace atrain

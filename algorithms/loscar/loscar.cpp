@@ -112,11 +112,11 @@ std::vector<loscar_steps> loscar_schedule(const run_plan& plan) {
   const auto& algo = plan.spec.algorithm().loscar();
   const std::size_t n = plan.nodes();
   const std::uint32_t a = algo.aggregator();
-  const auto& link = plan.spec.link();
+  const auto& link = plan.link;
   const double bytes = 24.0 + 4.0 * static_cast<double>(loscar_k(algo.sparsity(), plan.dim()));
   const double hop =
-    link.latency_seconds() +
-    (link.bandwidth_bytes_per_second() > 0 ? bytes / link.bandwidth_bytes_per_second() : 0.0);
+    link.latency_seconds +
+    (link.bandwidth_bytes_per_second > 0 ? bytes / link.bandwidth_bytes_per_second : 0.0);
   std::vector<loscar_steps> out(n);
   std::vector<double> tau(n), busy(n);
   double arrive = 0;  // max_j (N_j tau_j + up_j)
@@ -187,7 +187,7 @@ void next_gradient(worker_ptr self) {
 
 void begin_round(worker_ptr self, const run_plan& plan) {  // 1.
   auto& st = self->state;
-  st.sample = loscar_sample(plan.spec.seed(), st.round, plan.dim(), st.k);
+  st.sample = loscar_sample(plan.seed, st.round, plan.dim(), st.k);
   st.at = phase::local;
   st.done = 0;
   st.have_mean = false;
@@ -282,7 +282,7 @@ void restore_worker(loscar_worker_state& st, const proto::NodeState& s, const ru
   st.steps = restore_worker_basics(st, s);
   const auto& l = s.loscar().worker();
   st.round = l.round();
-  st.sample = loscar_sample(plan.spec.seed(), st.round, plan.dim(), st.k);
+  st.sample = loscar_sample(plan.seed, st.round, plan.dim(), st.k);
   st.at = static_cast<phase>(l.phase());
   st.done = l.done();
   st.snapshot_at = l.snapshot_at();
@@ -459,16 +459,18 @@ algorithm_descriptor loscar_algorithm() {
   d.node_part = proto::NodeState::kLoscar;
   d.name = "loscar";
   d.check_block = loscar_check_block;
-  d.label = [](const proto::AlgorithmSpec& a) {
-    return std::string{a.loscar().merge() == proto::Loscar::NAIVE ? "loscar_naive" : "loscar"};
+  d.parse = loscar_parse_block;
+  d.label = [](const algorithm_config& c) {
+    return std::string{
+      config_as<loscar_config>(c).merge == loscar_merge_rule::naive ? "loscar_naive" : "loscar"};
   };
   d.spawn_node = spawn_loscar_node;
   d.wire = wire_loscar;
   d.needs_every_node = "every round's average waits for every worker";
   d.spawn_replacement = ignoring_incarnation<spawn_loscar_replacement>;
   d.join = join_loscar_worker;
-  d.whole_restart_refusal = [](const proto::AlgorithmSpec& a, std::uint32_t k) {
-    if (k != a.loscar().aggregator())
+  d.whole_restart_refusal = [](const algorithm_config& c, std::uint32_t k) {
+    if (k != config_as<loscar_config>(c).aggregator)
       return std::string{};
     return "node " + std::to_string(k) +
            " holds the LOSCAR aggregator (algorithm.loscar.aggregator): the round it collects "

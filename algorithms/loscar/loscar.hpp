@@ -4,6 +4,8 @@
 /// step counts as pure functions, the spawn function, and a test hook on the
 /// merges the workers applied.
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "atrain/actors/context.hpp"
@@ -89,7 +91,26 @@ void join_loscar_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 void wire_loscar(caf::event_based_actor* sup, const context_ptr& ctx,
                  std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
 
+/// proto::Loscar::Merge (MERGE_UNSPECIFIED = delay_corrected).
+enum class loscar_merge_rule { delay_corrected, naive };
+
+/// Its spec block, parsed once (loscar_spec.cpp; run_plan::config<loscar_config>()).
+struct loscar_config : algorithm_config {
+  static constexpr const char* name = "loscar";
+  [[nodiscard]] const char* block() const noexcept override { return name; }
+  double sparsity = 1;                         // fraction p of coordinates averaged per round
+  double round_seconds = 0;                    // T_comp: N_i = max(1, round(T_comp / tau_i)) ...
+  std::optional<std::uint32_t> local_steps;    // ... unless N_i is given
+  std::optional<std::uint32_t> overlap_steps;  // Q_i for every worker; absent: from the link
+  bool blocking = false;                       // Q_i = 0, wait for the average
+  loscar_merge_rule merge = loscar_merge_rule::delay_corrected;
+  std::uint32_t aggregator = 0;  // the node hosting the aggregator
+};
+
 /// Its spec block's checks (loscar_spec.cpp; algorithm_descriptor::check_block).
 void loscar_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+/// Its block as a loscar_config (algorithm_descriptor::parse).
+[[nodiscard]] std::shared_ptr<const algorithm_config>
+loscar_parse_block(const proto::AlgorithmSpec& a);
 
 }  // namespace atrain

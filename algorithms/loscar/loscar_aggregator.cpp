@@ -154,7 +154,7 @@ caf::behavior loscar_aggregator(aggregator_ptr self, context_ptr ctx) {
   st.n = plan.nodes();
   st.k = loscar_k(algo.sparsity(), plan.dim());
   st.got.resize(st.n);
-  st.seed = plan.spec.seed();
+  st.seed = plan.seed;
   st.average = plan.x0;
   st.dropped.assign(st.n, false);
   if (const auto* saved = resumed_node(*ctx, st.node))

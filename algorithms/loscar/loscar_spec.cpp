@@ -22,4 +22,20 @@ void loscar_check_block(spec_checker& c, const proto::AlgorithmSpec& a) {
   c.node_exists("algorithm.loscar.aggregator", l.aggregator());
 }
 
+std::shared_ptr<const algorithm_config> loscar_parse_block(const proto::AlgorithmSpec& a) {
+  const auto& b = a.loscar();
+  auto c = config_with_steps<loscar_config>(b);
+  c->sparsity = b.sparsity();
+  c->round_seconds = b.round_seconds();
+  if (b.has_local_steps())
+    c->local_steps = b.local_steps();
+  if (b.has_overlap_steps())
+    c->overlap_steps = b.overlap_steps();
+  c->blocking = b.blocking();
+  c->merge = b.merge() == proto::Loscar::NAIVE ? loscar_merge_rule::naive
+                                               : loscar_merge_rule::delay_corrected;
+  c->aggregator = b.aggregator();
+  return c;
+}
+
 }  // namespace atrain

@@ -503,6 +503,7 @@ algorithm_descriptor rfast_algorithm() {
   d.node_part = proto::NodeState::kRfast;
   d.name = "rfast";
   d.check_block = rfast_check_block;
+  d.parse = rfast_parse_block;
   d.uses_topology = true;
   d.spawn_node = spawn_rfast_node;
   d.wire = wire_rfast;

@@ -2,6 +2,7 @@
 /// R-FAST (ALGORITHMS.md §1): the tracker arithmetic of one node, kept in its
 /// gradient buffer, and the spawn function for a whole R-FAST network.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "atrain/actors/context.hpp"
@@ -130,7 +131,20 @@ void wire_rfast(caf::event_based_actor* sup, const context_ptr& ctx,
 /// Lets a node from respawn_rfast_node go, once its epoch view was sent.
 void start_respawned_rfast_node(caf::event_based_actor* sup, const node_actors& node);
 
+/// Its spec block, parsed once (rfast_spec.cpp; run_plan::config<rfast_config>()).
+struct rfast_config : algorithm_config {
+  static constexpr const char* name = "rfast";
+  [[nodiscard]] const char* block() const noexcept override { return name; }
+  bool phi_scaled = false;               // variant PHI: z / max(phi, phi_min); PLAIN: z
+  double phi_min = 0.05;                 // the PHI floor
+  std::uint32_t stale_model_wakes = 50;  // 0 = never leave a stale in-neighbour out
+  bool reroot = true;                    // rebuild a pair over the survivors of a lost root
+};
+
 /// Its spec block's checks (rfast_spec.cpp; algorithm_descriptor::check_block).
 void rfast_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+/// Its block as an rfast_config (algorithm_descriptor::parse).
+[[nodiscard]] std::shared_ptr<const algorithm_config>
+rfast_parse_block(const proto::AlgorithmSpec& a);
 
 }  // namespace atrain

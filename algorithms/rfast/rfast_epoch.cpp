@@ -10,23 +10,23 @@ namespace atrain {
 
 namespace {
 
-[[nodiscard]] std::string kind_name(const proto::TopologySpec& t) {
-  switch (t.builder()) {
-    case proto::TopologySpec::TREE_PAIR:
-      return "tree pair of arity " + std::to_string(t.arity() == 0 ? 2 : t.arity());
-    case proto::TopologySpec::STAR:
+[[nodiscard]] std::string kind_name(const topology_settings& t) {
+  switch (t.builder) {
+    case topology_builder::tree_pair:
+      return "tree pair of arity " + std::to_string(t.tree_arity);
+    case topology_builder::star:
       return "star";
-    case proto::TopologySpec::RING:
+    case topology_builder::ring:
       return "ring";
-    case proto::TopologySpec::DIRECTED_RING:
+    case topology_builder::directed_ring:
       return "directed ring";
-    case proto::TopologySpec::EXPONENTIAL:
+    case topology_builder::exponential:
       return "exponential graph";
-    case proto::TopologySpec::COMPLETE:
+    case topology_builder::complete:
       return "complete graph";
-    case proto::TopologySpec::TORUS:
+    case topology_builder::torus:
       return "torus";
-    case proto::TopologySpec::RANDOM_REGULAR:
+    case topology_builder::random_regular:
       return "random regular graph";
     default:
       return "explicit graph pair";
@@ -35,31 +35,31 @@ namespace {
 
 /// The spec's kind of graph pair over m nodes whose root is `root` (compact
 /// ids); empty when the kind cannot be rebuilt.
-[[nodiscard]] std::optional<topology> rebuild(const proto::TopologySpec& t, std::size_t m,
+[[nodiscard]] std::optional<topology> rebuild(const topology_settings& t, std::size_t m,
                                               std::uint32_t root) {
-  const bool tree = t.builder() == proto::TopologySpec::TREE_PAIR;
+  const bool tree = t.builder == topology_builder::tree_pair;
   if (m == 1)
     return make_topology(make_from_edges(1, {}), make_from_edges(1, {}), tree);
   digraph g;
-  switch (t.builder()) {
-    case proto::TopologySpec::TREE_PAIR: {
-      auto down = make_tree(m, t.arity() == 0 ? 2 : t.arity(), root);
+  switch (t.builder) {
+    case topology_builder::tree_pair: {
+      auto down = make_tree(m, t.tree_arity, root);
       auto up = down.reversed();
       return make_topology(std::move(down), std::move(up), true);
     }
-    case proto::TopologySpec::STAR:
+    case topology_builder::star:
       g = make_star(m, root);
       break;
-    case proto::TopologySpec::RING:
+    case topology_builder::ring:
       g = make_ring(m);
       break;
-    case proto::TopologySpec::DIRECTED_RING:
+    case topology_builder::directed_ring:
       g = make_directed_ring(m);
       break;
-    case proto::TopologySpec::EXPONENTIAL:
+    case topology_builder::exponential:
       g = make_exponential(m);
       break;
-    case proto::TopologySpec::COMPLETE:
+    case topology_builder::complete:
       g = make_complete(m);
       break;
     default:
@@ -73,14 +73,14 @@ namespace {
 constexpr const char* rebuildable_kinds =
   "re-rooting supports tree pairs, stars, rings, directed rings, exponential and complete graphs";
 
-[[nodiscard]] bool rebuildable(const proto::TopologySpec& t) {
-  switch (t.builder()) {
-    case proto::TopologySpec::TREE_PAIR:
-    case proto::TopologySpec::STAR:
-    case proto::TopologySpec::RING:
-    case proto::TopologySpec::DIRECTED_RING:
-    case proto::TopologySpec::EXPONENTIAL:
-    case proto::TopologySpec::COMPLETE:
+[[nodiscard]] bool rebuildable(const topology_settings& t) {
+  switch (t.builder) {
+    case topology_builder::tree_pair:
+    case topology_builder::star:
+    case topology_builder::ring:
+    case topology_builder::directed_ring:
+    case topology_builder::exponential:
+    case topology_builder::complete:
       return true;
     default:
       return false;
@@ -116,7 +116,7 @@ rfast_epoch_plan first_rfast_epoch(const run_plan& plan) {
     e.members[i] = i;
   e.topo = std::make_shared<const topology>(*plan.topo);
   e.root = e.topo->roots.front();
-  e.kind = kind_name(plan.spec.topology());
+  e.kind = kind_name(plan.topology);
   return e;
 }
 
@@ -150,7 +150,7 @@ caf::expected<rfast_epoch_plan> next_rfast_epoch(const run_plan& plan, const rfa
     if (pick != children.end() && pick != survivors.end())
       root = *pick;
   }
-  const auto& spec_topology = plan.spec.topology();
+  const auto& spec_topology = plan.topology;
   std::optional<topology> topo;
   try {
     topo = rebuild(spec_topology, survivors.size(), index_of(survivors, root));
@@ -177,7 +177,7 @@ caf::expected<rfast_epoch_plan> rejoin_rfast_epoch(const run_plan& plan, const r
                                                    const std::vector<std::uint32_t>& members,
                                                    const std::vector<bool>& worker_up) {
   if (members.size() < plan.nodes()) {
-    if (!rebuildable(plan.spec.topology()))
+    if (!rebuildable(plan.topology))
       return caf::make_error(caf::sec::invalid_argument,
                              "not every node is back (" + id_list(members) +
                                " are in the run) "

@@ -20,4 +20,16 @@ void rfast_check_block(spec_checker& c, const proto::AlgorithmSpec& a) {
           "must be in (0, 1] (got " + spec_checker::num(r.phi_min()) + ")");
 }
 
+std::shared_ptr<const algorithm_config> rfast_parse_block(const proto::AlgorithmSpec& a) {
+  const auto& b = a.rfast();
+  auto c = config_with_steps<rfast_config>(b);
+  c->phi_scaled = b.variant() == proto::RFast::PHI;
+  if (b.has_phi_min())
+    c->phi_min = b.phi_min();
+  if (b.has_stale_model_wakes())
+    c->stale_model_wakes = b.stale_model_wakes();
+  c->reroot = !b.has_reroot() || b.reroot();
+  return c;
+}
+
 }  // namespace atrain

@@ -205,7 +205,7 @@ void rfast_recovery::start_view(supervision& s, std::uint64_t fault, std::uint32
 /// the whole node down, a fresh buffer with it (rejoin).
 void rfast_recovery::restart(supervision& s, int crash) {
   const auto& plan = *s.ctx()->plan;
-  const auto k = plan.spec.faults().crash(crash).node();
+  const auto k = plan.crashes.at(static_cast<std::size_t>(crash)).node;
   const auto& nodes = s.nodes();
   std::vector<std::uint32_t> donors = plan.topo->g_r.in(k);
   for (std::uint32_t j = 0; j < nodes.size(); ++j)
@@ -219,7 +219,7 @@ void rfast_recovery::restart(supervision& s, int crash) {
   auto respawn = [this, &s, crash](std::vector<float> x, const std::string& source) {
     if (s.stopping())
       return;
-    s.count_restart(s.ctx()->plan->spec.faults().crash(crash).node());
+    s.count_restart(s.ctx()->plan->crashes.at(static_cast<std::size_t>(crash)).node);
     if (down_.count(crash) > 0)
       return rejoin(s, crash, std::move(x), source);
     respawn_worker(s, crash, std::move(x), source);
@@ -243,8 +243,8 @@ void rfast_recovery::respawn_worker(supervision& s, int crash, std::vector<float
                                     const std::string& source) {
   const auto& ctx = s.ctx();
   const auto& plan = *ctx->plan;
-  const auto& c = plan.spec.faults().crash(crash);
-  const auto k = c.node();
+  const auto& c = plan.crashes.at(static_cast<std::size_t>(crash));
+  const auto k = c.node;
   auto& node = s.nodes()[k];
   const auto dead = node.worker.address();
   auto w = respawn_rfast_worker(s.self(), ctx, k, node, std::move(x));
@@ -254,7 +254,7 @@ void rfast_recovery::respawn_worker(supervision& s, int crash, std::vector<float
   const double t = ctx->seconds(s.self());
   const auto fault = static_cast<std::uint64_t>(plan.faults.crash_index(crash));
   s.self()->send(s.evaluator(), restart_atom::value, k, w, fault,
-                 "killed at " + std::to_string(c.at_seconds()) + " s, restarted at " +
+                 "killed at " + std::to_string(c.at_seconds) + " s, restarted at " +
                    std::to_string(t) + " s with " + source +
                    "; tracker state kept in the gradient buffer");
   s.crash_closed();
@@ -273,7 +273,7 @@ void rfast_recovery::rejoin(supervision& s, int i, std::vector<float> x,
   const auto& ctx = s.ctx();
   const auto& plan = *ctx->plan;
   auto& nodes = s.nodes();
-  const auto k = plan.spec.faults().crash(i).node();
+  const auto k = plan.crashes.at(static_cast<std::size_t>(i)).node;
   const auto fault = static_cast<std::uint64_t>(plan.faults.crash_index(i));
   const std::string at = " at " + std::to_string(ctx->seconds(s.self())) + " s";
   std::string effect = std::move(down_.at(i));

@@ -406,6 +406,7 @@ algorithm_descriptor sgp_algorithm() {
   d.node_part = proto::NodeState::kPushsum;
   d.name = "sgp";
   d.check_block = sgp_check_block;
+  d.parse = sgp_parse_block;
   d.needs_every_node = "every step waits for its in-neighbour's push-sum message";
   return d;
 }
@@ -416,6 +417,7 @@ algorithm_descriptor osgp_algorithm() {
   d.node_part = proto::NodeState::kPushsum;
   d.name = "osgp";
   d.check_block = osgp_check_block;
+  d.parse = osgp_parse_block;
   d.needs_every_node =
     "the push-sum mass sent to the lost node would vanish with it (the average diverges)";
   return d;

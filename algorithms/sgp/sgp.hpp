@@ -3,6 +3,7 @@
 /// schedule, the spawn function for a whole network (both algorithms: OSGP
 /// is SGP without waiting) and a test hook on each node's push-sum state.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "atrain/actors/context.hpp"
@@ -100,5 +101,19 @@ void wire_sgp(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<n
 /// Their spec blocks' checks (sgp_spec.cpp; algorithm_descriptor::check_block).
 void sgp_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
 void osgp_check_block(spec_checker& c, const proto::AlgorithmSpec& a);
+
+/// Either block (PushSum), parsed once (sgp_spec.cpp; run_plan::config<push_sum_config>()).
+struct push_sum_config : algorithm_config {
+  static constexpr const char* name = "sgp/osgp";
+  [[nodiscard]] const char* block() const noexcept override { return overlap ? "osgp" : "sgp"; }
+  bool overlap = false;         // OSGP: bounded staleness instead of waiting
+  std::uint32_t max_ahead = 0;  // OSGP: steps ahead of the messages received (>= 1); SGP 0
+};
+
+/// The blocks as a push_sum_config (algorithm_descriptor::parse).
+[[nodiscard]] std::shared_ptr<const algorithm_config>
+sgp_parse_block(const proto::AlgorithmSpec& a);
+[[nodiscard]] std::shared_ptr<const algorithm_config>
+osgp_parse_block(const proto::AlgorithmSpec& a);
 
 }  // namespace atrain

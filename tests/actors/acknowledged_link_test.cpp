@@ -47,9 +47,9 @@ BOOST_AUTO_TEST_CASE(exactly_once_keeps_gaps_apart) {
 
 BOOST_AUTO_TEST_CASE(rfast_links_stay_fire_and_forget_and_others_acknowledge) {
   namespace t = atrain::test;
-  BOOST_TEST(!atrain::links_are_acknowledged(t::quickstart({})->spec));
+  BOOST_TEST(!atrain::links_are_acknowledged(*t::quickstart({})));
   BOOST_TEST(atrain::links_are_acknowledged(
-    t::config("algorithms/allreduce.textproto", {"progress=false"})->spec));
+    *t::config("algorithms/allreduce.textproto", {"progress=false"})));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -6,6 +6,7 @@
 /// collectives sit behind one interface. docs/ARCHITECTURE.md "Adding an
 /// algorithm" says what a new one touches.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,8 +29,8 @@ struct link_policy {
   /// ... or absorbs the next contiguous one of its kind (summed gradients).
   bool outbox_sums = false;
   /// Whether a packet waiting on an acknowledged link absorbs the next
-  /// contiguous one (when its spec asks); nullptr: never.
-  bool (*coalesces)(const proto::AlgorithmSpec& a) = nullptr;
+  /// contiguous one (when its block asks); nullptr: never.
+  bool (*coalesces)(const algorithm_config& c) = nullptr;
   /// Links end at the workers and are re-pointed at a restarted one; false:
   /// they end at buffers, which a worker's restart keeps.
   bool follow_restarts = true;
@@ -50,7 +51,7 @@ struct evaluation_policy {
                           double* phi_residual) = nullptr;
   /// The node whose hub holds the evaluated model (a server's);
   /// nullptr: the nodes' models are evaluated.
-  std::optional<std::uint32_t> (*evaluated_hub)(const proto::AlgorithmSpec& a) = nullptr;
+  std::optional<std::uint32_t> (*evaluated_hub)(const algorithm_config& c) = nullptr;
   /// What that hub is called in reports and errors.
   const char* hub_label = "hub";
 };
@@ -70,6 +71,14 @@ using check_node_fn = std::string (*)(const proto::NodeState& s, std::uint32_t i
 using check_checkpoint_fn = std::string (*)(const proto::Checkpoint& ck, const run_plan& plan);
 /// Throws spec_error (naming `topology`) when the built graphs cannot run it.
 using check_topology_fn = void (*)(const loaded_spec& ls, const topology& topo);
+/// Its spec block as its typed config (a pure copy: the block is checked by
+/// check_block, defaults resolved here).
+using parse_block_fn = std::shared_ptr<const algorithm_config> (*)(const proto::AlgorithmSpec& a);
+
+/// The spec's straggler policy as the synchronous baselines branch on it.
+[[nodiscard]] inline straggler_policy straggler_policy_of(proto::StragglerPolicy p) noexcept {
+  return p == proto::SKIP ? straggler_policy::skip : straggler_policy::wait;
+}
 
 struct algorithm_descriptor {
   proto::AlgorithmSpec::KindCase kind = proto::AlgorithmSpec::KIND_NOT_SET;
@@ -77,12 +86,16 @@ struct algorithm_descriptor {
   /// otherwise, the name in reports.
   const char* name = "";
   /// The report's name when the block decides it (a variant of the rule).
-  std::string (*label)(const proto::AlgorithmSpec& a) = nullptr;
+  std::string (*label)(const algorithm_config& c) = nullptr;
   /// Checks its own spec block (algorithm.NAME.*: step-size schedule, ranges),
   /// reporting each problem at its field path through `c`; check_spec passes
   /// it to validate() (spec_facts::check_block), in its place among the
   /// others. Defined in algorithms/NAME/NAME_spec.cpp; nullptr: not checked.
   void (*check_block)(spec_checker& c, const proto::AlgorithmSpec& a) = nullptr;
+  /// Parses that block once into its NAME_config (NAME_spec.cpp): prepare_run
+  /// keeps it in the plan (run_plan::config<NAME_config>()), and the hooks
+  /// here that depend on the block take it. Every algorithm has one.
+  parse_block_fn parse = nullptr;
 
   // ---- the plan
   /// Builds G_R / G_C from the spec's `topology` (the others talk over node ids).
@@ -99,7 +112,7 @@ struct algorithm_descriptor {
   /// Why the run cannot go on once a node is lost for good; nullptr: it can.
   const char* needs_every_node = nullptr;
   /// The node whose loss ends the run whatever else (a server's).
-  std::optional<std::uint32_t> (*critical_node)(const proto::AlgorithmSpec& a) = nullptr;
+  std::optional<std::uint32_t> (*critical_node)(const algorithm_config& c) = nullptr;
   /// What that node holds, for the error ("the server").
   const char* critical_role = "";
   /// Its own way through lost nodes and restarts (recovery.hpp); nullptr:
@@ -112,7 +125,7 @@ struct algorithm_descriptor {
   join_fn join = nullptr;
   /// Why crashed node k cannot be restarted whole, worker and buffer (a hub
   /// of the run lives on it and its state nowhere else); nullptr: it can.
-  std::string (*whole_restart_refusal)(const proto::AlgorithmSpec& a, std::uint32_t k) = nullptr;
+  std::string (*whole_restart_refusal)(const algorithm_config& c, std::uint32_t k) = nullptr;
   /// Why a whole-node restart cannot be combined with checkpoints (nullptr: it can).
   const char* whole_restart_unsaved = nullptr;
 

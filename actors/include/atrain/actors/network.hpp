@@ -16,14 +16,11 @@
 
 namespace atrain {
 
-/// True when the link model does anything (otherwise links are bypassed).
-[[nodiscard]] bool link_is_active(const proto::LinkModel& m);
-
 /// Whether the run's links acknowledge and retransmit (a reliable transport
 /// over the lossy wire): the descriptor's link_policy::acknowledged (an
 /// algorithm built for loss says no). Receivers still see duplicates (an ack lost, a link
 /// duplicating) and must drop them: see exactly_once.
-[[nodiscard]] bool links_are_acknowledged(const proto::ExperimentSpec& spec);
+[[nodiscard]] bool links_are_acknowledged(const run_plan& plan);
 
 /// Whether a crashed worker may be restarted in a run where links end at
 /// workers (link_policy::follow_restarts). Such runs send every packet through
@@ -31,7 +28,7 @@ namespace atrain {
 /// replacement ((restart_atom, old address, new handle)) and tell the
 /// highest seq its sender handed it ((resume_atom) -> (from, any, seq)),
 /// where a direct route would leave the dead handle in every sender.
-[[nodiscard]] bool links_follow_restarts(const proto::ExperimentSpec& spec);
+[[nodiscard]] bool links_follow_restarts(const run_plan& plan);
 
 /// Sequence numbers from the future. An honest sender numbers at most one
 /// packet per stream per gradient (or per tau, for a retired buffer that

@@ -2,7 +2,8 @@
 /// Everything a run needs, prepared and checked before any actor starts:
 /// datasets loaded and verified, shards drawn, topology built (common root
 /// checked), per-node costs, the initial model. A bad spec never gets as far
-/// as spawning actors.
+/// as spawning actors. The spec's settings are parsed once here
+/// (settings.hpp); the actors read those, not the protobuf.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -11,14 +12,27 @@
 
 #include "atrain.pb.h"
 #include "atrain/actors/faults.hpp"
+#include "atrain/actors/settings.hpp"
 #include "atrain/kernels.hpp"
 #include "atrain/messages/spec.hpp"
 #include "atrain/topology.hpp"
 
 namespace atrain {
 
-struct run_plan {
+struct algorithm_descriptor;
+
+/// The run's common settings are its base (plan.seed, plan.stop.time_seconds, ...).
+struct run_plan : run_settings {
+  /// The spec as loaded, for output only: the checkpoint and the hosts get a
+  /// copy, and a checkpoint's compatibility check compares it. Actors read
+  /// the settings above and their algorithm's config instead.
   proto::ExperimentSpec spec;
+  /// The spec's algorithm (never null once prepared).
+  const algorithm_descriptor* descriptor = nullptr;
+  /// The report's name for it (algorithm_name_of).
+  std::string label;
+  /// Its spec block, parsed once by the descriptor (never null once prepared).
+  std::shared_ptr<const algorithm_config> algo_config;
   std::string spec_file;
   std::string base_dir;  // the spec file's directory (relative dataset paths)
   std::shared_ptr<const dataset> train;
@@ -35,8 +49,18 @@ struct run_plan {
 
   [[nodiscard]] std::size_t nodes() const noexcept { return shard.size(); }
   [[nodiscard]] std::size_t dim() const noexcept { return x0.size(); }
-  [[nodiscard]] bool virtual_clock() const noexcept { return spec.clock() == proto::VIRTUAL; }
-  [[nodiscard]] std::string algorithm_name() const;
+  [[nodiscard]] bool virtual_clock() const noexcept { return clock == clock_kind::virtual_time; }
+  [[nodiscard]] const std::string& algorithm_name() const noexcept { return label; }
+  [[nodiscard]] const algorithm_descriptor& algorithm() const;
+  /// The algorithm's config as its type T (T::name its block); throws
+  /// std::logic_error naming both blocks when the run's algorithm is another.
+  template <class T>
+  [[nodiscard]] const T& config() const {
+    if (!algo_config)
+      throw std::logic_error(std::string{"run_plan::config: no algorithm config (wanted '"} +
+                             T::name + "'; the plan was not prepared)");
+    return config_as<T>(*algo_config);
+  }
 };
 
 /// The spec's semantic checks with the facts only the engine knows (from the
