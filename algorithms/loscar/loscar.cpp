@@ -109,11 +109,11 @@ void loscar_merge(std::vector<float>& x, const std::vector<std::uint32_t>& sampl
 }
 
 std::vector<loscar_steps> loscar_schedule(const run_plan& plan) {
-  const auto& algo = plan.spec.algorithm().loscar();
+  const auto& algo = plan.config<loscar_config>();
   const std::size_t n = plan.nodes();
-  const std::uint32_t a = algo.aggregator();
+  const std::uint32_t a = algo.aggregator;
   const auto& link = plan.link;
-  const double bytes = 24.0 + 4.0 * static_cast<double>(loscar_k(algo.sparsity(), plan.dim()));
+  const double bytes = 24.0 + 4.0 * static_cast<double>(loscar_k(algo.sparsity, plan.dim()));
   const double hop =
     link.latency_seconds +
     (link.bandwidth_bytes_per_second > 0 ? bytes / link.bandwidth_bytes_per_second : 0.0);
@@ -122,17 +122,17 @@ std::vector<loscar_steps> loscar_schedule(const run_plan& plan) {
   double arrive = 0;  // max_j (N_j tau_j + up_j)
   for (std::size_t i = 0; i < n; ++i) {
     tau[i] = plan.tau[i] * plan.slowdown[i];
-    out[i].local = algo.has_local_steps() ? algo.local_steps()
-                                          : static_cast<std::uint32_t>(std::max<long long>(
-                                              1, std::llround(algo.round_seconds() / tau[i])));
+    out[i].local = algo.local_steps ? *algo.local_steps
+                                    : static_cast<std::uint32_t>(std::max<long long>(
+                                        1, std::llround(algo.round_seconds / tau[i])));
     busy[i] = out[i].local * tau[i];
     arrive = std::max(arrive, busy[i] + (i == a ? 0.0 : hop));
   }
   for (std::size_t i = 0; i < n; ++i) {
-    if (algo.blocking())
+    if (algo.blocking)
       out[i].overlap = 0;
-    else if (algo.has_overlap_steps())
-      out[i].overlap = algo.overlap_steps();
+    else if (algo.overlap_steps)
+      out[i].overlap = *algo.overlap_steps;
     else {
       const double window = arrive + (i == a ? 0.0 : hop) - busy[i];
       // 1e-9: a window of exactly q steps computed in floating point still fits q.
@@ -300,17 +300,17 @@ void restore_worker(loscar_worker_state& st, const proto::NodeState& s, const ru
 caf::behavior loscar_worker(worker_ptr self, std::uint32_t id, loscar_steps counts, context_ptr ctx,
                             bool joining) {
   const auto& plan = *ctx->plan;
-  const auto& algo = plan.spec.algorithm().loscar();
+  const auto& algo = plan.config<loscar_config>();
   auto& st = self->state;
   st.cu.emplace(*ctx, id);
   st.x = plan.x0;
-  st.aggregator = algo.aggregator();
+  st.aggregator = algo.aggregator;
   st.neighbours = {st.aggregator};
-  st.k = loscar_k(algo.sparsity(), plan.dim());
+  st.k = loscar_k(algo.sparsity, plan.dim());
   st.counts = counts;
-  st.naive = algo.merge() == proto::Loscar::NAIVE;
-  st.gamma = algo.step_size();
-  st.decay = algo.decay();
+  st.naive = algo.merge == loscar_merge_rule::naive;
+  st.gamma = algo.step_size;
+  st.decay = algo.decay;
   st.record = ctx->probe != nullptr;
   const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)
@@ -397,11 +397,11 @@ namespace {
 }  // namespace
 
 std::string loscar_check_checkpoint(const proto::Checkpoint& ck, const run_plan& plan) {
-  const auto& algo = plan.spec.algorithm().loscar();
-  const auto k = static_cast<int>(loscar_k(algo.sparsity(), plan.dim()));
+  const auto& algo = plan.config<loscar_config>();
+  const auto k = static_cast<int>(loscar_k(algo.sparsity, plan.dim()));
   const auto n = static_cast<std::uint32_t>(plan.nodes());
-  const auto& agg = ck.nodes(static_cast<int>(algo.aggregator())).loscar().aggregator();
-  const std::string at_agg = "node " + std::to_string(algo.aggregator()) + ": loscar_aggregator.";
+  const auto& agg = ck.nodes(static_cast<int>(algo.aggregator)).loscar().aggregator();
+  const std::string at_agg = "node " + std::to_string(algo.aggregator) + ": loscar_aggregator.";
   if (static_cast<std::size_t>(agg.average_size()) != plan.dim())
     return at_agg + "average has " + std::to_string(agg.average_size()) +
            " values; the spec's model " + std::to_string(plan.dim());
@@ -435,7 +435,7 @@ node_actors spawn_loscar_node(caf::event_based_actor* parent, const context_ptr&
   const auto schedule = shared_schedule(ctx);
   node_actors node;
   node.worker = parent->spawn(loscar_detail::loscar_worker, i, schedule->at(i), ctx, false);
-  if (i == plan.spec.algorithm().loscar().aggregator()) {
+  if (i == plan.config<loscar_config>().aggregator) {
     node.hub = parent->spawn(loscar_detail::loscar_aggregator, ctx);
     node.buffer = node.hub;
   }
@@ -449,7 +449,7 @@ caf::actor spawn_loscar_replacement(caf::event_based_actor* sup, const context_p
 
 void wire_loscar(caf::event_based_actor* sup, const context_ptr& ctx,
                  std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
-  wire_star(sup, ctx, links, ctx->plan->spec.algorithm().loscar().aggregator(), nodes);
+  wire_star(sup, ctx, links, ctx->plan->config<loscar_config>().aggregator, nodes);
 }
 
 // ---- the descriptor the runtime reads (registry.cpp lists it)

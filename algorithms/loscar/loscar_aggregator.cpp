@@ -148,11 +148,11 @@ void restore_aggregator(loscar_aggregator_state& st, const proto::LoscarAggregat
 
 caf::behavior loscar_aggregator(aggregator_ptr self, context_ptr ctx) {
   const auto& plan = *ctx->plan;
-  const auto& algo = plan.spec.algorithm().loscar();
+  const auto& algo = plan.config<loscar_config>();
   auto& st = self->state;
-  st.node = algo.aggregator();
+  st.node = algo.aggregator;
   st.n = plan.nodes();
-  st.k = loscar_k(algo.sparsity(), plan.dim());
+  st.k = loscar_k(algo.sparsity, plan.dim());
   st.got.resize(st.n);
   st.seed = plan.seed;
   st.average = plan.x0;
@@ -191,7 +191,7 @@ caf::behavior loscar_aggregator(aggregator_ptr self, context_ptr ctx) {
 
 void join_loscar_worker(caf::event_based_actor* sup, const context_ptr& ctx,
                         const worker_restart& r, restart_started started) {
-  const auto a = ctx->plan->spec.algorithm().loscar().aggregator();
+  const auto a = ctx->plan->config<loscar_config>().aggregator;
   const auto& hub = r.nodes.at(a).hub;
   const auto route = r.nodes.at(r.node).worker_routes.at(0);
   sup->request(hub, ctx->reply_timeout(), restart_atom::value, r.node, r.dead, r.replacement, route)

@@ -149,14 +149,13 @@ caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_
                            context_ptr ctx, bool fresh) {
   const auto& plan = *ctx->plan;
   const auto& topo = *plan.topo;
-  const auto& algo = plan.spec.algorithm().rfast();
+  const auto& algo = plan.config<rfast_config>();
   auto& st = self->state;
   std::vector<rfast_tracker::in_neighbour> in_c;
   for (auto j : topo.g_c.in(id))
     in_c.push_back({j, topo.c(id, j), 0, {}, 0, {}, 0});  // blobs set by the tracker
-  st.tracker.emplace(id, plan.dim(), topo.c(id, id), std::move(in_c),
-                     algo.variant() == proto::RFast::PHI,
-                     algo.has_phi_min() ? algo.phi_min() : 0.05);
+  st.tracker.emplace(id, plan.dim(), topo.c(id, id), std::move(in_c), algo.phi_scaled,
+                     algo.phi_min);
   st.in_r = topo.g_r.in(id);
   st.r_weights = {topo.r(id, id)};
   for (auto j : st.in_r)
@@ -290,7 +289,7 @@ void schedule_next(caf::stateful_actor<worker_state>* self) {
 caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_t id,
                            caf::actor buffer, context_ptr ctx, std::vector<float> x_start) {
   const auto& plan = *ctx->plan;
-  const auto& algo = plan.spec.algorithm().rfast();
+  const auto& algo = plan.config<rfast_config>();
   auto& st = self->state;
   st.cu.emplace(*ctx, id);
   const bool restarted = !x_start.empty();
@@ -300,9 +299,9 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
     restore_worker(st, *saved);
   run_probe::show_model(ctx->probe, self, id, &st.x);
   st.buffer = std::move(buffer);
-  st.gamma = algo.step_size();
-  st.decay = algo.decay();
-  st.stale_limit = algo.has_stale_model_wakes() ? algo.stale_model_wakes() : 50;
+  st.gamma = algo.step_size;
+  st.decay = algo.decay;
+  st.stale_limit = algo.stale_model_wakes;
   const std::size_t dim = plan.dim();
   return caf::message_handler{
     [=](start_atom, const std::vector<caf::actor>& out) {

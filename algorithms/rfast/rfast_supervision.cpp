@@ -118,8 +118,7 @@ std::optional<loss_outcome> rfast_recovery::lose(supervision& s, const node_loss
     return std::nullopt;
   }
   const auto roots = surviving_roots(epoch_, survivors);
-  const auto& spec = plan.spec.algorithm().rfast();
-  const bool reroot = !spec.has_reroot() || spec.reroot();
+  const bool reroot = plan.config<rfast_config>().reroot;
   std::string no_renewal;
   if (l.whole && !roots.empty() && reroot) {
     auto o = renew(s, l, lost, how, survivors);

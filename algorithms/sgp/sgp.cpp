@@ -275,19 +275,17 @@ void restore_sgp(sgp_state& st, std::uint32_t id, const proto::NodeState& s) {
 /// the probe only then.
 caf::behavior sgp_worker(sgp_ptr self, std::uint32_t id, context_ptr ctx, bool joining) {
   const auto& plan = *ctx->plan;
-  const auto& spec = plan.spec.algorithm();
-  const bool overlap = spec.has_osgp();
-  const auto& algo = overlap ? spec.osgp() : spec.sgp();
+  const auto& algo = plan.config<push_sum_config>();
   auto& st = self->state;
   st.cu.emplace(*ctx, id);
   st.seq_rate = future_seq_rate(plan);
   st.x = plan.x0;
   st.ps.x.assign(plan.x0.begin(), plan.x0.end());
   st.n = static_cast<std::uint32_t>(plan.nodes());
-  st.overlap = overlap;
-  st.max_ahead = overlap ? std::max<std::uint32_t>(1, algo.max_staleness()) : 0;
-  st.gamma = algo.step_size();
-  st.decay = algo.decay();
+  st.overlap = algo.overlap;
+  st.max_ahead = algo.max_ahead;
+  st.gamma = algo.step_size;
+  st.decay = algo.decay;
   for (std::uint32_t a = 0; a < pushsum_period(st.n); ++a)
     st.neighbours.push_back(pushsum_peer(id, a, st.n));
   st.sent_count.assign(st.neighbours.size(), 0);
