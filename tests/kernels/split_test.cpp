@@ -37,7 +37,7 @@ bool equal_sizes(const shards& s, std::size_t n) {
                      [&](const auto& v) { return v.size() >= lo && v.size() <= hi; });
 }
 
-/// Labels in blocks: `sizes[c]` rows of class c, the rows' order interleaved by a stride.
+/// `sizes[c]` rows of class c, in a shuffled (seeded) order.
 std::vector<std::int32_t> labels_of(const std::vector<std::size_t>& sizes) {
   std::vector<std::int32_t> out;
   for (std::size_t c = 0; c < sizes.size(); ++c)
@@ -160,7 +160,7 @@ BOOST_AUTO_TEST_CASE(pathological_holds_k_classes) {
       for (const std::size_t held : classes_held(s, aligned))
         BOOST_TEST(held <= k, "seed " << seed << " k " << k);
     }
-  // Unaligned sizes: a piece may span one boundary, so at most 2k, and k on average+.
+  // Unaligned sizes, one class boundary: it adds a class to one node at most.
   const auto skewed = labels_of({7600, 2400});
   for (std::size_t k : {1u, 2u}) {
     const shards s = shard_pathological(skewed, 2, 16, k, 4);

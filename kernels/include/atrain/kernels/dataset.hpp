@@ -149,8 +149,8 @@ using shards = std::vector<std::vector<std::uint32_t>>;
 /// (shuffled within a class) are cut into nodes x k pieces, laid out in a seeded order, and
 /// node j gets k of them adding up to its N/n (± 1) rows. A node holds at most k classes
 /// when no piece spans a class boundary (class sizes multiples of the piece size); each
-/// piece that does adds one. Throws std::invalid_argument if k is not in [1, classes],
-/// nodes x k > data_limits::max_split_cells, or as shard_label_skew.
+/// boundary inside a piece adds one class to its node. Throws std::invalid_argument if k is
+/// not in [1, classes], nodes x k > data_limits::max_split_cells, or as shard_label_skew.
 [[nodiscard]] shards shard_pathological(const std::vector<std::int32_t>& labels,
                                         std::size_t classes, std::size_t nodes, std::size_t k,
                                         std::uint64_t seed);
