@@ -199,7 +199,7 @@ def claim2(args):
     print("\n#### iid vs label skew (Dirichlet alpha 0.1), latency 0.002 s\n")
     rows = []
     for shard, sets in [("IID", []),
-                        ("LABEL_SKEW a=0.1", ["shard.policy=LABEL_SKEW", "shard.dirichlet_alpha=0.1"])]:
+                        ("LABEL_SKEW_UNEQUAL a=0.1", ["shard.policy=LABEL_SKEW_UNEQUAL", "shard.dirichlet_alpha=0.1"])]:
         tag = "iid" if shard == "IID" else "skew"
         c = compare(args, "c2_%s" % tag, QS, ["loscar", "loscar_naive"], SEEDS, base + sets)
         b = compare(args, "c2_%s_blocking" % tag, QS, ["loscar"], SEEDS,
@@ -212,9 +212,9 @@ def claim2(args):
                                              b["loscar"]["final_accuracy"]["mean"],
                                              c["loscar_naive"]["final_accuracy"]["mean"])])
     c = compare(args, "c2_skew_others", QS, ["rfast", "allreduce", "dpsgd"], SEEDS,
-                base + ["shard.policy=LABEL_SKEW", "shard.dirichlet_alpha=0.1"])
+                base + ["shard.policy=LABEL_SKEW_UNEQUAL", "shard.dirichlet_alpha=0.1"])
     for a in ["rfast", "allreduce", "dpsgd"]:
-        rows.append(["LABEL_SKEW a=0.1, %s (context)" % a, ttt(c[a])[1], "", "", "", "",
+        rows.append(["LABEL_SKEW_UNEQUAL a=0.1, %s (context)" % a, ttt(c[a])[1], "", "", "", "",
                      "%.4f" % c[a]["final_accuracy"]["mean"]])
     print(table(["shards", "loscar (overlap)", "loscar blocking", "loscar_naive",
                  "blocking / overlap", "naive / corrected",

@@ -234,7 +234,10 @@ caf::expected<proto::RunReport> virtual_run::run() {
   impl_->sup = nullptr;  // the supervisor ends itself; we only drive
   while (step()) {
   }
-  return take_report(*impl_->sink);
+  auto r = take_report(*impl_->sink);
+  if (r)  // after the run: report-only, a pass over the training set per node
+    *r->mutable_data_split() = describe_split(*ctx_->plan, false);
+  return r;
 }
 
 double virtual_run::now_seconds() const {
@@ -312,7 +315,10 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
       exit_bound.arm(*ctx->deploy, std::chrono::seconds{1});
     ctx->log = nullptr;
   }
-  return stamp(take_report(*sink));
+  auto report = take_report(*sink);
+  if (report)  // as virtual_run::run does
+    *report->mutable_data_split() = describe_split(*plan, false);
+  return stamp(std::move(report));
 }
 
 caf::expected<caf::actor> spawn_run(caf::actor_system& sys, std::shared_ptr<const run_plan> plan,

@@ -134,6 +134,45 @@ topology build_topology(const loaded_spec& ls, std::size_t n) {
   }
 }
 
+/// The spec's split of the training rows over n nodes; what the data makes impossible
+/// (more classes per node than it has, a bound) is refused naming the field.
+shards make_shards(const loaded_spec& ls, const dataset& train, std::size_t n) {
+  const auto& sh = ls.spec.shard();
+  const std::uint64_t seed = derive_seed(ls.spec.seed(), 0x53484152ULL);
+  using P = proto::ShardSpec;
+  const char* field = "shard.policy";
+  try {
+    switch (sh.policy()) {
+      case P::LABEL_SKEW:
+        field = "shard.dirichlet_alpha";
+        return shard_label_skew(train.labels, train.classes, n, sh.dirichlet_alpha(), seed);
+      case P::LABEL_SKEW_UNEQUAL:
+        field = "shard.dirichlet_alpha";
+        return shard_label_skew_unequal(train.labels, train.classes, n, sh.dirichlet_alpha(), seed);
+      case P::PATHOLOGICAL:
+        field = "shard.classes_per_node";
+        if (sh.classes_per_node() > train.classes)
+          refuse(ls, field,
+                 "must be <= the dataset's " + std::to_string(train.classes) + " classes (got " +
+                   std::to_string(sh.classes_per_node()) + ")");
+        return shard_pathological(train.labels, train.classes, n, sh.classes_per_node(), seed);
+      case P::FEATURE_SKEW: {
+        field = "shard.clusters";
+        const std::size_t k = sh.clusters() == 0 ? n : sh.clusters();
+        if (k > train.size())
+          refuse(ls, field,
+                 std::to_string(k) + " clusters but only " + std::to_string(train.size()) +
+                   " training rows");
+        return shard_feature_skew(train, n, k, seed);
+      }
+      default:
+        return shard_iid(train.size(), n, seed);
+    }
+  } catch (const std::invalid_argument& e) {
+    refuse(ls, field, e.what());
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
@@ -172,12 +211,7 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
     refuse(ls, "nodes",
            "more nodes (" + std::to_string(n) + ") than training samples (" +
              std::to_string(plan->train->size()) + ")");
-  const std::uint64_t shard_seed = derive_seed(spec.seed(), 0x53484152ULL);
-  if (spec.shard().policy() == proto::ShardSpec::LABEL_SKEW)
-    plan->shard = shard_label_skew(plan->train->labels, plan->train->classes, n,
-                                   spec.shard().dirichlet_alpha(), shard_seed);
-  else
-    plan->shard = shard_iid(plan->train->size(), n, shard_seed);
+  plan->shard = make_shards(ls, *plan->train, n);
 
   if (algo.uses_topology) {  // the others talk over node ids
     plan->topo = build_topology(ls, n);

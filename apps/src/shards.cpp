@@ -1,8 +1,11 @@
 #include "shards.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <numeric>
 #include <sstream>
 
 #include "atrain/engine.hpp"
@@ -43,9 +46,59 @@ void index_list(std::ostream& out, const std::vector<std::uint32_t>& rows) {
   out << ']';
 }
 
+void u64_list(std::ostream& out, const google::protobuf::RepeatedField<std::uint64_t>& v) {
+  out << '[';
+  for (int i = 0; i < v.size(); ++i)
+    out << (i ? "," : "") << v.Get(i);
+  out << ']';
+}
+
+// How ζ² is defined, in the JSON and the summary alike.
+constexpr const char* zeta2_definition =
+  "(1/n) sum_i |grad f_i(x0) - grad F(x0)|^2, F the loss over all training rows";
+
+void split_json(std::ostream& out, const proto::DataSplit& split, std::size_t batch) {
+  out << ",\n  \"shard_rows\": ";
+  u64_list(out, split.shard_rows());
+  out << ",\n  \"class_histograms\": [";
+  for (int i = 0; i < split.class_histogram_size(); ++i) {
+    out << (i ? ",\n    " : "\n    ");
+    u64_list(out, split.class_histogram(i).rows());
+  }
+  out << "\n  ],\n  \"histograms_omitted\": " << (split.histograms_omitted() ? "true" : "false")
+      << ",\n  \"heterogeneity\": {\"zeta2_x0\": " << std::setprecision(17) << split.zeta2_x0()
+      << ", \"sigma2_x0\": " << split.sigma2_x0() << ", \"batch_size\": " << batch
+      << ", \"zeta2_definition\": " << json_string(zeta2_definition) << "}";
+}
+
+/// The human summary: each node's rows and class histogram, then zeta^2 and sigma^2 at x0.
+void print_summary(std::ostream& out, const run_plan& plan, const proto::DataSplit& split) {
+  out << "shards: " << split.policy() << ", " << plan.nodes() << " nodes, " << plan.train->size()
+      << " training rows, " << plan.train->classes << " classes\n"
+      << "  node     rows  rows per class\n";
+  for (int i = 0; i < split.shard_rows_size(); ++i) {
+    out << std::setw(6) << i << std::setw(9) << split.shard_rows(i) << "  ";
+    if (i < split.class_histogram_size()) {
+      const auto& h = split.class_histogram(i).rows();
+      const int shown = std::min(h.size(), 16);
+      for (int c = 0; c < shown; ++c)
+        out << (c ? " " : "") << h.Get(c);
+      if (shown < h.size())
+        out << " ... (" << h.size() << " classes)";
+    } else {
+      out << "(histograms omitted: nodes x classes > 65536)";
+    }
+    out << '\n';
+  }
+  out << "zeta^2 at x0 = " << split.zeta2_x0() << "   [" << zeta2_definition << "]\n"
+      << "sigma^2 at x0 = " << split.sigma2_x0() << "   [minibatch gradient variance, batch "
+      << plan.spec.model().batch_size() << " without replacement, mean over nodes]\n";
+}
+
 }  // namespace
 
-std::string shards_json(const loaded_spec& spec, const run_plan& plan) {
+std::string shards_json(const loaded_spec& spec, const run_plan& plan,
+                        const proto::DataSplit* split) {
   const auto& d = plan.spec.dataset();
   const bool same = d.test_path().empty();
   std::ostringstream out;
@@ -72,7 +125,10 @@ std::string shards_json(const loaded_spec& spec, const run_plan& plan) {
     out << (i ? ",\n    " : "\n    ");
     index_list(out, plan.shard[i]);
   }
-  out << "\n  ]\n}\n";
+  out << "\n  ]";
+  if (split)
+    split_json(out, *split, plan.spec.model().batch_size());
+  out << "\n}\n";
   return out.str();
 }
 
@@ -81,7 +137,9 @@ int shards(const parsed& p) {
   const auto plan = prepare(p, &spec);
   if (!plan)
     return 2;
-  const auto json = shards_json(spec, *plan);
+  const auto split = describe_split(*plan, true);
+  print_summary(std::cerr, *plan, split);
+  const auto json = shards_json(spec, *plan, &split);
   if (p.out.empty() || p.out == "-") {
     std::cout << json;
     return 0;

@@ -13,7 +13,10 @@ namespace atrain::cli {
 /// training set, the rows the evaluator's train loss uses, and `shards`: node
 /// i's training row indices (0-based rows of the training file, ascending),
 /// exactly plan.shard, which is what each node's minibatch sampler draws from.
-[[nodiscard]] std::string shards_json(const loaded_spec& spec, const run_plan& plan);
+/// With `split` (describe_split), also shard_rows, class_histograms and heterogeneity
+/// (ζ² and σ² at x0).
+[[nodiscard]] std::string shards_json(const loaded_spec& spec, const run_plan& plan,
+                                      const proto::DataSplit* split = nullptr);
 
 /// atrain shards SPEC [--set ...]... --out FILE (FILE "-" or no --out: stdout).
 [[nodiscard]] int shards(const parsed& p);

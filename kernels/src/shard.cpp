@@ -1,4 +1,5 @@
-// Splitting sample indices across nodes: IID and Dirichlet label skew.
+// Splitting sample indices across nodes: IID and the unequal-size Dirichlet label skew
+// (the equal-size splits are in shard_skew.cpp and shard_feature.cpp).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -6,18 +7,47 @@
 #include <string>
 
 #include "atrain/kernels/dataset.hpp"
+#include "shard_internal.hpp"
 
 namespace atrain {
+
+namespace shard_detail {
+
+std::vector<std::vector<std::uint32_t>>
+rows_by_class(const char* what, const std::vector<std::int32_t>& labels, std::size_t classes) {
+  std::vector<std::vector<std::uint32_t>> by_class(classes);
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const std::int32_t c = labels[i];
+    if (c < 0 || static_cast<std::size_t>(c) >= classes) {
+      throw std::invalid_argument(std::string{what} + ": label " + std::to_string(c) +
+                                  " at index " + std::to_string(i) + " outside [0, " +
+                                  std::to_string(classes) + ")");
+    }
+    by_class[static_cast<std::size_t>(c)].push_back(static_cast<std::uint32_t>(i));
+  }
+  return by_class;
+}
+
+shards cut(const std::vector<std::uint32_t>& order, const std::vector<std::size_t>& sizes) {
+  shards out(sizes.size());
+  std::size_t pos = 0;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    out[k].assign(order.begin() + static_cast<std::ptrdiff_t>(pos),
+                  order.begin() + static_cast<std::ptrdiff_t>(pos + sizes[k]));
+    pos += sizes[k];
+  }
+  return out;
+}
+
+}  // namespace shard_detail
+
 namespace {
+
+using shard_detail::sort_all;
 
 // Stream ids so that the same run seed gives unrelated draws here and elsewhere.
 constexpr std::uint64_t iid_stream = 0x5348'4152'4449'4944ULL;   // "SHARDIID"
 constexpr std::uint64_t skew_stream = 0x5348'4152'4453'4b57ULL;  // "SHARDSKW"
-
-void sort_all(shards& s) {
-  for (auto& v : s)
-    std::sort(v.begin(), v.end());
-}
 
 }  // namespace
 
@@ -31,45 +61,18 @@ shards shard_iid(std::size_t samples, std::size_t nodes, std::uint64_t seed) {
   rng gen(derive_seed(seed, iid_stream));
   gen.shuffle(perm.begin(), perm.end());
 
-  shards out(nodes);
-  const std::size_t base = samples / nodes;
-  const std::size_t extra = samples % nodes;
-  std::size_t pos = 0;
-  for (std::size_t k = 0; k < nodes; ++k) {
-    const std::size_t len = base + (k < extra ? 1 : 0);
-    out[k].assign(perm.begin() + static_cast<std::ptrdiff_t>(pos),
-                  perm.begin() + static_cast<std::ptrdiff_t>(pos + len));
-    pos += len;
-  }
+  shards out = shard_detail::cut(perm, shard_detail::capacities(samples, nodes));
   sort_all(out);
   return out;
 }
 
-shards shard_label_skew(const std::vector<std::int32_t>& labels, std::size_t classes,
-                        std::size_t nodes, double alpha, std::uint64_t seed) {
-  if (nodes == 0)
-    throw std::invalid_argument("shard_label_skew: nodes must be > 0");
-  if (!(alpha > 0) || !std::isfinite(alpha)) {
-    throw std::invalid_argument("shard_label_skew: alpha must be finite and > 0");
-  }
-  if (labels.size() < nodes) {
-    throw std::invalid_argument("shard_label_skew: " + std::to_string(labels.size()) +
-                                " samples cannot give each of " + std::to_string(nodes) +
-                                " nodes at least one");
-  }
-  if (labels.size() > UINT32_MAX) {
-    throw std::invalid_argument("shard_label_skew: too many samples for 32-bit indices");
-  }
-  std::vector<std::vector<std::uint32_t>> by_class(classes);
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    const std::int32_t c = labels[i];
-    if (c < 0 || static_cast<std::size_t>(c) >= classes) {
-      throw std::invalid_argument("shard_label_skew: label " + std::to_string(c) + " at index " +
-                                  std::to_string(i) + " outside [0, " + std::to_string(classes) +
-                                  ")");
-    }
-    by_class[static_cast<std::size_t>(c)].push_back(static_cast<std::uint32_t>(i));
-  }
+shards shard_label_skew_unequal(const std::vector<std::int32_t>& labels, std::size_t classes,
+                                std::size_t nodes, double alpha, std::uint64_t seed) {
+  constexpr const char* what = "shard_label_skew_unequal";
+  if (!(alpha > 0) || !std::isfinite(alpha))
+    throw std::invalid_argument(std::string{what} + ": alpha must be finite and > 0");
+  shard_detail::check_counts(what, labels.size(), nodes);
+  auto by_class = shard_detail::rows_by_class(what, labels, classes);
 
   rng gen(derive_seed(seed, skew_stream));
   shards out(nodes);

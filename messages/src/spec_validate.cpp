@@ -11,6 +11,8 @@ namespace atrain {
 namespace validation {
 
 namespace fs = std::filesystem;
+// = data_limits::max_classes (kernels/, which messages/ does not depend on).
+constexpr std::uint32_t kernel_max_classes = 1u << 16;
 
 std::uint64_t mul(std::uint64_t a, std::uint64_t b) {
   std::uint64_t r = 0;
@@ -252,11 +254,34 @@ void checker::dataset() {
   const auto& sh = s_.spec.shard();
   using P = proto::ShardSpec;
   if (!P::Policy_IsValid(sh.policy())) {
-    bad("shard.policy", "must be IID or LABEL_SKEW (got " + std::to_string(sh.policy()) + ")");
-  } else if (sh.policy() == P::LABEL_SKEW) {
+    bad("shard.policy", "must be IID, LABEL_SKEW, LABEL_SKEW_UNEQUAL, PATHOLOGICAL or "
+                        "FEATURE_SKEW (got " +
+                          std::to_string(sh.policy()) + ")");
+    return;
+  }
+  const std::string policy = P::Policy_Name(sh.policy());
+  if (sh.policy() == P::LABEL_SKEW || sh.policy() == P::LABEL_SKEW_UNEQUAL) {
     if (std::isfinite(sh.dirichlet_alpha()) && !(sh.dirichlet_alpha() > 0))
       bad("shard.dirichlet_alpha",
-          "must be > 0 for LABEL_SKEW (got " + num(sh.dirichlet_alpha()) + ")");
+          "must be > 0 for " + policy + " (got " + num(sh.dirichlet_alpha()) + ")");
+  }
+  // The class bound against the dataset's own classes is the engine's (run_plan.cpp).
+  if (sh.policy() == P::PATHOLOGICAL) {
+    if (sh.classes_per_node() == 0)
+      bad("shard.classes_per_node", "must be >= 1 for PATHOLOGICAL (got 0)");
+    else if (sh.classes_per_node() > kernel_max_classes)
+      bad("shard.classes_per_node", "must be <= " + std::to_string(kernel_max_classes) +
+                                      ", the most classes a dataset may have (got " +
+                                      std::to_string(sh.classes_per_node()) + ")");
+  } else if (sh.classes_per_node() != 0) {
+    bad("shard.classes_per_node", "is read by PATHOLOGICAL only (policy is " + policy + ")");
+  }
+  if (sh.policy() == P::FEATURE_SKEW) {
+    if (sh.clusters() > limits::max_clusters)
+      bad("shard.clusters", "must be <= " + std::to_string(limits::max_clusters) + " (got " +
+                              std::to_string(sh.clusters()) + ")");
+  } else if (sh.clusters() != 0) {
+    bad("shard.clusters", "is read by FEATURE_SKEW only (policy is " + policy + ")");
   }
 }
 

@@ -129,4 +129,29 @@ BOOST_AUTO_TEST_CASE(without_a_test_file_the_test_set_is_the_training_set) {
   BOOST_TEST(e.plan->train_eval_rows.size() == 100u);
 }
 
+BOOST_AUTO_TEST_CASE(the_split_summary_is_exported_with_sizes_histograms_and_zeta2) {
+  auto spec = atrain::load_spec(ATRAIN_SOURCE_DIR "/config/quickstart.textproto",
+                                {"nodes=4", "shard={policy: PATHOLOGICAL classes_per_node: 1}",
+                                 "dataset.max_train_samples=2000"});
+  auto plan = atrain::prepare_run(spec);
+  const auto split = atrain::describe_split(*plan, true);
+  const auto json = atrain::cli::shards_json(spec, *plan, &split);
+  // shard_rows and the histograms are counted here from the exported shards.
+  const auto shards = read_shards(json);
+  const auto rows_at = json.find("\"shard_rows\": [");
+  BOOST_REQUIRE(rows_at != std::string::npos);
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    BOOST_TEST(split.shard_rows(static_cast<int>(i)) == shards[i].size());
+    std::uint64_t ones = 0;
+    for (auto r : shards[i])
+      ones += plan->train->labels[r] == 1 ? 1 : 0;
+    BOOST_TEST(split.class_histogram(static_cast<int>(i)).rows(1) == ones);
+  }
+  BOOST_TEST(std::stod(field(json, R"re("zeta2_x0": ([0-9.e+-]+))re")) == split.zeta2_x0(),
+             boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(split.zeta2_x0() > 0);
+  BOOST_TEST(split.sigma2_x0() > 0);
+  BOOST_TEST(field(json, R"re("batch_size": (\d+))re") == "32");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

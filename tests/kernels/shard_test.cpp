@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "atrain/kernels/dataset.hpp"
+#include "shard_fixtures.hpp"
 
 using namespace atrain;
 
@@ -36,20 +37,6 @@ std::vector<std::int32_t> balanced_labels(std::size_t classes, std::size_t per_c
   for (std::size_t i = 0; i < labels.size(); ++i)
     labels[i] = static_cast<std::int32_t>(i % classes);
   return labels;
-}
-
-/// Mean over nodes of the fraction of the node's samples in its top class.
-double mean_max_class_fraction(const shards& s, const std::vector<std::int32_t>& labels,
-                               std::size_t classes) {
-  double total = 0;
-  for (const auto& shard : s) {
-    std::vector<std::size_t> hist(classes, 0);
-    for (std::uint32_t i : shard)
-      ++hist[static_cast<std::size_t>(labels[i])];
-    total += static_cast<double>(*std::max_element(hist.begin(), hist.end())) /
-             static_cast<double>(shard.size());
-  }
-  return total / static_cast<double>(s.size());
 }
 
 /// Dataset whose row i is (i, i + 0.5, -i) with label i % 3: rows identify indices.
@@ -113,21 +100,21 @@ BOOST_AUTO_TEST_CASE(iid_deterministic_per_seed) {
   BOOST_TEST(shard_iid(1000, 7, 5)[0].back() - shard_iid(1000, 7, 5)[0].front() > 143u);
 }
 
-BOOST_AUTO_TEST_CASE(label_skew_concentration) {
+BOOST_AUTO_TEST_CASE(label_skew_unequal_concentration) {
   const std::size_t classes = 10, nodes = 10;
   const auto labels = balanced_labels(classes, 500);
   double skewed = 0, flat = 0;
   const int trials = 5;
   for (int t = 0; t < trials; ++t) {
-    const shards a = shard_label_skew(labels, classes, nodes, 0.1, 100 + t);
-    const shards b = shard_label_skew(labels, classes, nodes, 100.0, 100 + t);
+    const shards a = shard_label_skew_unequal(labels, classes, nodes, 0.1, 100 + t);
+    const shards b = shard_label_skew_unequal(labels, classes, nodes, 100.0, 100 + t);
     for (const shards* s : {&a, &b}) {
       BOOST_TEST(covers_once(*s, labels.size()));
       BOOST_TEST(each_sorted(*s));
       BOOST_TEST(std::none_of(s->begin(), s->end(), [](const auto& v) { return v.empty(); }));
     }
-    skewed += mean_max_class_fraction(a, labels, classes) / trials;
-    flat += mean_max_class_fraction(b, labels, classes) / trials;
+    skewed += test::mean_max_class_fraction(a, labels, classes) / trials;
+    flat += test::mean_max_class_fraction(b, labels, classes) / trials;
   }
   BOOST_TEST_MESSAGE("mean max-class fraction: alpha=0.1 " << skewed << ", alpha=100 " << flat);
   BOOST_TEST(skewed > 0.45);  // ~0.6 typical (single runs 0.47..0.76)
@@ -135,30 +122,33 @@ BOOST_AUTO_TEST_CASE(label_skew_concentration) {
   BOOST_TEST(skewed > 3 * flat);
 }
 
-BOOST_AUTO_TEST_CASE(label_skew_deterministic_and_nonempty) {
+BOOST_AUTO_TEST_CASE(label_skew_unequal_deterministic_and_nonempty) {
   const auto labels = balanced_labels(4, 50);
-  BOOST_TEST((shard_label_skew(labels, 4, 8, 0.5, 9) == shard_label_skew(labels, 4, 8, 0.5, 9)));
-  BOOST_TEST((shard_label_skew(labels, 4, 8, 0.5, 9) != shard_label_skew(labels, 4, 8, 0.5, 10)));
+  BOOST_TEST((shard_label_skew_unequal(labels, 4, 8, 0.5, 9) ==
+              shard_label_skew_unequal(labels, 4, 8, 0.5, 9)));
+  BOOST_TEST((shard_label_skew_unequal(labels, 4, 8, 0.5, 9) !=
+              shard_label_skew_unequal(labels, 4, 8, 0.5, 10)));
 
   // Tiny alpha puts each class on one node: most nodes would be empty and
   // must each get a sample moved from the largest shard.
   for (std::uint64_t seed = 0; seed < 20; ++seed) {
-    const shards s = shard_label_skew(labels, 4, 30, 1e-4, seed);
+    const shards s = shard_label_skew_unequal(labels, 4, 30, 1e-4, seed);
     BOOST_TEST(covers_once(s, labels.size()));
     BOOST_TEST(std::none_of(s.begin(), s.end(), [](const auto& v) { return v.empty(); }));
   }
   // As many nodes as samples: one each.
-  const shards one = shard_label_skew(balanced_labels(2, 5), 2, 10, 0.3, 1);
+  const shards one = shard_label_skew_unequal(balanced_labels(2, 5), 2, 10, 0.3, 1);
   BOOST_TEST(covers_once(one, 10));
   BOOST_TEST(std::all_of(one.begin(), one.end(), [](const auto& v) { return v.size() == 1; }));
   // A class with no samples is fine.
-  BOOST_TEST(covers_once(shard_label_skew(labels, 6, 3, 1.0, 1), labels.size()));
+  BOOST_TEST(covers_once(shard_label_skew_unequal(labels, 6, 3, 1.0, 1), labels.size()));
 
-  BOOST_CHECK_THROW((void)shard_label_skew(labels, 4, 0, 1.0, 1), std::invalid_argument);
-  BOOST_CHECK_THROW((void)shard_label_skew(labels, 4, 201, 1.0, 1), std::invalid_argument);
-  BOOST_CHECK_THROW((void)shard_label_skew(labels, 4, 3, 0.0, 1), std::invalid_argument);
-  BOOST_CHECK_THROW((void)shard_label_skew(labels, 3, 3, 1.0, 1), std::invalid_argument);
-  BOOST_CHECK_THROW((void)shard_label_skew({0, -1, 1}, 2, 1, 1.0, 1), std::invalid_argument);
+  BOOST_CHECK_THROW((void)shard_label_skew_unequal(labels, 4, 0, 1.0, 1), std::invalid_argument);
+  BOOST_CHECK_THROW((void)shard_label_skew_unequal(labels, 4, 201, 1.0, 1), std::invalid_argument);
+  BOOST_CHECK_THROW((void)shard_label_skew_unequal(labels, 4, 3, 0.0, 1), std::invalid_argument);
+  BOOST_CHECK_THROW((void)shard_label_skew_unequal(labels, 3, 3, 1.0, 1), std::invalid_argument);
+  BOOST_CHECK_THROW((void)shard_label_skew_unequal({0, -1, 1}, 2, 1, 1.0, 1),
+                    std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_CASE(sampler_epochs_and_rows) {

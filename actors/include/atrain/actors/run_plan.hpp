@@ -73,6 +73,11 @@ void check_spec(const loaded_spec& ls);
 /// "unknown" when no algorithm implements it). registry.cpp.
 [[nodiscard]] std::string algorithm_name_of(const proto::ExperimentSpec& spec);
 
+/// The plan's data split for the report: policy, shard sizes, class histograms (when
+/// nodes x classes <= 65536), zeta^2 at x0 and, with minibatch_noise (one gradient per
+/// training row), sigma^2 at x0 for the spec's batch size. data_split.cpp.
+[[nodiscard]] proto::DataSplit describe_split(const run_plan& plan, bool minibatch_noise);
+
 /// Loads data, builds the topology and the model. Throws spec_error naming the
 /// spec file, the field and the reason (dataset errors and impossible
 /// topologies included).

@@ -32,6 +32,9 @@ inline constexpr std::uint64_t max_dimension = 10000000;
 inline constexpr std::uint64_t max_dense_values = std::uint64_t{1} << 29;
 /// Class ids are below this (LIBSVM labels; IDX and CIFAR-10 labels are bytes).
 inline constexpr std::uint64_t max_classes = std::uint64_t{1} << 16;
+/// What a split keeps per node and class (nodes x classes for LABEL_SKEW, nodes x
+/// classes per node for PATHOLOGICAL, clusters x dimension for FEATURE_SKEW).
+inline constexpr std::uint64_t max_split_cells = std::uint64_t{1} << 26;
 }  // namespace data_limits
 
 /// Dense row-major samples with integer class labels in [0, classes).
@@ -119,14 +122,54 @@ using shards = std::vector<std::vector<std::uint32_t>>;
 /// Throws std::invalid_argument if nodes == 0.
 [[nodiscard]] shards shard_iid(std::size_t samples, std::size_t nodes, std::uint64_t seed);
 
-/// Label skew: for each class, node proportions ~ Dirichlet(alpha); small alpha
-/// = each node holds mostly one class. Every node gets at least one sample
-/// (an empty node takes one random sample from the currently largest shard).
-/// Each shard is sorted ascending. Deterministic from seed. Throws
-/// std::invalid_argument if nodes == 0, labels.size() < nodes, alpha is not
-/// finite and > 0, or a label is outside [0, classes).
+/// Label skew with equal sizes (docs/ALGORITHMS.md, "Shards"): each node draws class
+/// proportions ~ Dirichlet(alpha * C * pi), pi = the class frequencies (Dirichlet(alpha)
+/// per class on balanced classes; the global mix on average), asks for its N/n (± 1) rows
+/// in them; a class asked for more than it has is shared out in proportion to the asks,
+/// and nodes left short fill up from the classes left over, their preferred ones first.
+/// Sizes are N/n ± 1 and every sample goes to exactly one node, so (1/n) sum f_i is the
+/// centralized objective. Small alpha = each node holds mostly one class. Each shard
+/// sorted ascending; deterministic from seed. Throws std::invalid_argument if nodes == 0,
+/// labels.size() < nodes, alpha is not finite and > 0, a label is outside [0, classes),
+/// or nodes x classes > data_limits::max_split_cells.
 [[nodiscard]] shards shard_label_skew(const std::vector<std::int32_t>& labels, std::size_t classes,
                                       std::size_t nodes, double alpha, std::uint64_t seed);
+
+/// The unequal-size label skew (policy LABEL_SKEW_UNEQUAL): for each class, node
+/// proportions ~ Dirichlet(alpha), so shard sizes differ widely (1 to 20,000 rows on a9a
+/// at 16 nodes, alpha 0.1) and (1/n) sum f_i is no longer the centralized objective.
+/// Every node gets at least one sample (an empty node takes one random sample from the
+/// currently largest shard). Each shard sorted ascending; deterministic from seed.
+/// Throws std::invalid_argument as shard_label_skew (but has no nodes x classes bound).
+[[nodiscard]] shards shard_label_skew_unequal(const std::vector<std::int32_t>& labels,
+                                              std::size_t classes, std::size_t nodes, double alpha,
+                                              std::uint64_t seed);
+
+/// Pathological non-iid split (McMahan et al. 2017), equal sizes: the rows sorted by class
+/// (shuffled within a class) are cut into nodes x k pieces, laid out in a seeded order, and
+/// node j gets k of them adding up to its N/n (± 1) rows. A node holds at most k classes
+/// when no piece spans a class boundary (class sizes multiples of the piece size); each
+/// boundary inside a piece adds one class to its node. Throws std::invalid_argument if k is
+/// not in [1, classes], nodes x k > data_limits::max_split_cells, or as shard_label_skew.
+[[nodiscard]] shards shard_pathological(const std::vector<std::int32_t>& labels,
+                                        std::size_t classes, std::size_t nodes, std::size_t k,
+                                        std::uint64_t seed);
+
+/// Seeded k-means of the rows' features: the cluster (0..k-1) of every row. k-means++
+/// seeding and Lloyd's iterations (at most 50, until no assignment changes) on a seeded
+/// sample of at most 8192 rows, then each row goes to its nearest center (lower index on
+/// ties). Throws std::invalid_argument if k is not in [1, rows] or k x dim >
+/// data_limits::max_split_cells.
+[[nodiscard]] std::vector<std::uint32_t> kmeans_clusters(const dataset& d, std::size_t k,
+                                                         std::uint64_t seed);
+
+/// Feature skew, equal sizes: the rows grouped by kmeans_clusters(d, clusters, seed)
+/// (cluster 0 first, shuffled within a cluster) and cut into consecutive N/n (± 1) row
+/// runs, node 0 first. With clusters = nodes and equal cluster sizes each node holds
+/// exactly one cluster. Throws std::invalid_argument as kmeans_clusters, or if nodes == 0
+/// or d.size() < nodes.
+[[nodiscard]] shards shard_feature_skew(const dataset& d, std::size_t nodes, std::size_t clusters,
+                                        std::uint64_t seed);
 
 /// Seeded minibatch sampler over one node's shard. Draws batches without
 /// replacement within an epoch (reshuffled each epoch) and gathers the rows

@@ -124,6 +124,8 @@ inline constexpr std::uint32_t max_topology_nodes = 4096;           // 2 x 128 M
 inline constexpr std::uint64_t max_edges = std::uint64_t{1} << 22;  // per graph: nodes x neighbours
 inline constexpr std::uint64_t max_layer_width = std::uint64_t{1} << 16;  // model.mlp.hidden[i]
 inline constexpr std::uint64_t max_params = std::uint64_t{1} << 27;       // one model copy
+// shard.clusters of FEATURE_SKEW (k-means: clusters x dimension centers, k-means++ passes).
+inline constexpr std::uint32_t max_clusters = 4096;
 // batch_size x (dimension + every layer's width): one node's batch and activations.
 inline constexpr std::uint64_t max_batch_values = std::uint64_t{1} << 27;
 // nodes x (parameters + batch values): every node's model and batch together.

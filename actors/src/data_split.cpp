@@ -1,0 +1,37 @@
+// The report's description of a run's data split (proto DataSplit): sizes, class
+// histograms and the gradient heterogeneity at x0 (docs/ALGORITHMS.md, "Shards").
+#include "atrain/actors/run_plan.hpp"
+
+namespace atrain {
+namespace {
+
+// Class histograms beyond this many cells would swamp report.json.
+constexpr std::uint64_t max_histogram_cells = 65536;
+
+}  // namespace
+
+proto::DataSplit describe_split(const run_plan& plan, bool minibatch_noise) {
+  proto::DataSplit out;
+  out.set_policy(
+    proto::ShardSpec::Policy_Name(plan.spec.shard().policy() == proto::ShardSpec::POLICY_UNSPECIFIED
+                                    ? proto::ShardSpec::IID
+                                    : plan.spec.shard().policy()));
+  for (const auto& s : plan.shard)
+    out.add_shard_rows(s.size());
+  const auto& train = *plan.train;
+  if (plan.nodes() * train.classes <= max_histogram_cells) {
+    for (const auto& h : class_histograms(train, plan.shard))
+      out.add_class_histogram()->mutable_rows()->Add(h.begin(), h.end());
+  } else {
+    out.set_histograms_omitted(true);
+  }
+  auto m = plan.prototype->clone();
+  const std::size_t batch = minibatch_noise ? plan.spec.model().batch_size() : 0;
+  const auto h = measure_heterogeneity(*m, train, plan.shard, plan.x0.data(), batch);
+  out.set_zeta2_x0(h.zeta2);
+  if (minibatch_noise)
+    out.set_sigma2_x0(h.sigma2);
+  return out;
+}
+
+}  // namespace atrain

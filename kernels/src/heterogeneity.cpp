@@ -1,0 +1,104 @@
+// Class histograms, zeta^2 and sigma^2 of a split (atrain/kernels/heterogeneity.hpp).
+#include "atrain/kernels/heterogeneity.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace atrain {
+namespace {
+
+// Rows gathered per loss_and_gradient call: bounds the buffer whatever the shard size.
+constexpr std::size_t chunk_rows = 1024;
+
+/// The mean gradient over `rows` (the model's own mean per chunk, weighted by its rows, so
+/// the regularizer counts once), accumulated in double.
+std::vector<double> mean_gradient(model& m, const dataset& d,
+                                  const std::vector<std::uint32_t>& rows, const float* x) {
+  const std::size_t p = m.num_params();
+  std::vector<double> acc(p, 0.0);
+  std::vector<float> grad(p), xs;
+  std::vector<std::int32_t> ys;
+  for (std::size_t at = 0; at < rows.size(); at += chunk_rows) {
+    const std::size_t n = std::min(chunk_rows, rows.size() - at);
+    xs.resize(n * d.dim);
+    ys.resize(n);
+    for (std::size_t r = 0; r < n; ++r) {
+      const std::uint32_t i = rows[at + r];
+      std::copy(d.row(i), d.row(i) + d.dim, xs.begin() + static_cast<std::ptrdiff_t>(r * d.dim));
+      ys[r] = d.labels[i];
+    }
+    (void)m.loss_and_gradient({xs.data(), ys.data(), n, d.dim}, x, grad.data());
+    const double w = static_cast<double>(n) / static_cast<double>(rows.size());
+    for (std::size_t j = 0; j < p; ++j)
+      acc[j] += w * grad[j];
+  }
+  return acc;
+}
+
+double gap2(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (std::size_t j = 0; j < a.size(); ++j)
+    s += (a[j] - b[j]) * (a[j] - b[j]);
+  return s;
+}
+
+/// E|g - grad f_i|^2 for a b-row minibatch drawn without replacement from the shard.
+double minibatch_noise(model& m, const dataset& d, const std::vector<std::uint32_t>& rows,
+                       const float* x, const std::vector<double>& mean, std::size_t batch) {
+  const std::size_t rows_n = rows.size();
+  if (batch >= rows_n)
+    return 0.0;
+  std::vector<float> grad(m.num_params());
+  double var = 0;
+  for (const std::uint32_t i : rows) {
+    (void)m.loss_and_gradient({d.row(i), &d.labels[i], 1, d.dim}, x, grad.data());
+    double s = 0;
+    for (std::size_t j = 0; j < grad.size(); ++j)
+      s += (grad[j] - mean[j]) * (grad[j] - mean[j]);
+    var += s / static_cast<double>(rows_n);
+  }
+  const auto m_rows = static_cast<double>(rows_n);
+  const auto b = static_cast<double>(batch);
+  return var / b * (m_rows - b) / (m_rows - 1);
+}
+
+}  // namespace
+
+std::vector<std::vector<std::uint64_t>> class_histograms(const dataset& d, const shards& s) {
+  std::vector<std::vector<std::uint64_t>> hist(s.size(), std::vector<std::uint64_t>(d.classes));
+  for (std::size_t k = 0; k < s.size(); ++k)
+    for (const std::uint32_t i : s[k]) {
+      if (i >= d.size())
+        throw std::invalid_argument("class_histograms: row " + std::to_string(i) + " of shard " +
+                                    std::to_string(k) + " beyond the data");
+      ++hist[k][static_cast<std::size_t>(d.labels[i])];
+    }
+  return hist;
+}
+
+heterogeneity measure_heterogeneity(model& m, const dataset& d, const shards& s, const float* x,
+                                    std::size_t batch) {
+  heterogeneity out;
+  if (s.empty())
+    return out;
+  std::vector<std::uint32_t> all(d.size());
+  std::iota(all.begin(), all.end(), std::uint32_t{0});
+  const auto full = mean_gradient(m, d, all, x);
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    if (s[k].empty())
+      throw std::invalid_argument("measure_heterogeneity: shard " + std::to_string(k) +
+                                  " is empty");
+    const auto local = mean_gradient(m, d, s[k], x);
+    out.node_zeta2.push_back(gap2(local, full));
+    out.zeta2 += out.node_zeta2.back() / static_cast<double>(s.size());
+    if (batch > 0) {
+      out.node_sigma2.push_back(minibatch_noise(m, d, s[k], x, local, batch));
+      out.sigma2 += out.node_sigma2.back() / static_cast<double>(s.size());
+    }
+  }
+  return out;
+}
+
+}  // namespace atrain

@@ -1,0 +1,119 @@
+/// Heterogeneous data without a changed objective (docs/ALGORITHMS.md "Shards"): with
+/// equal-size label-skewed shards (1/n) sum f_i is the centralized F, so Ring-AllReduce and
+/// DASGD end at the same train loss as on iid shards, within the seed-to-seed noise; the
+/// unequal-size split changes the objective and ends measurably elsewhere.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "fixtures.hpp"
+
+namespace t = atrain::test;
+
+namespace {
+
+struct spread {
+  double mean = 0;
+  double sd = 0;  // sample standard deviation over the seeds
+};
+
+/// Train loss of config/algorithms/FILE at 16 nodes over the second half of a 4 s virtual
+/// run, one per seed; also checks the report's data split (sizes, ζ² at x0).
+spread final_loss(const std::string& file, const std::string& step,
+                  const std::vector<std::string>& shard, bool equal) {
+  std::vector<double> loss;
+  for (const char* seed : {"1", "2", "3"}) {
+    std::vector<std::string> o = {"nodes=16",
+                                  std::string{"seed="} + seed,
+                                  step,
+                                  "stop.stop_at_target=false",
+                                  "stop.time_seconds=4",
+                                  "eval.period_seconds=0.25",
+                                  "progress=false"};
+    o.insert(o.end(), shard.begin(), shard.end());
+    const auto plan = t::config("algorithms/" + file, o);
+    const auto report = atrain::run_experiment(plan);
+    BOOST_REQUIRE(report);
+    BOOST_REQUIRE(report->error().empty());
+    const auto& split = report->data_split();
+    BOOST_REQUIRE(split.shard_rows_size() == 16);
+    const auto [lo, hi] = std::minmax_element(split.shard_rows().begin(), split.shard_rows().end());
+    BOOST_TEST((*hi - *lo <= 1) == equal,
+               file << " " << shard[0] << ": rows " << *lo << ".." << *hi);
+    BOOST_TEST(split.zeta2_x0() > 0);
+    // The iterate's own noise averaged out: the mean train loss over the second half.
+    double sum = 0;
+    int rows = 0;
+    for (const auto& row : report->metrics())
+      if (row.time_seconds() >= 2.0) {
+        sum += row.train_loss();
+        ++rows;
+      }
+    BOOST_REQUIRE(rows >= 8);
+    loss.push_back(sum / rows);
+  }
+  spread s;
+  s.mean = std::accumulate(loss.begin(), loss.end(), 0.0) / loss.size();
+  for (double l : loss)
+    s.sd += (l - s.mean) * (l - s.mean) / (loss.size() - 1);
+  s.sd = std::sqrt(s.sd);
+  return s;
+}
+
+/// "Within noise": 3 standard errors of the difference of two 3-seed means.
+double noise(const spread& a, const spread& b) {
+  return 3 * std::sqrt((a.sd * a.sd + b.sd * b.sd) / 3);
+}
+
+void expect_same_objective(const std::string& file, const std::string& step) {
+  const std::vector<std::string> iid = {"shard.policy=IID"};
+  const std::vector<std::string> skew = {"shard.policy=LABEL_SKEW", "shard.dirichlet_alpha=0.1"};
+  const std::vector<std::string> unequal = {"shard.policy=LABEL_SKEW_UNEQUAL",
+                                            "shard.dirichlet_alpha=0.1"};
+  const auto a = final_loss(file, step, iid, true);
+  const auto b = final_loss(file, step, skew, true);
+  const auto c = final_loss(file, step, unequal, false);
+  BOOST_TEST_MESSAGE(file << ": train loss over 2-4 s, iid " << a.mean << " ± " << a.sd
+                          << ", LABEL_SKEW " << b.mean << " ± " << b.sd << ", LABEL_SKEW_UNEQUAL "
+                          << c.mean << " ± " << c.sd << "; noise band " << noise(a, b));
+  BOOST_TEST(std::abs(b.mean - a.mean) <= noise(a, b), file << ": equal-size skew vs iid");
+  // The same band, from the runs of the one objective, must not hold the unequal split.
+  BOOST_TEST(std::abs(c.mean - a.mean) > noise(a, b), file << ": unequal skew vs iid");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(heterogeneous_data)
+
+BOOST_AUTO_TEST_CASE(allreduce_reaches_the_iid_loss_on_equal_size_skew) {
+  expect_same_objective("allreduce.textproto", "algorithm.allreduce.step_size=2");
+}
+
+BOOST_AUTO_TEST_CASE(dasgd_reaches_the_iid_loss_on_equal_size_skew) {
+  expect_same_objective("dasgd.textproto", "algorithm.dasgd.step_size=0.1");
+}
+
+BOOST_AUTO_TEST_CASE(what_the_data_makes_impossible_is_refused_naming_the_field) {
+  auto refusal = [](const std::vector<std::string>& sets) -> std::string {
+    try {
+      (void)t::quickstart(sets);
+    } catch (const atrain::spec_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // a9a has 2 classes.
+  auto msg = refusal({"shard={policy: PATHOLOGICAL classes_per_node: 3}"});
+  BOOST_TEST(msg.find("shard.classes_per_node: must be <= the dataset's 2 classes (got 3)") !=
+               std::string::npos,
+             msg);
+  msg = refusal({"shard={policy: FEATURE_SKEW clusters: 50}", "dataset.max_train_samples=40"});
+  BOOST_TEST(msg.find("shard.clusters: 50 clusters but only 40 training rows") != std::string::npos,
+             msg);
+  BOOST_TEST(refusal({"shard={policy: PATHOLOGICAL classes_per_node: 2}"}).empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
