@@ -18,10 +18,15 @@
 /// With --guard a second receiver puts the BASP guard of `atrain node`
 /// (actors/basp_guard.hpp) in front of its CAF port, and the sender pushes
 /// the same packets through it too: the cost of the guard's extra hop.
+/// With --tls DIR (certificates of apps/make_certs.sh) both CAF connections
+/// are mutual TLS: the first receiver publishes through caf_openssl
+/// directly, the second (with --guard) behind the guard terminating TLS, as
+/// `atrain node` does; the sender speaks caf_openssl to both.
 ///
 /// MB/s = messages x payload bytes / wall seconds (1 MB = 1e6 bytes).
 ///
 ///   bench_xprocess [--floats N] [--messages M] [--reps R] [--windows 1,2,4] [--guard]
+///                  [--tls DIR]
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -40,6 +45,7 @@
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
 
 #include "atrain/actors/basp_guard.hpp"
 #include "atrain/messages/wire.hpp"
@@ -58,6 +64,7 @@ struct options {
   int reps = 5;
   std::vector<std::uint64_t> windows{1, 2, 4};
   bool guard = false;
+  std::string tls;  // certificate directory; empty: no TLS
 };
 
 /// Payload `p`: small integers, exact in float, shifted per pattern.
@@ -96,9 +103,16 @@ struct payloads {
   }
 };
 
-void configure(caf::actor_system_config& cfg) {
+/// `who` ("host" or "client") names the certificate in `tls` it presents.
+void configure(caf::actor_system_config& cfg, const std::string& tls, const char* who) {
   atrain::register_message_types(cfg);
   cfg.load<caf::io::middleman>();
+  if (!tls.empty()) {
+    cfg.load<caf::openssl::manager>();
+    cfg.openssl_certificate = tls + "/" + who + ".pem";
+    cfg.openssl_key = tls + "/" + who + ".key";
+    cfg.openssl_cafile = tls + "/ca.pem";
+  }
   cfg.set("logger.console-verbosity", caf::atom("quiet"));
 }
 
@@ -199,13 +213,14 @@ const std::string bench_secret = "bench_xprocess shared secret";
 /// The receiver role: prints "ports CAF TCP" on stdout, serves until its
 /// standard input closes (the sender closes it, or dies). With `guard` the
 /// CAF port it prints is a BASP guard's in front of the published one.
-int run_receiver(std::size_t floats, bool guard) {
+int run_receiver(std::size_t floats, bool guard, const std::string& tls) {
   auto ref = std::make_shared<const payloads>(floats);
   caf::actor_system_config cfg;
-  configure(cfg);
+  configure(cfg, tls, "host");
   caf::actor_system sys{cfg};
   auto rx = sys.spawn(caf_receiver, ref);
-  auto caf_port = sys.middleman().publish(rx, 0, "127.0.0.1", true);
+  auto caf_port = !tls.empty() && !guard ? caf::openssl::publish(rx, 0, "127.0.0.1", true)
+                                         : sys.middleman().publish(rx, 0, "127.0.0.1", true);
   if (!caf_port) {
     std::fprintf(stderr, "receiver: publish: %s\n", sys.render(caf_port.error()).c_str());
     return 1;
@@ -213,7 +228,17 @@ int run_receiver(std::size_t floats, bool guard) {
   atrain::basp_guard front;
   if (guard) {
     atrain::basp_guard_options g;
-    g.secret = bench_secret;
+    if (tls.empty()) {
+      g.secret = bench_secret;
+    } else {
+      auto ctx =
+        atrain::make_guard_tls_context(tls + "/host.pem", tls + "/host.key", tls + "/ca.pem");
+      if (!ctx) {
+        std::fprintf(stderr, "receiver: TLS: %s\n", sys.render(ctx.error()).c_str());
+        return 1;
+      }
+      g.tls = *ctx;
+    }
     g.target = rx;
     auto spawned = atrain::spawn_basp_guard(sys, g);
     if (!spawned) {
@@ -316,6 +341,10 @@ using atrain::bench::child_process;
   std::vector<std::string> args{"--receiver", "--floats", std::to_string(opt.floats)};
   if (guard)
     args.push_back("--guard");
+  if (!opt.tls.empty()) {
+    args.push_back("--tls");
+    args.push_back(opt.tls);
+  }
   return atrain::bench::start_child(atrain::bench::self_path(), args, child);
 }
 
@@ -336,9 +365,10 @@ struct receiver_link {
     return false;
   }
   const auto port = static_cast<std::uint16_t>(caf_port);
-  auto dst = guard ? atrain::connect_authenticated(sys, "127.0.0.1", port, bench_secret,
-                                                   std::chrono::seconds{10})
-                   : sys.middleman().remote_actor("127.0.0.1", port);
+  auto dst = !opt.tls.empty() ? caf::openssl::remote_actor(sys, "127.0.0.1", port)
+             : guard          ? atrain::connect_authenticated(sys, "127.0.0.1", port, bench_secret,
+                                                              std::chrono::seconds{10})
+                              : sys.middleman().remote_actor("127.0.0.1", port);
   if (!dst) {
     std::fprintf(stderr, "bench_xprocess: remote_actor%s: %s\n", guard ? " (guard)" : "",
                  sys.render(dst.error()).c_str());
@@ -372,7 +402,7 @@ void print_table(const char* a_name, const char* b_name, const char* ratio_name,
 int run_sender(const options& opt) {
   const payloads ref{opt.floats};
   caf::actor_system_config cfg;
-  configure(cfg);
+  configure(cfg, opt.tls, "client");
   caf::actor_system sys{cfg};
   // The guarded receiver is a process of its own: a second connection to
   // the same node would be folded into the first by CAF.
@@ -427,10 +457,13 @@ int run_sender(const options& opt) {
               static_cast<unsigned long long>(opt.messages), opt.floats,
               static_cast<double>(ref.blobs[0].bytes()) / 1e6, opt.reps, opt.guard ? 3 : 2,
               std::thread::hardware_concurrency());
-  print_table("CAF packet MB/s", "TCP socket MB/s", "CAF / TCP", opt.windows, caf_rates, tcp_rates);
+  const bool tls = !opt.tls.empty();
+  print_table(tls ? "CAF TLS MB/s" : "CAF packet MB/s", "TCP socket MB/s",
+              tls ? "TLS / TCP" : "CAF / TCP", opt.windows, caf_rates, tcp_rates);
   if (opt.guard)
-    print_table("CAF via guard MB/s", "CAF direct MB/s", "guard / direct", opt.windows, guard_rates,
-                caf_rates);
+    print_table(tls ? "TLS via guard MB/s" : "CAF via guard MB/s",
+                tls ? "caf_openssl MB/s" : "CAF direct MB/s", "guard / direct", opt.windows,
+                guard_rates, caf_rates);
   std::printf("checksums: %s; receiver exit: %s\n", ok ? "all intact" : "FAILED",
               child_ok ? "ok" : "FAILED");
   return ok && child_ok ? 0 : 1;
@@ -465,6 +498,8 @@ int main(int argc, char** argv) {
       receiver = true;
     else if (a == "--guard")
       guard = true;
+    else if (a == "--tls")
+      bad = !has_value || (opt.tls = argv[++i]).empty();
     else if (a == "--floats")
       opt.floats = next();
     else if (a == "--messages")
@@ -479,9 +514,10 @@ int main(int argc, char** argv) {
   if (bad || opt.floats == 0 || opt.floats > atrain::max_blob_elements || opt.messages == 0 ||
       opt.reps < 1) {
     std::fprintf(stderr, "usage: bench_xprocess [--floats N (1..2^30)] [--messages M >= 1] "
-                         "[--reps R >= 1] [--windows K1,K2,...] [--guard]\n");
+                         "[--reps R >= 1] [--windows K1,K2,...] [--guard] "
+                         "[--tls CERT_DIR]\n");
     return 2;
   }
   opt.guard = guard;
-  return receiver ? run_receiver(opt.floats, guard) : run_sender(opt);
+  return receiver ? run_receiver(opt.floats, guard, opt.tls) : run_sender(opt);
 }

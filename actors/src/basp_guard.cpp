@@ -1,4 +1,4 @@
-/// The BASP guard of a host without TLS (see basp_guard.hpp).
+/// The BASP guard of a host (see basp_guard.hpp).
 #include "atrain/actors/basp_guard.hpp"
 
 #include <arpa/inet.h>
@@ -26,6 +26,7 @@
 #include <caf/io/network/interfaces.hpp>
 
 #include "atrain/messages/wire.hpp"
+#include "guard_tls.hpp"
 
 namespace atrain {
 
@@ -105,9 +106,10 @@ std::string counters_text(const basp_guard_stats& s) {
   return "accepted " + std::to_string(s.accepted) + " connections, authenticated " +
          std::to_string(s.authenticated) + ", refused " + std::to_string(s.refused) +
          " (wrong response " + std::to_string(s.wrong_mac) + ", no response in time " +
-         std::to_string(s.auth_timeout) + ", too many unauthenticated " +
-         std::to_string(s.too_many) + ", idle " + std::to_string(s.idle) + ", BASP header " +
-         std::to_string(s.basp) + ", over the buffer bound " + std::to_string(s.buffered) +
+         std::to_string(s.auth_timeout) + ", TLS handshake " + std::to_string(s.tls) +
+         ", too many unauthenticated " + std::to_string(s.too_many) + ", idle " +
+         std::to_string(s.idle) + ", BASP header " + std::to_string(s.basp) +
+         ", over the buffer bound " + std::to_string(s.buffered) +
          "), closed by the peer before authenticating " + std::to_string(s.gave_up) +
          ", open now " + std::to_string(s.open);
 }
@@ -142,6 +144,8 @@ struct relay {
   /// Whether reading a side is halted because the other one is behind.
   bool client_halted = false;
   bool inner_halted = false;
+  /// TLS hosts: the peer's TLS session (its handshake is the authentication).
+  std::unique_ptr<guard_tls::session> tls;
   relay(connection_handle c, std::string p, std::uint64_t s, std::uint32_t max)
     : client{c}, peer{std::move(p)}, serial{s}, checker{max} {}
 };
@@ -230,6 +234,63 @@ bool forward(guard_ptr self, relay& p, bool from_client, const std::vector<char>
   return true;
 }
 
+void hand_to_basp(guard_ptr self, const std::shared_ptr<relay>& p, const int (&pair)[2]);
+
+/// A socket pair to CAF's BASP broker, or `p` refused.
+[[nodiscard]] bool open_pair(guard_ptr self, const std::shared_ptr<relay>& p, int (&pair)[2]) {
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0)
+    return true;
+  refuse(self, p, self->state.stats.buffered,
+         std::string{"cannot open a socket pair to CAF: "} + std::strerror(errno));
+  return false;
+}
+
+/// Sends what `p`'s TLS session has for the peer; false over the bound.
+[[nodiscard]] bool flush_tls(guard_ptr self, relay& p) {
+  const auto out = p.tls->take_output();
+  return out.empty() || forward(self, p, false, out);
+}
+
+/// Plaintext from the peer: the BASP framing check, then on to CAF.
+void from_peer(guard_ptr self, const std::shared_ptr<relay>& p, const std::vector<char>& buf) {
+  auto& st = self->state;
+  p->last_heard = self->clock().now();
+  if (!p->checker.consume(buf.data(), buf.size()))
+    return refuse(self, p, st.stats.basp, p->checker.reason());
+  if (!forward(self, *p, true, buf))
+    refuse(self, p, st.stats.buffered,
+           "more than " + std::to_string(st.opts.max_buffered) +
+             " bytes waiting to be sent to CAF");
+}
+
+/// Ciphertext from a TLS peer: the handshake (its end authenticates the
+/// peer and hands the connection to BASP), then data.
+void on_tls_bytes(guard_ptr self, const std::shared_ptr<relay>& p, const std::vector<char>& buf) {
+  auto& st = self->state;
+  std::vector<char> plain;
+  const bool was_established = p->tls->established();
+  const auto s = p->tls->feed(buf.data(), buf.size(), plain);
+  if (!flush_tls(self, *p))
+    return refuse(self, p, st.stats.buffered, "TLS output over the buffer bound");
+  using status = guard_tls::session::status;
+  if (s == status::failed)
+    return refuse(self, p, was_established ? st.stats.basp : st.stats.tls,
+                  "TLS " + std::string{was_established ? "session" : "handshake"} +
+                    " failed: " + p->tls->reason());
+  if (s == status::closed)
+    return drop(self, p, false);
+  if (s == status::handshaking)
+    return;
+  if (!was_established) {
+    int pair[2];
+    if (!open_pair(self, p, pair))
+      return;
+    hand_to_basp(self, p, pair);
+  }
+  if (!plain.empty())
+    from_peer(self, p, plain);
+}
+
 /// The peer's response arrived (exactly response_size bytes): on a match the
 /// proof goes out and the connection goes to BASP through a socket pair.
 void on_response(guard_ptr self, const std::shared_ptr<relay>& p, const std::vector<char>& buf) {
@@ -245,14 +306,17 @@ void on_response(guard_ptr self, const std::shared_ptr<relay>& p, const std::vec
     return;
   }
   int pair[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
-    refuse(self, p, st.stats.buffered,
-           std::string{"cannot open a socket pair to CAF: "} + std::strerror(errno));
+  if (!open_pair(self, p, pair))
     return;
-  }
   const auto proof = auth::mac_of(st.opts.secret, false, p->host_nonce.data(), peer_nonce);
   self->write(p->client, proof.size(), proof.data());
   self->flush(p->client);
+  hand_to_basp(self, p, pair);
+}
+
+/// `p` authenticated: its connection goes to BASP through the socket pair.
+void hand_to_basp(guard_ptr self, const std::shared_ptr<relay>& p, const int (&pair)[2]) {
+  auto& st = self->state;
   p->inner = self->add_scribe(pair[0]);
   p->authenticated = true;
   p->last_heard = self->clock().now();
@@ -293,6 +357,12 @@ caf::behavior guard(guard_ptr self, caf::io::doorman_ptr door, basp_guard_option
                  std::to_string(st.opts.max_unauthenticated) + ")");
         return;
       }
+      if (st.opts.tls) {  // the peer speaks first: its ClientHello
+        p->tls = std::make_unique<guard_tls::session>(st.opts.tls.get());
+        self->configure_read(msg.handle, caf::io::receive_policy::at_most(chunk_bytes));
+        arm_timeout(self, *p, st.opts.auth_timeout);
+        return;
+      }
       std::vector<char> hello(auth::magic, auth::magic + sizeof auth::magic);
       hello.insert(hello.end(), p->host_nonce.begin(), p->host_nonce.end());
       self->write(msg.handle, hello.size(), hello.data());
@@ -307,21 +377,18 @@ caf::behavior guard(guard_ptr self, caf::io::doorman_ptr door, basp_guard_option
         return;
       auto p = i->second;
       const bool from_client = msg.handle == p->client;
-      if (!p->authenticated) {
-        on_response(self, p, msg.buf);
-        return;
-      }
-      if (from_client) {
-        p->last_heard = self->clock().now();
-        if (!p->checker.consume(msg.buf.data(), msg.buf.size())) {
-          refuse(self, p, st.stats.basp, p->checker.reason());
-          return;
-        }
-      }
-      if (!forward(self, *p, from_client, msg.buf))
+      if (from_client && p->tls)
+        return on_tls_bytes(self, p, msg.buf);
+      if (!p->authenticated)
+        return on_response(self, p, msg.buf);
+      if (from_client)
+        return from_peer(self, p, msg.buf);
+      if (p->tls && !p->tls->write(msg.buf.data(), msg.buf.size()))
+        return refuse(self, p, st.stats.basp, "TLS session failed: " + p->tls->reason());
+      if (p->tls ? !flush_tls(self, *p) : !forward(self, *p, false, msg.buf))
         refuse(self, p, st.stats.buffered,
-               "more than " + std::to_string(st.opts.max_buffered) + " bytes waiting to be sent " +
-                 (from_client ? "to CAF" : "to the peer"));
+               "more than " + std::to_string(st.opts.max_buffered) +
+                 " bytes waiting to be sent to the peer");
     },
     [=](const caf::io::data_transferred_msg& msg) {
       auto& st = self->state;
@@ -376,102 +443,18 @@ caf::behavior guard(guard_ptr self, caf::io::doorman_ptr door, basp_guard_option
   };
 }
 
-/// Waits until `fd` is ready for `events` or `deadline` passes.
-[[nodiscard]] bool wait_for(int fd, short events, std::chrono::steady_clock::time_point deadline) {
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0)
-      return false;
-    pollfd pfd{fd, events, 0};
-    const int r = ::poll(&pfd, 1, static_cast<int>(left.count()));
-    if (r > 0)
-      return true;
-    if (r < 0 && errno != EINTR)
-      return false;
-  }
-}
-
-[[nodiscard]] caf::error failure(std::string what) {
-  return caf::make_error(caf::sec::cannot_connect_to_node, std::move(what));
-}
-
-/// Reads exactly `n` bytes; an error says what happened instead.
-[[nodiscard]] caf::error read_exactly(int fd, unsigned char* out, std::size_t n,
-                                      std::chrono::steady_clock::time_point deadline,
-                                      const char* what) {
-  std::size_t got = 0;
-  while (got < n) {
-    if (!wait_for(fd, POLLIN, deadline))
-      return failure(std::string{"no "} + what + " in time");
-    const auto r = ::recv(fd, out + got, n - got, 0);
-    if (r == 0)
-      return failure(std::string{"the host closed the connection instead of sending its "} + what +
-                     (got == 0 && std::string{what} == "proof"
-                        ? " (it refused our response: a wrong shared secret?)"
-                        : ""));
-    if (r < 0 && errno != EAGAIN && errno != EINTR)
-      return failure(std::string{"reading the "} + what + ": " + std::strerror(errno));
-    if (r > 0)
-      got += static_cast<std::size_t>(r);
-  }
-  return caf::none;
-}
-
-[[nodiscard]] caf::error write_all(int fd, const unsigned char* data, std::size_t n,
-                                   std::chrono::steady_clock::time_point deadline) {
-  std::size_t put = 0;
-  while (put < n) {
-    if (!wait_for(fd, POLLOUT, deadline))
-      return failure("cannot send the response in time");
-    const auto r = ::send(fd, data + put, n - put, MSG_NOSIGNAL);
-    if (r < 0 && errno != EAGAIN && errno != EINTR)
-      return failure(std::string{"sending the response: "} + std::strerror(errno));
-    if (r > 0)
-      put += static_cast<std::size_t>(r);
-  }
-  return caf::none;
-}
-
-/// A non-blocking TCP connection to `host`:`port`, connected by `deadline`.
-[[nodiscard]] caf::expected<int> tcp_connect(const std::string& host, std::uint16_t port,
-                                             std::chrono::steady_clock::time_point deadline) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-      rc != 0)
-    return failure(host + ": " + ::gai_strerror(rc));
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard{found, ::freeaddrinfo};
-  std::string why = "no address";
-  for (auto* a = found; a != nullptr; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      why = std::strerror(errno);
-      continue;
-    }
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ||
-        (errno == EINPROGRESS && wait_for(fd, POLLOUT, deadline))) {
-      int err = 0;
-      socklen_t len = sizeof err;
-      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-      if (err == 0)
-        return fd;
-      why = std::strerror(err);
-    } else {
-      why = errno == EINPROGRESS ? "timed out" : std::strerror(errno);
-    }
-    ::close(fd);
-  }
-  return failure("cannot connect: " + why);
-}
-
 }  // namespace
 
+caf::expected<std::shared_ptr<ssl_ctx_st>> make_guard_tls_context(const std::string& certificate,
+                                                                  const std::string& key,
+                                                                  const std::string& ca) {
+  return guard_tls::make_server_context(certificate, key, ca);
+}
+
 caf::expected<basp_guard> spawn_basp_guard(caf::actor_system& sys, basp_guard_options opts) {
-  if (opts.secret.empty() || !opts.target)
+  if ((opts.secret.empty() && !opts.tls) || !opts.target)
     return caf::make_error(caf::sec::invalid_argument,
-                           "the BASP guard needs a secret and a target");
+                           "the BASP guard needs a secret or a TLS context, and a target");
   auto door = sys.middleman().backend().new_tcp_doorman(opts.port, opts.host.c_str(), true);
   if (!door)
     return door.error();
@@ -480,99 +463,6 @@ caf::expected<basp_guard> spawn_basp_guard(caf::actor_system& sys, basp_guard_op
   auto basp = sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
   g.actor = sys.middleman().spawn_broker(guard, std::move(*door), std::move(opts), basp);
   return g;
-}
-
-caf::expected<caf::actor> connect_authenticated(caf::actor_system& sys, const std::string& host,
-                                                std::uint16_t port, const std::string& secret,
-                                                caf::timespan timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto fd = tcp_connect(host, port, deadline);
-  if (!fd)
-    return fd.error();
-  auto fail = [&](caf::error e) -> caf::expected<caf::actor> {
-    ::close(*fd);
-    return e;
-  };
-  std::array<unsigned char, auth::hello_size> hello{};
-  if (auto e = read_exactly(*fd, hello.data(), hello.size(), deadline, "challenge"))
-    return fail(std::move(e));
-  if (std::memcmp(hello.data(), auth::magic, sizeof auth::magic) != 0)
-    return fail(failure("the host's first bytes are not an atrain challenge (not an `atrain "
-                        "node` with a shared secret, or one of an older version?)"));
-  const auto* host_nonce = hello.data() + sizeof auth::magic;
-  const auto mine = auth::fresh_nonce();
-  std::array<unsigned char, auth::response_size> response{};
-  std::copy(mine.begin(), mine.end(), response.begin());
-  const auto m = auth::mac_of(secret, true, host_nonce, mine.data());
-  std::copy(m.begin(), m.end(), response.begin() + auth::nonce_size);
-  if (auto e = write_all(*fd, response.data(), response.size(), deadline))
-    return fail(std::move(e));
-  auth::mac proof{};
-  if (auto e = read_exactly(*fd, proof.data(), proof.size(), deadline, "proof"))
-    return fail(std::move(e));
-  const auto expected = auth::mac_of(secret, false, host_nonce, mine.data());
-  if (!auth::same_mac(proof.data(), expected.data()))
-    return fail(failure("the host's proof does not match: it does not hold the shared secret"));
-  // Authenticated both ways: the socket goes to CAF's BASP broker as if
-  // its middleman had connected it (the handler middleman_actor uses).
-  auto scribe = sys.middleman().backend().new_scribe(*fd);
-  auto basp = sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
-  caf::scoped_actor self{sys};
-  caf::expected<caf::actor> out = caf::make_error(caf::sec::cannot_connect_to_node);
-  self->request(basp, timeout, caf::connect_atom::value, std::move(scribe), port)
-    .receive(
-      [&](caf::node_id&, caf::strong_actor_ptr& whom, std::set<std::string>&) {
-        if (whom)
-          out = caf::actor_cast<caf::actor>(std::move(whom));
-        else
-          out = caf::make_error(caf::sec::no_actor_published_at_port, port);
-      },
-      [&](caf::error& e) { out = std::move(e); });
-  return out;
-}
-
-caf::expected<void> close_automatic_connection_port(caf::actor_system& sys) {
-  if (!caf::get_or(sys.config(), "middleman.enable-automatic-connections", false))
-    return caf::unit;
-  const std::string key = "basp.default-connectivity-tcp";
-  const auto timeout = std::chrono::seconds{10};
-  auto config_serv = caf::actor_cast<caf::actor>(sys.registry().get(caf::atom("ConfigServ")));
-  if (!config_serv)
-    return caf::make_error(caf::sec::runtime_error, "no ConfigServ in this actor system");
-  caf::scoped_actor self{sys};
-  caf::error err;
-  std::uint16_t open_port = 0;
-  auto take = [&](caf::message& m) {
-    if (m.match_elements<std::uint16_t, caf::io::network::address_listing>())
-      open_port = m.get_as<std::uint16_t>(0);
-  };
-  // The BASP broker puts the entry when it starts, which may be just now:
-  // subscribe before asking, so that a put after the answer still arrives.
-  self->send(config_serv, caf::subscribe_atom::value, key);
-  self->request(config_serv, timeout, caf::get_atom::value, key)
-    .receive([&](const std::string&, caf::message& m) { take(m); },
-             [&](caf::error& e) { err = std::move(e); });
-  if (!err && open_port == 0)
-    self->receive([&](caf::update_atom, const std::string&, caf::message& m) { take(m); },
-                  caf::after(timeout) >> [] {});
-  self->send(config_serv, caf::unsubscribe_atom::value, key);
-  if (err)
-    return err;
-  // CAF opens the port with its BASP broker, at the first publish or
-  // connection: call this after one.
-  if (open_port == 0)
-    return caf::make_error(caf::sec::runtime_error,
-                           "CAF's automatic-connection port is not open (yet)");
-  self->request(sys.middleman().actor_handle(), timeout, caf::close_atom::value, open_port)
-    .receive([] {}, [&](caf::error& e) { err = std::move(e); });
-  if (err)
-    return caf::make_error(caf::sec::runtime_error,
-                           "cannot close CAF's automatic-connection port " +
-                             std::to_string(open_port) + ": " + sys.render(err));
-  caf::io::network::address_listing where;
-  self->send(config_serv, caf::put_atom::value, key,
-             caf::make_message(std::uint16_t{0}, std::move(where)));
-  return caf::unit;
 }
 
 }  // namespace atrain

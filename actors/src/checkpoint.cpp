@@ -481,7 +481,7 @@ void checkpointer::gather(caf::event_based_actor* self) {
     if (nodes_[i].buffer && nodes_[i].buffer != nodes_[i].worker)
       ask(nodes_[i].buffer, node_part(i, "gradient buffer"), merge);
     if (nodes_[i].hub && nodes_[i].hub != nodes_[i].worker && nodes_[i].hub != nodes_[i].buffer)
-      ask(nodes_[i].hub, node_part(i, "hub"), merge);  // the parameter server
+      ask(nodes_[i].hub, node_part(i, "hub"), merge);
   }
   for (std::size_t k = 0; k < links_.size(); ++k) {
     auto* link = ck->mutable_links(static_cast<int>(k));

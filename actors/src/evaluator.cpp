@@ -21,58 +21,22 @@ namespace atrain {
 
 namespace {
 
+using eval::add_counters;
+using eval::answered;
 using eval::arm_eval;
+using eval::await_node;
 using eval::eval_state;
 using eval::fault_hits;
 using eval::fill_report;
+using eval::forget_finished;
 using eval::gathering;
 using eval::gathering_ptr;
 using eval::restore_evaluator;
+using eval::retired_only;
 using eval::save_evaluator;
+using eval::settle_lost_node;
+using eval::subset;
 using eval::summarize_rows;
-
-/// Rows `rows` of `d` as a dataset of their own (contiguous for the model).
-dataset subset(const dataset& d, const std::vector<std::uint32_t>& rows) {
-  dataset out;
-  out.dim = d.dim;
-  out.classes = d.classes;
-  out.features.resize(rows.size() * d.dim);
-  out.labels.resize(rows.size());
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    std::copy_n(d.row(rows[k]), d.dim, out.features.data() + k * d.dim);
-    out.labels[k] = d.labels[rows[k]];
-  }
-  return out;
-}
-
-/// a's counters plus b's (params stay a's).
-model_snapshot add_counters(model_snapshot a, const model_snapshot& b) {
-  a.gradients += b.gradients;
-  a.messages_sent += b.messages_sent;
-  a.bytes_sent += b.bytes_sent;
-  a.staleness_sum += b.staleness_sum;
-  a.staleness_count += b.staleness_count;
-  a.staleness_max = std::max(a.staleness_max, b.staleness_max);
-  a.rejected += b.rejected;
-  if (b.refused > 0 && (a.refused == 0 || b.refused_since < a.refused_since))
-    a.refused_since = b.refused_since;
-  a.refused += b.refused;
-  a.busy_seconds += b.busy_seconds;
-  a.late += b.late;
-  if (a.fault_hits.size() < b.fault_hits.size())
-    a.fault_hits.resize(b.fault_hits.size(), 0);
-  for (std::size_t i = 0; i < b.fault_hits.size(); ++i)
-    a.fault_hits[i] += b.fault_hits[i];
-  return a;
-}
-
-/// The counters of node i's dead incarnations, without a model.
-model_snapshot retired_only(const eval_state& st, std::size_t i) {
-  auto s = st.retired[i];
-  s.node = static_cast<std::uint32_t>(i);
-  s.params = {};
-  return s;
-}
 
 template <class Done>
 void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
@@ -81,7 +45,12 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
   g->models.resize(st.nodes.size());
   g->node_buffer_messages.assign(st.nodes.size(), 0);
   g->node_buffer_bytes.assign(st.nodes.size(), 0);
+  g->awaiting.assign(st.nodes.size(), 0);
+  g->worker_awaited.assign(st.nodes.size(), false);
+  g->settled.assign(st.nodes.size(), false);
   g->done = [self, done](const gathering& all) mutable { done(self, all); };
+  forget_finished(st);
+  st.open.push_back(g);
   auto finish_one = [g] {
     if (--g->pending == 0)
       g->done(*g);
@@ -103,16 +72,20 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
     if (st.worker_down[i]) {
       g->models[i] = retired_only(st, i);
     } else {
-      ++g->pending;
+      await_node(*g, i, true);
       self->request(st.nodes[i].worker, st.ctx->reply_timeout(), model_atom::value)
         .then(
           [self, g, i, finish_one](model_snapshot& s) {
+            if (!answered(*g, i, true))
+              return;
             auto& st = self->state;
             st.last[i] = s;
             g->models[i] = add_counters(std::move(s), st.retired[i]);
             finish_one();
           },
           [self, g, i, fail, finish_one, lost_meanwhile](caf::error& e) {
+            if (!answered(*g, i, true))
+              return;
             auto& st = self->state;
             if (st.worker_down[i]) {
               g->models[i] = retired_only(st, i);  // crashed meanwhile
@@ -127,9 +100,11 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
     }
     if (!st.nodes[i].buffer || st.buffer_down[i])
       continue;
-    ++g->pending;
+    await_node(*g, i, false);
     auto add_stats = [g, i, finish_one](std::uint64_t msgs, std::uint64_t bytes,
                                         std::uint64_t rejected, std::uint64_t old_epoch) {
+      if (!answered(*g, i, false))
+        return;
       g->buffer_messages += msgs;
       g->buffer_bytes += bytes;
       g->node_buffer_messages[i] += msgs;
@@ -138,7 +113,9 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
       g->old_epoch += old_epoch;
       finish_one();
     };
-    auto stats_failed = [self, i, fail, finish_one, lost_meanwhile](caf::error& e) {
+    auto stats_failed = [self, g, i, fail, finish_one, lost_meanwhile](caf::error& e) {
+      if (!answered(*g, i, false))
+        return;
       if (!self->state.buffer_down[i] && !lost_meanwhile(e))
         return fail("node " + std::to_string(i) + " buffer", e);
       finish_one();
@@ -155,14 +132,18 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
               stats_failed);
     if (!with_mass)
       continue;
-    ++g->pending;
+    await_node(*g, i, false);
     self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), mass_atom::value)
       .then(
-        [g, finish_one](mass_account& a) {
+        [g, i, finish_one](mass_account& a) {
+          if (!answered(*g, i, false))
+            return;
           g->masses.push_back(std::move(a));
           finish_one();
         },
-        [self, i, fail, finish_one, lost_meanwhile](caf::error& e) {
+        [self, g, i, fail, finish_one, lost_meanwhile](caf::error& e) {
+          if (!answered(*g, i, false))
+            return;
           if (!self->state.buffer_down[i] && !lost_meanwhile(e))
             return fail("node " + std::to_string(i) + " buffer", e);
           finish_one();
@@ -176,7 +157,9 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
           g->server = std::move(s);
           finish_one();
         },
-        [fail](caf::error& e) { fail("parameter server", e); });
+        [self, fail](caf::error& e) {
+          fail(self->state.ctx->plan->algorithm().evaluation.hub_label, e);
+        });
   }
   for (const auto& link : st.links) {
     ++g->pending;
@@ -259,7 +242,7 @@ metric_sample evaluate(caf::stateful_actor<eval_state>* self, const gathering& g
   if (alive.empty()) {
     std::copy(plan.x0.begin(), plan.x0.end(), evaluated.begin());
   } else if (g.server) {
-    // The parameter server's model is the evaluated one; the consensus error
+    // The hub's model is the evaluated one; the consensus error
     // measures the workers' copies around it.
     row.messages += g.server->messages_sent;
     row.bytes += g.server->bytes_sent;
@@ -479,6 +462,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
                     ", \"effect\": " + json::quote(effect));
         f.set_effect(std::move(effect));
         st.unplanned.push_back(std::move(f));
+        settle_lost_node(st, k);
       } else {
         log_event(self, *st.ctx, "crash",
                   "\"node\": " + std::to_string(k) + ", \"effect\": " + json::quote(effect));

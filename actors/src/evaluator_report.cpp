@@ -127,7 +127,7 @@ void fill_report(eval_state& st, const gathering& g, const metric_sample& row) {
     n->set_node(s.node);
     n->set_gradients(s.gradients);
     // Everything the node's actors sent: the worker, its gradient buffer,
-    // and the parameter server when it runs on this node (sums = totals).
+    // and the evaluated hub when it runs on this node (sums = totals).
     const auto k = static_cast<std::size_t>(s.node);
     const auto buf_msgs = k < g.node_buffer_messages.size() ? g.node_buffer_messages[k] : 0;
     const auto buf_bytes = k < g.node_buffer_bytes.size() ? g.node_buffer_bytes[k] : 0;
@@ -154,7 +154,8 @@ void fill_report(eval_state& st, const gathering& g, const metric_sample& row) {
   if (!g.masses.empty() && algo.evaluation.mass_residual)
     r.set_mass_residual(algo.evaluation.mass_residual(g.masses, nullptr));
   if (g.server)
-    r.set_evaluated_model("parameter server (node " + std::to_string(g.server->node) + ")");
+    r.set_evaluated_model(std::string{algo.evaluation.hub_label} + " (node " +
+                          std::to_string(g.server->node) + ")");
   else if (plan.topo && plan.topo->tree && st.worker_down.at(st.root))
     r.set_evaluated_model("live nodes' average (the common root, node " + std::to_string(st.root) +
                           ", is down)");

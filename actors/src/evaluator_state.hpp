@@ -14,7 +14,7 @@ namespace atrain::eval {
 /// What one evaluation collects from the nodes and links.
 struct gathering {
   std::vector<model_snapshot> models;
-  std::optional<model_snapshot> server;  // the parameter server's, when there is one
+  std::optional<model_snapshot> server;  // the evaluated hub's, when there is one
   std::uint64_t buffer_messages = 0;
   std::uint64_t buffer_bytes = 0;
   std::vector<std::uint64_t> node_buffer_messages;  // index = node: the part of each buffer
@@ -24,6 +24,13 @@ struct gathering {
   std::vector<link_stats> links;
   std::vector<mass_account> masses;
   std::size_t pending = 0;
+  /// Index = node: replies still awaited from its worker and buffer, and
+  /// whether its worker's is one. A node whose host is lost is settled at
+  /// once (settle_lost_node) instead of after the reply timeout; replies
+  /// that come later are ignored.
+  std::vector<std::uint32_t> awaiting;
+  std::vector<bool> worker_awaited;
+  std::vector<bool> settled;
   std::vector<std::string> errors;
   std::function<void(const gathering&)> done;  // runs when pending reaches 0
 };
@@ -73,6 +80,7 @@ struct eval_state {
   /// many evaluations are gathering, and state requests waiting for them.
   std::int64_t next_eval_ns = 0;
   int gathering = 0;
+  std::vector<std::weak_ptr<eval::gathering>> open;  // gatherings not yet done
   std::vector<caf::response_promise> state_waiting;
   /// The live log (run_log.hpp): faults seen acting so far (index =
   /// describe()), and the wall clock of the progress line (display only).
@@ -91,6 +99,26 @@ void summarize_rows(proto::RunReport& r, double target);
 /// The report's totals, per-node counters, evaluated model, faults,
 /// stragglers and quarantines from the final gathering and row.
 void fill_report(eval_state& st, const gathering& g, const metric_sample& row);
+
+// ---- gatherings (evaluator_gather.cpp)
+
+/// Rows `rows` of `d` as a dataset of their own (contiguous for the model).
+[[nodiscard]] dataset subset(const dataset& d, const std::vector<std::uint32_t>& rows);
+/// a's counters plus b's (params stay a's).
+[[nodiscard]] model_snapshot add_counters(model_snapshot a, const model_snapshot& b);
+/// The counters of node i's dead incarnations, without a model.
+[[nodiscard]] model_snapshot retired_only(const eval_state& st, std::size_t i);
+/// One more reply awaited from node i (its worker's when `worker`).
+void await_node(gathering& g, std::size_t i, bool worker);
+/// A reply from node i came: false when the node was settled already (its
+/// host lost meanwhile), and the reply is to be ignored.
+[[nodiscard]] bool answered(gathering& g, std::size_t i, bool worker);
+/// Node k's host is lost: the gatherings waiting on it go on without it now
+/// (its counters as of the last evaluation) rather than after the reply
+/// timeout (issue 16: a host frozen just before the final evaluation).
+void settle_lost_node(eval_state& st, std::uint32_t k);
+/// Drops the gatherings that are done from eval_state::open.
+void forget_finished(eval_state& st);
 
 // ---- checkpoints (evaluator_checkpoint.cpp)
 

@@ -79,8 +79,8 @@ struct link_state {
   bool coalesce = false;
   double busy_until = 0;  // run seconds when the wire is free again
   /// Fire-and-forget: packets waiting for a busy wire, depth one per stream,
-  /// newest wins (ALGORITHMS.md §1: a FIFO on a bandwidth-bound link makes
-  /// R-FAST fall behind its own packets).
+  /// newest wins (link_policy::acknowledged false: only the newest running
+  /// sum matters, and a FIFO on a bandwidth-bound link would fall behind).
   std::map<std::uint32_t, packet> waiting;
   /// Acknowledged: every packet must arrive, so the wire queue is a FIFO of
   /// link-local ids, and `outstanding` holds each until its ack returns.
@@ -95,8 +95,8 @@ struct link_state {
   /// of the latest retransmission timer (the drain waits for both).
   double quiet_at = 0;
   double resend_at = 0;
-  /// D-PSGD with restarts: the last packet put on the wire, handed again to
-  /// a replacement (see the restart handler).
+  /// link_policy::replay_on_restart: the last packet put on the wire,
+  /// handed again to a replacement (see the restart handler).
   bool replay_on_restart = false;
   std::optional<packet> last_sent;
   static inline const char* name = "atrain_link";
@@ -207,7 +207,7 @@ void enqueue(link_actor_ptr self, run_context& ctx, std::uint64_t id) {
   attempt(self, ctx, id);
 }
 
-/// DASGD ranges (seq = newest number, scalars[0] = count): `p` continues
+/// Ranges of summed packets (seq = newest number, scalars[0] = count): `p` continues
 /// `into`'s range, same origin — only then is their sum a range again (a
 /// relayed packet, or one after a restart's gap, is not).
 [[nodiscard]] bool continues(const packet& into, const packet& p) {
@@ -215,7 +215,7 @@ void enqueue(link_actor_ptr self, run_context& ctx, std::uint64_t id) {
          p.seq == into.seq + static_cast<std::uint64_t>(p.scalars[0]);
 }
 
-/// Coalescing (DASGD): a packet of the same stream still waiting for the
+/// Coalescing (link_policy::coalesces): a packet of the same stream still waiting for the
 /// wire absorbs `p` — payloads are summed, the newest sequence number kept.
 [[nodiscard]] bool coalesce_into_queue(link_actor_ptr self, run_context& ctx, packet& p) {
   auto& st = self->state;
@@ -417,10 +417,10 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
     // A restarted worker replaces the crashed one: packets not yet on the
     // wire, and retransmissions, go to the new incarnation.
     //
-    // D-PSGD: the last model this link delivered may have reached the dead
-    // worker only. When the sender is down too, nobody else holds it, and
-    // the replacement would wait for it for ever; so it gets it again (a
-    // round it is past, or a model it has, it ignores as a duplicate).
+    // replay_on_restart: the last packet this link delivered may have
+    // reached the dead worker only. When the sender is down too, nobody
+    // else holds it, and a replacement waiting for it would wait for ever;
+    // so it gets it again (one it is past, or has, it ignores as a duplicate).
     [=](restart_atom, const caf::actor_addr& old, const caf::actor& replacement) {
       auto& st = self->state;
       if (st.dest.address() != old)

@@ -179,12 +179,12 @@ void inject_crash(sup_ptr self, int i) {
     kill_child(self, node.buffer);
   const double t = st.ctx->seconds(self);
   if (c.whole_node && node.hub && node.hub != node.worker && node.hub != node.buffer) {
-    // The parameter server's node (the spec refuses its whole-node restart).
+    // A hub's node (the spec refuses a whole-node restart of it).
     kill_child(self, node.hub);
-    fail(self, "node " + std::to_string(k) + " crashed whole at " + std::to_string(t) +
-                 " s with the parameter server it holds: the model it serves lives nowhere "
-                 "else, " +
-                 plan.algorithm_name() + " cannot go on without it");
+    fail(self, "node " + std::to_string(k) + " crashed whole at " + std::to_string(t) + " s with " +
+                 plan.algorithm().critical_role +
+                 " it holds: the model it serves lives nowhere else, " + plan.algorithm_name() +
+                 " cannot go on without it");
     return;
   }
   std::string effect = "killed at " + std::to_string(t) + " s";
@@ -420,7 +420,7 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::ac
     }
   }
   if (server && st.names.count(server.address()) == 0)
-    adopt(self, server, "parameter server");
+    adopt(self, server, st.ctx->plan->algorithm().evaluation.hub_label);
   for (const auto& l : links)
     adopt(self, l, "link");
   st.nodes = nodes;
@@ -475,7 +475,11 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
   }
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
-    if (st.stopping || !dm.reason || st.crashed.count(dm.source) > 0)
+    if (!dm.reason || st.crashed.count(dm.source) > 0)
+      return;
+    // While stopping, a lost host still matters: the final evaluation may
+    // be waiting on its nodes (host_lost lets it go on without them).
+    if (st.stopping && !(dm.reason == caf::exit_reason::remote_link_unreachable && st.ctx->deploy))
       return;
     if (auto it = st.spawner_of.find(dm.source); it != st.spawner_of.end()) {
       // Once the nodes run, a lost host shows through its nodes (host_lost).

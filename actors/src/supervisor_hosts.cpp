@@ -102,7 +102,7 @@ void host_lost(sup_ptr self, std::uint32_t h) {
   // messages too) until a frozen or cut-off host takes it: dropped now, so
   // that neither the rest of the run nor the driver's exit waits on it.
   abandon_host(d, h);
-  if (st.stopping || !st.lost_hosts.insert(h).second)
+  if (!st.lost_hosts.insert(h).second)
     return;
   const auto& plan = *st.ctx->plan;
   const double t = st.ctx->seconds(self);
@@ -119,6 +119,13 @@ void host_lost(sup_ptr self, std::uint32_t h) {
   const std::string what = "host " + d.names[h] + " lost at " + std::to_string(t) +
                            " s (its connection closed or its heartbeats stopped); node" +
                            (gone.size() > 1 ? "s " : " ") + ids + " gone with it";
+  if (st.stopping) {  // no recovery now; the final evaluation goes on without them
+    if (st.evaluator)
+      for (auto k : gone)
+        self->send(st.evaluator, crash_atom::value, k, true, unplanned_fault,
+                   what + "; the run was ending");
+    return;
+  }
   if (st.ckpt && st.ckpt->active())  // its nodes' states are gone with it
     return fail(self, what + ", during a checkpoint barrier: the checkpoint cannot be "
                              "taken (or the resumed run started) without them");

@@ -427,6 +427,7 @@ algorithm_descriptor async_ps_algorithm() {
   d.join = join_async_ps_worker;
   d.check_node = async_ps_check_node;
   d.evaluation.evaluated_hub = server_of;
+  d.evaluation.hub_label = "parameter server";
   return d;
 }
 

@@ -3,10 +3,10 @@
 /// SIGINT or SIGTERM.
 ///
 /// Who may use it: with TLS (--tls-*), peers holding a certificate of the
-/// same CA (mutual TLS through caf_openssl); without TLS, peers that prove
-/// they hold the shared secret (--secret-file) by a challenge-response before
-/// any BASP, and only on loopback unless --allow-remote says otherwise.
-/// Without TLS the public port belongs to the BASP guard
+/// same CA (mutual TLS, terminated by the guard); without TLS, peers that
+/// prove they hold the shared secret (--secret-file) by a challenge-response
+/// before any BASP, and only on loopback unless --allow-remote says
+/// otherwise. Either way the public port belongs to the BASP guard
 /// (actors/basp_guard.hpp), which authenticates peers, bounds what the
 /// unauthenticated may hold, hands authenticated ones to CAF over a socket
 /// pair (CAF listens on no port) and refuses oversized and unknown BASP
@@ -18,13 +18,11 @@
 #include <iostream>
 
 #include <caf/io/all.hpp>
-#include <caf/openssl/all.hpp>
 
 #include "atrain/actors/basp_guard.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/deploy.hpp"
 #include "atrain/actors/host.hpp"
-#include "atrain/actors/tls_watch.hpp"
 #include "commands.hpp"
 #include "interrupt.hpp"
 #include "options.hpp"
@@ -37,8 +35,9 @@ namespace {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-/// Puts the BASP guard on the public address: peers authenticate with the
-/// shared secret there and reach `spawner` through it; CAF listens nowhere.
+/// Puts the BASP guard on the public address: peers authenticate there
+/// (mutual TLS, or the shared secret) and reach `spawner` through it; CAF
+/// listens nowhere.
 [[nodiscard]] caf::expected<basp_guard>
 serve_through_guard(caf::actor_system& sys, const node_args& n,
                     const std::pair<std::string, std::uint16_t>& listen, const host_options& opts,
@@ -46,7 +45,14 @@ serve_through_guard(caf::actor_system& sys, const node_args& n,
   basp_guard_options g;
   g.host = listen.first;
   g.port = listen.second;
-  g.secret = opts.secret;
+  if (n.tls.enabled()) {
+    auto tls = make_guard_tls_context(n.tls.certificate, n.tls.key, n.tls.ca);
+    if (!tls)
+      return tls.error();
+    g.tls = std::move(*tls);
+  } else {
+    g.secret = opts.secret;
+  }
   g.target = spawner;
   g.max_payload = n.max_message_mb << 20;
   g.auth_timeout = std::chrono::milliseconds{n.auth_timeout_ms};
@@ -64,8 +70,7 @@ serve_through_guard(caf::actor_system& sys, const node_args& n,
 }
 
 /// The host's report on itself at exit (stderr, with the refusals).
-void log_counters(caf::actor_system& sys, const caf::actor& spawner, const caf::actor& guard,
-                  bool tls) {
+void log_counters(caf::actor_system& sys, const caf::actor& spawner, const caf::actor& guard) {
   std::string line = "atrain node: stopping;";
   caf::scoped_actor self{sys};
   self->request(spawner, std::chrono::seconds{2}, stats_atom::value)
@@ -75,8 +80,6 @@ void log_counters(caf::actor_system& sys, const caf::actor& spawner, const caf::
                 " spawn requests, ignored " + std::to_string(unexpected) + " unexpected messages";
       },
       [&](caf::error& e) { line += " (no counters from the spawner: " + sys.render(e) + ")"; });
-  if (tls)
-    line += ", refused " + std::to_string(tls_handshakes_refused()) + " TLS handshakes";
   if (guard)
     self->request(guard, std::chrono::seconds{2}, stats_atom::value)
       .receive(
@@ -127,16 +130,6 @@ int node(const node_args& n) {
   // SIGINT/SIGTERM are taken by sigwait below: block them before CAF's
   // threads start so that every thread inherits the mask.
   const sigset_t stop_signals = block_stop_signals();
-  if (n.tls.enabled())
-    on_tls_refusal([](const tls_refusal& r) {
-      // one write per line: the network thread and the spawner both log
-      std::cerr << ((r.incoming ? "atrain node: refused a TLS connection from "
-                                : "atrain node: a TLS connection to ") +
-                    r.peer + (r.incoming ? "" : " failed") + ": " + r.reason + " (" +
-                    std::to_string(r.count) + " TLS handshake" + (r.count == 1 ? "" : "s") +
-                    " refused so far)\n")
-                << std::flush;
-    });
   caf::actor_system_config cfg;
   register_message_types(cfg);
   configure_real_clock(cfg, n.threads);
@@ -148,7 +141,7 @@ int node(const node_args& n) {
   }
   caf::actor_system sys{cfg};
   auto spawner = spawn_host(sys, opts);
-  const bool guarded = !n.tls.enabled() && n.guard;
+  const bool guarded = n.guard;  // --no-guard: loopback without TLS only (above)
   basp_guard guard;
   caf::expected<std::uint16_t> port = std::uint16_t{0};
   if (guarded) {
@@ -157,8 +150,7 @@ int node(const node_args& n) {
       guard = *g;
     port = g ? caf::expected<std::uint16_t>{guard.port} : g.error();
   } else {
-    port = n.tls.enabled() ? caf::openssl::publish(spawner, hp->second, hp->first.c_str(), true)
-                           : sys.middleman().publish(spawner, hp->second, hp->first.c_str(), true);
+    port = sys.middleman().publish(spawner, hp->second, hp->first.c_str(), true);
     // CAF's automatic-connection port would take plain BASP from anyone.
     if (port)
       if (auto ok = close_automatic_connection_port(sys); !ok)
@@ -173,15 +165,15 @@ int node(const node_args& n) {
     return 1;
   }
   std::cout << "atrain node: listening on " << hp->first << ":" << *port << " ("
-            << (n.tls.enabled() ? "mutual TLS"
-                : guarded ? "shared secret, authenticated by the BASP guard (messages up to " +
-                              std::to_string(n.max_message_mb) + " MiB)"
-                          : "shared secret, no guard")
+            << (!guarded ? std::string{"shared secret, no guard"}
+                         : std::string{n.tls.enabled() ? "mutual TLS" : "shared secret"} +
+                             ", authenticated by the BASP guard (messages up to " +
+                             std::to_string(n.max_message_mb) + " MiB)")
             << ")" << std::endl;
   int sig = 0;
   sigwait(&stop_signals, &sig);
   std::cout << "atrain node: stopping (signal " << sig << ")" << std::endl;
-  log_counters(sys, spawner, guard.actor, n.tls.enabled());
+  log_counters(sys, spawner, guard.actor);
   caf::anon_send_exit(spawner, caf::exit_reason::user_shutdown);
   if (guard.actor)
     caf::anon_send_exit(guard.actor, caf::exit_reason::user_shutdown);

@@ -54,6 +54,18 @@ try:
     check_exit(d, victim, 8, "SIGSTOP, DASGD")
     check_serves_again(c, victim, "after SIGCONT")
     check(c.hosts[0].alive(), "the other host keeps running")
+
+    # Frozen at 7 s of 8: not yet declared lost when the final evaluation
+    # asks its nodes for their models at 8 s. The evaluation goes on without
+    # them once the loss is detected (~11.5 s), not after the 10 s reply
+    # timeout (18 s), and the report says so.
+    d, _ = frozen_run(c, victim, "config/algorithms/dasgd.textproto", "frozen_late", 7.0,
+                      signal.SIGCONT)
+    check(d.report.get("stop_reason") == "time budget spent" and not d.report.get("error"),
+          "SIGSTOP at 7 s of 8, DASGD: the final evaluation ended without an error (%s)" %
+          d.report.get("error", d.report.get("stop_reason", "no report")))
+    check_exit(d, victim, 8, "SIGSTOP at 7 s of 8, DASGD")
+    check_serves_again(c, victim, "after SIGCONT (late freeze)")
 finally:
     victim.proc.send_signal(signal.SIGCONT)
     c.stop()

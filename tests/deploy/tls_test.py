@@ -3,12 +3,16 @@
 throwaway CA (apps/make_certs.sh) a run spans a TLS host; a driver holding a
 certificate of another CA, or none at all (plain caf_io), cannot connect;
 the host keeps running; the host listens on its --listen address only (no
-plain automatic-connection port); the host logs every refused handshake with
-the peer's address and the reason, and counts them in its line at exit.
+plain automatic-connection port); the host's BASP guard terminates TLS itself (issue 16: the guard's timeouts
+and limits hold for TLS hosts too; CAF listens on no port) and logs every
+refused handshake and every connection closed before its handshake with the
+peer's address and the reason, and counts them in its line at exit.
 usage: tls_test.py ATRAIN"""
 import os
 import re
 import socket
+import ssl
+import struct
 import subprocess
 import sys
 import tempfile
@@ -79,6 +83,19 @@ try:
     junk = socket.create_connection(hp)
     junk.sendall(b"GET / HTTP/1.0\r\n\r\n" + bytes(range(256)) * 4)
     junk.close()
+    # An authenticated peer (the CA's client certificate) announcing a 2 GiB
+    # BASP payload: the guard's framing check holds inside TLS too.
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.load_cert_chain(os.path.join(d, "client.pem"), os.path.join(d, "client.key"))
+    ctx.load_verify_locations(os.path.join(d, "ca.pem"))
+    with ctx.wrap_socket(socket.create_connection(hp)) as big:
+        big.sendall(struct.pack("!BxxBI", 1, 0, 1 << 31) + bytes(24))
+        try:  # CAF's server handshake, then the guard's close
+            while big.recv(1 << 16):
+                pass
+        except (ssl.SSLError, OSError):
+            pass
     refused_during = [run(["--secret-file", secret], "plain_during"),
                       run(tls("rogue", "rogue-ca"), "rogue_during")]
     rep = job.wait(timeout=90)
@@ -95,20 +112,31 @@ try:
     time.sleep(0.5)
     check(h.alive(), "the TLS host keeps running")
     log = h.text()
-    refusals = re.findall(r"refused a TLS connection from (\S+): (.*) \((\d+) TLS handshakes? "
-                          r"refused so far\)", log)
+    refusals = re.findall(r"BASP guard: closed the connection from (\S+): (.*) \((\d+) refused "
+                          r"so far\)", log)
+    gave_up = re.findall(r"BASP guard: (\S+) closed its connection before authenticating "
+                         r"\((\d+) so far\)", log)
     check(any(re.match(r"127\.0\.0\.1:\d+$", a) and "certificate verify failed" in why and
               "unable to get local issuer certificate" in why for a, why, _ in refusals),
           "the host logged the client certificate it refused (address, reason): " +
           "; ".join(a + " " + why for a, why, _ in refusals if "verify" in why)[:160])
-    check(any("unknown ca" in why.lower() and "peer sent" in why for a, why, _ in refusals),
+    check(any("alert unknown ca" in why.lower() for a, why, _ in refusals),
           "the host logged the driver that refused the host's certificate (alert unknown CA)")
-    check(any(a == bare_addr and "unexpected eof" in why for a, why, _ in refusals),
-          "the host logged the bare TCP connect+close from %s: %s" % (bare_addr, "; ".join(
-              a + " " + why for a, why, _ in refusals if a == bare_addr)))
+    check(any("TLS handshake failed" in why and "http request" in why for a, why, _ in refusals),
+          "the host logged the plaintext bytes it refused")
+    check(any("announces" in why or "BASP" in why for a, why, _ in refusals),
+          "the host refused the 2 GiB BASP header sent inside TLS: " +
+          "; ".join(why for _, why, _ in refusals if "BASP" in why or "announces" in why)[:160])
+    check(any(why.startswith("no authentication within") for a, why, _ in refusals),
+          "the host closed the driver without a certificate after its handshake timeout")
+    check(any(a == bare_addr for a, _ in gave_up),
+          "the host logged the bare TCP connect+close from %s" % bare_addr)
     check([int(n) for _, _, n in refusals] == list(range(1, len(refusals) + 1)) and
-          len(refusals) >= 11, "every refusal counted (%d: rogue CA, plain, rogue cert, bare; "
-          "during the job 5 bare, plaintext, plain, rogue CA)" % len(refusals))
+          [int(n) for _, n in gave_up] == list(range(1, len(gave_up) + 1)) and
+          len(refusals) + len(gave_up) >= 11,
+          "every refusal counted (%d refused: rogue CA, plain, rogue cert, during the job "
+          "plaintext, plain, rogue CA; %d closed before authenticating: 5 bare during the job, "
+          "1 after)" % (len(refusals), len(gave_up)))
     r = run(["--tls-cert", os.path.join(d, "client.pem"), "--tls-key",
              os.path.join(d, "host.key"), "--tls-ca", os.path.join(d, "ca.pem")], "mismatch")
     # A deployment mistake: exit 2, like every bad argument, before any host is contacted.
@@ -117,8 +145,10 @@ try:
           r.stderr.strip()[:120])
 finally:
     h.stop()
-m = re.search(r"stopping; served (\d+) runs.*refused (\d+) TLS handshakes", h.text())
-check(m is not None and m.group(1) == "4" and int(m.group(2)) == len(refusals),
-      "the host's line at exit counts the refused handshakes: " +
+m = re.search(r"stopping; served (\d+) runs.*BASP guard: .* refused (\d+) \(.*TLS handshake "
+              r"(\d+).*closed by the peer before authenticating (\d+)", h.text())
+check(m is not None and m.group(1) == "4" and int(m.group(2)) == len(refusals) and
+      int(m.group(3)) >= 4 and int(m.group(4)) == len(gave_up),
+      "the host's line at exit counts the refusals and the failed TLS handshakes: " +
       (m.group(0) if m else h.text()[-200:]))
 finish("tls_test")

@@ -20,22 +20,22 @@ namespace atrain {
 /// How an algorithm's links carry its packets (link.cpp).
 struct link_policy {
   /// FIFO with acknowledgements and retransmission; false: fire-and-forget
-  /// (R-FAST's running sums make a lost packet harmless).
+  /// (an algorithm whose packets are running sums loses nothing by a loss).
   bool acknowledged = true;
   /// Across processes, a packet waiting in the outbox behind the window is
-  /// replaced by a newer one of its kind (R-FAST: only the newest running
-  /// sum matters)...
+  /// replaced by a newer one of its kind (running sums: only the newest
+  /// matters)...
   bool newest_wins = false;
-  /// ... or absorbs the next contiguous one of its kind (DASGD's gradients).
+  /// ... or absorbs the next contiguous one of its kind (summed gradients).
   bool outbox_sums = false;
   /// Whether a packet waiting on an acknowledged link absorbs the next
-  /// contiguous one (DASGD when its block asks); nullptr: never.
+  /// contiguous one (when its block asks); nullptr: never.
   bool (*coalesces)(const algorithm_config& c) = nullptr;
   /// Links end at the workers and are re-pointed at a restarted one; false:
-  /// they end at the gradient buffers, which a restart keeps (R-FAST).
+  /// they end at buffers, which a worker's restart keeps.
   bool follow_restarts = true;
-  /// A restarted worker is sent the link's last packet again (D-PSGD: the
-  /// round it missed).
+  /// A restarted worker is sent the link's last packet again (the round it
+  /// missed).
   bool replay_on_restart = false;
 };
 
@@ -44,14 +44,16 @@ struct evaluation_policy {
   /// The report's evaluated_model when several node models are averaged
   /// (nullptr: "node average").
   const char* average_label = nullptr;
-  /// Its buffers keep a mass account (R-FAST's ρ): the report gets this
+  /// Its buffers keep a mass account (running sums ρ): the report gets this
   /// conservation residual over their accounts, and buffer statistics count
   /// the packets dropped for an old tracking epoch; nullptr: none.
   double (*mass_residual)(const std::vector<mass_account>& accounts,
                           double* phi_residual) = nullptr;
-  /// The node whose hub holds the evaluated model (the parameter server);
+  /// The node whose hub holds the evaluated model (a server's);
   /// nullptr: the nodes' models are evaluated.
   std::optional<std::uint32_t> (*evaluated_hub)(const algorithm_config& c) = nullptr;
+  /// What that hub is called in reports and errors.
+  const char* hub_label = "hub";
 };
 
 using spawn_node_fn = node_actors (*)(caf::event_based_actor* parent, const context_ptr& ctx,
@@ -83,7 +85,7 @@ struct algorithm_descriptor {
   /// The spec block (`algorithm { NAME { ... } }`) and, unless `label` says
   /// otherwise, the name in reports.
   const char* name = "";
-  /// The report's name when the block decides it (LOSCAR's naive merge).
+  /// The report's name when the block decides it (a variant of the rule).
   std::string (*label)(const algorithm_config& c) = nullptr;
   /// Checks its own spec block (algorithm.NAME.*: step-size schedule, ranges),
   /// reporting each problem at its field path through `c`; check_spec passes
@@ -109,9 +111,9 @@ struct algorithm_descriptor {
   // ---- what it survives, and recovery
   /// Why the run cannot go on once a node is lost for good; nullptr: it can.
   const char* needs_every_node = nullptr;
-  /// The node whose loss ends the run whatever else (the parameter server).
+  /// The node whose loss ends the run whatever else (a server's).
   std::optional<std::uint32_t> (*critical_node)(const algorithm_config& c) = nullptr;
-  /// What that node holds, for the error ("the parameter server").
+  /// What that node holds, for the error ("the server").
   const char* critical_role = "";
   /// Its own way through lost nodes and restarts (recovery.hpp); nullptr:
   /// the supervisor's (the run goes on without a lost node, a crashed worker

@@ -21,8 +21,8 @@ namespace atrain {
 
 /// Wires the spawned `nodes` (index = node) from `sup`: link actors
 /// (appended to `links`), routes, hubs, then starts every node. `server`
-/// receives the parameter server (the hub whose model is evaluated) when the
-/// algorithm has one (async_ps) and stays invalid otherwise.
+/// receives the hub whose model is evaluated when the algorithm has one
+/// (evaluation_policy::evaluated_hub) and stays invalid otherwise.
 void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links,
                 caf::actor& server);

@@ -1,8 +1,9 @@
 #pragma once
-/// The front end of a host without TLS (issues 7 and 16). The guard is a
+/// The front end of every host (issues 7 and 16). The guard is a
 /// broker in the middleman's multiplexer that owns the public port. A peer
 /// first authenticates (`auth` below: challenge-response with the shared
-/// secret, bounded in time, in number and in bytes); until then nothing it
+/// secret; or, on a TLS host, a mutual TLS handshake the guard terminates
+/// itself), bounded in time, in number and in bytes; until then nothing it
 /// sends goes anywhere. Then the guard opens a socket pair, hands one end to
 /// CAF's BASP broker as a connection to the published spawner, and forwards
 /// bytes both ways; CAF listens on no port at all. In the peer-to-host
@@ -12,9 +13,12 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <caf/all.hpp>
+
+struct ssl_ctx_st;  // OpenSSL's SSL_CTX
 
 namespace atrain {
 
@@ -94,8 +98,12 @@ struct basp_guard_options {
   /// The public address (what `--listen` says).
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;
-  /// The shared secret peers authenticate with (see `auth`).
+  /// The shared secret peers authenticate with (see `auth`)...
   std::string secret;
+  /// ... or mutual TLS: the guard terminates TLS itself (a peer's completed
+  /// handshake, its certificate checked, is its authentication) and relays
+  /// the plaintext; make_guard_tls_context makes it. Null: the secret.
+  std::shared_ptr<ssl_ctx_st> tls;
   /// The actor a peer reaches once authenticated (the host's spawner): the
   /// guard hands each authenticated connection to CAF's BASP broker over a
   /// socket pair, as published at `port`. CAF itself listens nowhere.
@@ -123,6 +131,7 @@ struct basp_guard_stats {
   std::uint64_t authenticated = 0;  // of them, authenticated and handed to BASP
   std::uint64_t refused = 0;        // closed by the guard, every reason below
   std::uint64_t wrong_mac = 0;      // wrong secret, replayed or forged response
+  std::uint64_t tls = 0;            // TLS handshake failed (no or a rogue certificate, not TLS)
   std::uint64_t auth_timeout = 0;   // no response within auth_timeout (slowloris)
   std::uint64_t too_many = 0;       // over max_unauthenticated
   std::uint64_t idle = 0;           // authenticated, silent for idle_timeout
@@ -138,6 +147,12 @@ struct basp_guard {
   /// The public port it listens on (the one asked for, or the one picked).
   std::uint16_t port = 0;
 };
+
+/// The guard's TLS context for a TLS host: its certificate and key, and
+/// the CA whose certificates peers must present (an error names the file).
+[[nodiscard]] caf::expected<std::shared_ptr<ssl_ctx_st>>
+make_guard_tls_context(const std::string& certificate, const std::string& key,
+                       const std::string& ca);
 
 /// Opens the public port (in the caller's thread, like publish) and spawns
 /// the guard on it.

@@ -100,7 +100,7 @@ struct run_context {
   caf::actor_clock::time_point t0{};
   std::shared_ptr<run_probe> probe;  // may be null
   /// True when the run's nodes live in several processes (a multi-host run):
-  /// in-process shortcuts (DASGD's shared creation record) are off, and
+  /// in-process shortcuts (objects an algorithm's actors share) are off, and
   /// requests to other actors time out instead of waiting forever.
   bool spans_processes = false;
   /// Objects the actors of one algorithm share inside this process, made by
@@ -152,8 +152,8 @@ template <class T, class Make>
 struct node_actors {
   caf::actor worker;
   caf::actor buffer;
-  /// A run-wide actor living on this node (LOSCAR's root aggregator, the
-  /// parameter server); invalid on every other node.
+  /// A run-wide actor living on this node (a root aggregator, a server);
+  /// invalid on every other node.
   caf::actor hub;
   /// The routes the worker got with start_atom, kept for a restarted worker
   /// (empty for algorithms that cannot restart one).

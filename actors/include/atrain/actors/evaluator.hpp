@@ -1,7 +1,7 @@
 #pragma once
 /// The evaluator samples every node's model each eval period, evaluates the
 /// evaluated model (node average, the common root's model on a tree pair, or
-/// the parameter server's model), tells the supervisor, draws the progress
+/// a hub's model), tells the supervisor, draws the progress
 /// line, and builds the run report.
 #include <vector>
 

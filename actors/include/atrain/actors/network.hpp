@@ -17,13 +17,13 @@
 namespace atrain {
 
 /// Whether the run's links acknowledge and retransmit (a reliable transport
-/// over the lossy wire): every algorithm but R-FAST, which is built for
-/// loss. Receivers still see duplicates (an ack lost, a link duplicating)
-/// and must drop them: see exactly_once.
+/// over the lossy wire): the descriptor's link_policy::acknowledged (an
+/// algorithm built for loss says no). Receivers still see duplicates (an ack lost, a link
+/// duplicating) and must drop them: see exactly_once.
 [[nodiscard]] bool links_are_acknowledged(const run_plan& plan);
 
 /// Whether a crashed worker may be restarted in a run where links end at
-/// workers (every algorithm but R-FAST). Such runs send every packet through
+/// workers (link_policy::follow_restarts). Such runs send every packet through
 /// a link actor, even over a perfect link: a link can be re-pointed at the
 /// replacement ((restart_atom, old address, new handle)) and tell the
 /// highest seq its sender handed it ((resume_atom) -> (from, any, seq)),
@@ -31,8 +31,8 @@ namespace atrain {
 [[nodiscard]] bool links_follow_restarts(const run_plan& plan);
 
 /// Sequence numbers from the future. An honest sender numbers at most one
-/// packet per stream per gradient (or per tau, for R-FAST's retired
-/// buffers), and no gradient is shorter than the cost model's fastest
+/// packet per stream per gradient (or per tau, for a retired buffer that
+/// keeps sending its sums), and no gradient is shorter than the cost model's fastest
 /// (virtual clock: min tau x (1 - jitter); slowdowns are >= 1) nor, on either
 /// clock, 1 us. future_seq_rate is four times that rate, per run second.
 [[nodiscard]] double future_seq_rate(const run_plan& plan);
@@ -90,7 +90,7 @@ private:
 void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<caf::actor>& links,
                std::uint32_t at, std::vector<node_actors>& nodes);
 
-/// Adds `p`'s payloads into `into` (DASGD's coalescing: gradients summed, the
+/// Adds `p`'s payloads into `into` (coalescing: gradients summed, the
 /// newest sequence number kept). False when the shapes differ.
 [[nodiscard]] bool sum_into(packet& into, const packet& p);
 
@@ -101,9 +101,9 @@ void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<
 /// faster than the network would pile up packets without bound. Each packet
 /// goes out as a request whose (empty) answer frees its slot; at most
 /// `window` are unanswered per route and the rest wait here, merged as the
-/// algorithm allows: R-FAST keeps the newest per stream (its running sums
-/// make older ones redundant), DASGD sums waiting gradients (its packets
-/// carry a count), every other algorithm keeps them all, in order.
+/// algorithm's link_policy allows: newest_wins keeps the newest per stream
+/// (running sums make older ones redundant), outbox_sums sums waiting
+/// gradients (the packets carry a count), otherwise all are kept, in order.
 struct outbox {
   std::vector<std::pair<std::uint32_t, caf::actor>> routes;  // (receiver node, handle)
   std::uint64_t messages = 0;

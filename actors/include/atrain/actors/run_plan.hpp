@@ -63,15 +63,14 @@ struct run_plan : run_settings {
   }
 };
 
-/// The spec's algorithm as a short name ("rfast", "allreduce", ...).
 /// The spec's semantic checks with the facts only the engine knows (from the
 /// algorithm's descriptor: whether it uses a topology, acknowledged links,
 /// hubs a whole-node restart would lose); throws one spec_error listing every
 /// problem. prepare_run starts with it.
 void check_spec(const loaded_spec& ls);
 
-/// The spec's algorithm as reports name it ("loscar_naive" for LOSCAR with
-/// the naive merge; "unknown" when no algorithm implements it). registry.cpp.
+/// The spec's algorithm as reports name it (its descriptor's name or label;
+/// "unknown" when no algorithm implements it). registry.cpp.
 [[nodiscard]] std::string algorithm_name_of(const proto::ExperimentSpec& spec);
 
 /// Loads data, builds the topology and the model. Throws spec_error naming the
