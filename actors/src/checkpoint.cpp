@@ -321,8 +321,8 @@ checkpointer::checkpointer(context_ptr ctx, reason_fn stop, reason_fn fail)
   }
 }
 
-void checkpointer::watch(const std::vector<node_actors>& nodes,
-                         const std::vector<caf::actor>& links, caf::actor evaluator) {
+void checkpointer::watch(const std::vector<node_actors>& nodes, const link_list& links,
+                         evaluator_actor evaluator) {
   nodes_ = nodes;
   links_ = links;
   evaluator_ = std::move(evaluator);
@@ -411,7 +411,7 @@ void checkpointer::poll(caf::event_based_actor* self, std::uint64_t round) {
     self->delayed_send(self, to_timespan(std::max(t->busy, floor)), ckpt_poll_atom::value,
                        ++me->round_);
   };
-  auto ask = [&](const caf::actor& a, std::string who) {
+  auto ask = [&](const auto& a, std::string who) {  // untyped nodes, typed links
     ++t->pending;
     self->request(a, ctx_->reply_timeout(), ckpt_drain_atom::value)
       .then(
@@ -452,8 +452,7 @@ void checkpointer::gather(caf::event_based_actor* self) {
   auto pending = std::make_shared<std::size_t>(0);
   auto failed = std::make_shared<bool>(false);
   auto me = shared_from_this();
-  auto ask = [&](const caf::actor& a, std::string who,
-                 std::function<bool(const std::string&)> take) {
+  auto ask = [&](const auto& a, std::string who, std::function<bool(const std::string&)> take) {
     ++*pending;
     self->request(a, ctx_->reply_timeout(), ckpt_state_atom::value)
       .then(

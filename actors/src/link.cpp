@@ -78,7 +78,7 @@ struct unacked {
 struct link_state {
   link_stats stats;
   rng gen;
-  caf::actor dest;
+  packet_sink dest;
   proto::LinkModel model;
   bool acknowledged = false;
   bool coalesce = false;
@@ -107,7 +107,7 @@ struct link_state {
   static inline const char* name = "atrain_link";
 };
 
-using link_actor_ptr = caf::stateful_actor<link_state>*;
+using link_actor_ptr = link_actor::stateful_pointer<link_state>;
 
 /// A packet survives the link's own loss and the active bursts independently.
 [[nodiscard]] double combined_loss(double base, double burst) {
@@ -154,7 +154,7 @@ void arm_release(link_actor_ptr self, run_context& ctx) {
   if (st.release_armed || (st.waiting.empty() && st.queue.empty()))
     return;
   st.release_armed = true;
-  send_after(self, caf::actor_cast<caf::actor>(self), st.busy_until - ctx.seconds(self),
+  send_after(self, caf::actor_cast<link_actor>(self), st.busy_until - ctx.seconds(self),
              release_atom::value);
 }
 
@@ -182,7 +182,7 @@ void attempt(link_actor_ptr self, run_context& ctx, std::uint64_t id) {
   const auto back = faults.link(st.stats.to, st.stats.from, now);
   const bool lost = st.gen.chance(combined_loss(st.model.loss(), there.loss)) || there.cut;
   const bool ack_lost = st.gen.chance(combined_loss(st.model.loss(), back.loss)) || back.cut;
-  auto me = caf::actor_cast<caf::actor>(self);
+  auto me = caf::actor_cast<link_actor>(self);
   if (lost) {
     st.busy_until = ctx.seconds(self) + transmission_seconds(st, u.p);
     ++st.stats.forwarded;
@@ -356,12 +356,12 @@ void restore_link(link_state& st, const proto::Checkpoint& ck) {
   }
 }
 
-caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t to, caf::actor dest,
-                         context_ptr ctx) {
+link_actor::behavior_type link_impl(link_actor_ptr self, std::uint32_t from, std::uint32_t to,
+                                    caf::actor dest, context_ptr ctx) {
   auto& st = self->state;
   st.stats.from = from;
   st.stats.to = to;
-  st.dest = std::move(dest);
+  st.dest = caf::actor_cast<packet_sink>(std::move(dest));
   st.model = ctx->plan->spec.link();
   st.acknowledged = links_are_acknowledged(ctx->plan->spec);
   const auto& policy = algorithm_of(ctx->plan->spec).links;
@@ -431,7 +431,7 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
       auto& st = self->state;
       if (st.dest.address() != old)
         return;
-      st.dest = replacement;
+      st.dest = caf::actor_cast<packet_sink>(replacement);
       if (st.last_sent) {
         ++st.stats.retransmitted;
         ctx->events.record(ctx->ns(self), st.last_sent->from, event_kind::retransmit,
@@ -453,7 +453,7 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
 
 network::network(caf::event_based_actor* sup, const context_ptr& ctx,
                  const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges,
-                 const std::vector<caf::actor>& receivers, std::vector<caf::actor>& links_out) {
+                 const std::vector<caf::actor>& receivers, link_list& links_out) {
   const bool active = link_is_active(ctx->plan->spec.link()) || ctx->plan->faults.touches_links() ||
                       links_follow_restarts(ctx->plan->spec);
   for (const auto& [from, to] : edges) {
@@ -463,9 +463,9 @@ network::network(caf::event_based_actor* sup, const context_ptr& ctx,
       routes_[{from, to}] = receivers.at(to);
       continue;
     }
-    auto link = sup->spawn(link_actor, from, to, receivers.at(to), ctx);
-    links_out.push_back(link);
-    routes_[{from, to}] = link;
+    auto link = sup->spawn(link_impl, from, to, receivers.at(to), ctx);
+    routes_[{from, to}] = caf::actor_cast<caf::actor>(link);
+    links_out.push_back(std::move(link));
   }
 }
 
@@ -473,7 +473,7 @@ caf::actor network::route(std::uint32_t from, std::uint32_t to) const {
   return routes_.at({from, to});
 }
 
-void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<caf::actor>& links,
+void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, link_list& links,
                std::uint32_t at, std::vector<node_actors>& nodes) {
   const auto& hub = nodes.at(at).hub;
   const auto workers = workers_of(nodes);

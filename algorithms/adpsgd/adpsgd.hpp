@@ -51,7 +51,7 @@ void join_adpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_adpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
-                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                 std::vector<node_actors>& nodes, link_list& links);
 
 /// Its spec block's checks (adpsgd_spec.cpp; algorithm_descriptor::check_block).
 void adpsgd_check_block(spec_checker& c, const proto::AlgorithmSpec& a);

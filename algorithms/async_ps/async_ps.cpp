@@ -379,7 +379,7 @@ void join_async_ps_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 }
 
 void wire_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,
-                   std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+                   std::vector<node_actors>& nodes, link_list& links) {
   wire_star(sup, ctx, links, ctx->plan->spec.algorithm().async_ps().server(), nodes);
 }
 

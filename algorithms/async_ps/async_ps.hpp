@@ -61,7 +61,7 @@ void join_async_ps_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,
-                   std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                   std::vector<node_actors>& nodes, link_list& links);
 
 /// Its spec block's checks (async_ps_spec.cpp; algorithm_descriptor::check_block).
 void async_ps_check_block(spec_checker& c, const proto::AlgorithmSpec& a);

@@ -136,7 +136,7 @@ void join_centralized_worker(caf::event_based_actor* sup, const context_ptr& ctx
 }
 
 void wire_centralized(caf::event_based_actor* sup, const context_ptr&,
-                      std::vector<node_actors>& nodes, std::vector<caf::actor>&) {
+                      std::vector<node_actors>& nodes, link_list&) {
   sup->send(nodes.at(0).worker, start_atom::value);
 }
 

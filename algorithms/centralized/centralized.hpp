@@ -15,7 +15,7 @@ namespace atrain {
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_centralized(caf::event_based_actor* sup, const context_ptr& ctx,
-                      std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                      std::vector<node_actors>& nodes, link_list& links);
 
 /// Restart (supervisor.cpp): a replacement worker that waits for its state,
 /// and its join — the run's last checkpoint (r.checkpoint) or, before the

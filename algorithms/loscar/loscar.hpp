@@ -87,7 +87,7 @@ void join_loscar_worker(caf::event_based_actor* sup, const context_ptr& ctx,
                         const worker_restart& r, restart_started started);
 
 void wire_loscar(caf::event_based_actor* sup, const context_ptr& ctx,
-                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                 std::vector<node_actors>& nodes, link_list& links);
 
 /// Its spec block's checks (loscar_spec.cpp; algorithm_descriptor::check_block).
 void loscar_check_block(spec_checker& c, const proto::AlgorithmSpec& a);

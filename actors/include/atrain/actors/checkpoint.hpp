@@ -25,18 +25,13 @@
 #include <utility>
 #include <vector>
 
+#include "atrain/actors/barrier_atoms.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/evaluator_actor.hpp"
 #include "atrain/kernels/rng.hpp"
 
 namespace atrain {
-
-using ckpt_pause_atom = caf::atom_constant<caf::atom("ckpause")>;
-using ckpt_go_atom = caf::atom_constant<caf::atom("ckgo")>;
-using ckpt_drain_atom = caf::atom_constant<caf::atom("ckdrain")>;
-using ckpt_state_atom = caf::atom_constant<caf::atom("ckstate")>;
-using ckpt_timer_atom = caf::atom_constant<caf::atom("cktimer")>;
-using ckpt_poll_atom = caf::atom_constant<caf::atom("ckpoll")>;
 
 /// A worker's side of the barrier. Handlers: (ckpt_pause_atom) sets
 /// `requested`; at its gradient boundary the worker calls stop_here();
@@ -195,8 +190,8 @@ public:
 
   /// The actors of the run (after start_run spawned them, and again after
   /// a restart replaced a worker).
-  void watch(const std::vector<node_actors>& nodes, const std::vector<caf::actor>& links,
-             caf::actor evaluator);
+  void watch(const std::vector<node_actors>& nodes, const link_list& links,
+             evaluator_actor evaluator);
   /// Multi-host runs: each host's run keeper (index = host; null: no node
   /// there). They join the drain: quiet once every packet their nodes sent
   /// to another process was answered, twice running.
@@ -229,8 +224,8 @@ private:
   reason_fn stop_;
   reason_fn fail_;
   std::vector<node_actors> nodes_;
-  std::vector<caf::actor> links_;
-  caf::actor evaluator_;
+  link_list links_;
+  evaluator_actor evaluator_;
   std::vector<caf::actor> keepers_;
   bool active_ = false;
   bool restoring_ = false;

@@ -74,7 +74,7 @@ class network {
 public:
   network(caf::event_based_actor* sup, const context_ptr& ctx,
           const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges,
-          const std::vector<caf::actor>& receivers, std::vector<caf::actor>& links_out);
+          const std::vector<caf::actor>& receivers, link_list& links_out);
 
   /// The handle node `from` sends to in order to reach node `to`.
   [[nodiscard]] caf::actor route(std::uint32_t from, std::uint32_t to) const;
@@ -90,7 +90,7 @@ private:
 /// to every worker, index = node), every worker (init_atom, its route to the
 /// hub), and every worker (start_atom). Each node's route to the hub is kept
 /// in its worker_routes (for a restarted worker).
-void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<caf::actor>& links,
+void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, link_list& links,
                std::uint32_t at, std::vector<node_actors>& nodes);
 
 /// Adds `p`'s payloads into `into` (DASGD's coalescing: gradients summed, the
