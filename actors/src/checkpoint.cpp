@@ -376,8 +376,8 @@ void checkpointer::begin(caf::event_based_actor* self, double at) {
   }
   active_ = true;
   requested_ = at;
-  for (const auto& n : nodes_)
-    self->send(n.worker, ckpt_pause_atom::value);
+  for (const auto& n : nodes_)  // node_actors hold caf::actor: any algorithm's worker
+    self->send(caf::actor_cast<node_actor>(n.worker), ckpt_pause_atom::value);
   poll(self, ++round_);
 }
 
@@ -427,7 +427,7 @@ void checkpointer::poll(caf::event_based_actor* self, std::uint64_t round) {
         });
   };
   for (std::size_t i = 0; i < nodes_.size(); ++i)
-    ask(nodes_[i].worker, node_part(i, "worker"));
+    ask(caf::actor_cast<node_actor>(nodes_[i].worker), node_part(i, "worker"));
   for (const auto& l : links_)
     ask(l, "a link");
   for (std::size_t h = 0; h < keepers_.size(); ++h)
@@ -477,7 +477,7 @@ void checkpointer::gather(caf::event_based_actor* self) {
   for (std::size_t i = 0; i < n; ++i) {
     auto* node = ck->mutable_nodes(static_cast<int>(i));
     auto merge = [node](const std::string& b) { return node->MergeFromString(b); };
-    ask(nodes_[i].worker, node_part(i, "worker"), merge);
+    ask(caf::actor_cast<node_actor>(nodes_[i].worker), node_part(i, "worker"), merge);
     if (nodes_[i].buffer && nodes_[i].buffer != nodes_[i].worker)
       ask(nodes_[i].buffer, node_part(i, "gradient buffer"), merge);
     if (nodes_[i].hub && nodes_[i].hub != nodes_[i].worker && nodes_[i].hub != nodes_[i].buffer)
@@ -555,7 +555,7 @@ void checkpointer::finish(caf::event_based_actor* self, std::shared_ptr<proto::C
 void checkpointer::go(caf::event_based_actor* self) {
   active_ = false;
   for (const auto& n : nodes_)
-    self->send(n.worker, ckpt_go_atom::value);
+    self->send(caf::actor_cast<node_actor>(n.worker), ckpt_go_atom::value);
   if (sup_.after_go)
     sup_.after_go();
   quiet_again(self);

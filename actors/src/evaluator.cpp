@@ -74,7 +74,9 @@ void gather(eval_ptr self, bool with_mass, Done done) {
       g->models[i] = retired_only(st, i);
     } else {
       await_node(*g, i, true);
-      self->request(st.nodes[i].worker, st.ctx->reply_timeout(), model_atom::value)
+      self
+        ->request(caf::actor_cast<node_actor>(st.nodes[i].worker), st.ctx->reply_timeout(),
+                  model_atom::value)
         .then(
           [self, g, i, finish_one](model_snapshot& s) {
             if (!answered(*g, i, true))

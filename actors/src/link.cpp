@@ -499,11 +499,6 @@ void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, link_list& l
     sup->send(w, start_atom::value);
 }
 
-void outbox::broadcast(caf::event_based_actor* self, run_context& ctx, packet p) {
-  for (std::size_t k = 0; k < routes.size(); ++k)
-    send(self, ctx, k, p);
-}
-
 bool sum_into(packet& into, const packet& p) {
   if (into.f.size() != p.f.size() || into.d.size() != p.d.size() ||
       into.scalars.size() != p.scalars.size())
@@ -522,46 +517,20 @@ bool sum_into(packet& into, const packet& p) {
   return true;
 }
 
-namespace {
-
-/// Sends `p` on route k as a request; its answer (or its failure: the
-/// receiver is gone) frees the slot for the next waiting packet.
-void dispatch(outbox& out, caf::event_based_actor* self, run_context& ctx, std::size_t k,
-              packet p) {
-  auto& w = out.waiting[k];
-  ++w.in_flight;
-  ++ctx.remote_sent;
-  auto next = [&out, self, &ctx, k] {
-    ++ctx.remote_answered;
-    auto& w = out.waiting[k];
-    --w.in_flight;
-    if (w.queue.empty())
-      return;
-    auto q = std::move(w.queue.front());
-    w.queue.pop_front();
-    dispatch(out, self, ctx, k, std::move(q));
-  };
-  self->request(out.routes[k].second, ctx.reply_timeout(), deliver_atom::value, std::move(p))
-    .then([next] { next(); }, [next](const caf::error&) { next(); });
-}
-
-}  // namespace
-
-void outbox::send(caf::event_based_actor* self, run_context& ctx, std::size_t k, packet p) {
-  const auto& [node, handle] = routes.at(k);
+void outbox::count(caf::local_actor* self, run_context& ctx, std::size_t k, packet& p) {
+  const auto node = routes.at(k).first;
   p.to = node;
   ++messages;
   bytes += p.bytes();
   ctx.events.record(ctx.ns(self), p.from, event_kind::send, node, p.seq);
-  if (!ctx.spans_processes || handle.node() == self->node()) {
-    self->send(handle, deliver_atom::value, std::move(p));
-    return;
-  }
+}
+
+bool outbox::slot_or_wait(run_context& ctx, std::size_t k, packet& p) {
   if (waiting.size() < routes.size())
     waiting.resize(routes.size());
   auto& w = waiting[k];
   if (w.in_flight < window)
-    return dispatch(*this, self, ctx, k, std::move(p));
+    return true;
   const auto& policy = algorithm_of(ctx.plan->spec).links;
   if (policy.newest_wins || policy.outbox_sums)
     for (auto it = w.queue.rbegin(); it != w.queue.rend(); ++it)
@@ -569,15 +538,16 @@ void outbox::send(caf::event_based_actor* self, run_context& ctx, std::size_t k,
         if (policy.newest_wins) {
           *it = std::move(p);  // newest wins
           ++merged;
-          return;
+          return false;
         }
         if (continues(*it, p) && sum_into(*it, p)) {
           ++merged;
-          return;
+          return false;
         }
         break;
       }
   w.queue.push_back(std::move(p));
+  return false;
 }
 
 model_snapshot make_snapshot(std::uint32_t node, const compute_unit& cu, const outbox& out,

@@ -4,8 +4,15 @@
 #include <vector>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/node_actor.hpp"
 
 namespace atrain {
+
+/// The worker: node_actor's messages, its start and its gradient's wake,
+/// and a replacement's join (start_atom, model, step count, sampler state).
+using centralized_worker_actor =
+  node_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<wake_atom>,
+                     caf::reacts_to<start_atom, float_blob, std::uint64_t, std::string>>;
 
 /// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
 /// node's host in a multi-host run: same code).
