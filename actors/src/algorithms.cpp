@@ -15,8 +15,7 @@ node_actors spawn_node(caf::event_based_actor* parent, const context_ptr& ctx, s
 }
 
 void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
-                std::vector<node_actors>& nodes, std::vector<caf::actor>& links,
-                caf::actor& server) {
+                std::vector<node_actors>& nodes, link_list& links, caf::actor& server) {
   const auto& d = ctx->plan->algorithm();
   d.wire(sup, ctx, nodes, links);
   if (d.evaluation.evaluated_hub)
@@ -38,8 +37,7 @@ void join_replacement(caf::event_based_actor* sup, const context_ptr& ctx, const
 }
 
 caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* sup,
-                                                        const context_ptr& ctx,
-                                                        std::vector<caf::actor>& links,
+                                                        const context_ptr& ctx, link_list& links,
                                                         caf::actor& server) {
   if (ctx->plan->descriptor == nullptr)  // prepare_run refuses such a spec first
     return caf::make_error(caf::sec::invalid_argument,

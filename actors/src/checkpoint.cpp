@@ -321,8 +321,8 @@ checkpointer::checkpointer(context_ptr ctx, reason_fn stop, reason_fn fail)
   }
 }
 
-void checkpointer::watch(const std::vector<node_actors>& nodes,
-                         const std::vector<caf::actor>& links, caf::actor evaluator) {
+void checkpointer::watch(const std::vector<node_actors>& nodes, const link_list& links,
+                         evaluator_actor evaluator) {
   nodes_ = nodes;
   links_ = links;
   evaluator_ = std::move(evaluator);
@@ -375,8 +375,8 @@ void checkpointer::begin(caf::event_based_actor* self, double at) {
   }
   active_ = true;
   requested_ = at;
-  for (const auto& n : nodes_)
-    self->send(n.worker, ckpt_pause_atom::value);
+  for (const auto& n : nodes_)  // node_actors hold caf::actor: any algorithm's worker
+    self->send(caf::actor_cast<node_actor>(n.worker), ckpt_pause_atom::value);
   poll(self, ++round_);
 }
 
@@ -410,7 +410,7 @@ void checkpointer::poll(caf::event_based_actor* self, std::uint64_t round) {
     self->delayed_send(self, to_timespan(std::max(t->busy, floor)), ckpt_poll_atom::value,
                        ++me->round_);
   };
-  auto ask = [&](const caf::actor& a, std::string who) {
+  auto ask = [&](const auto& a, std::string who) {  // untyped nodes, typed links
     ++t->pending;
     self->request(a, ctx_->reply_timeout(), ckpt_drain_atom::value)
       .then(
@@ -426,7 +426,7 @@ void checkpointer::poll(caf::event_based_actor* self, std::uint64_t round) {
         });
   };
   for (std::size_t i = 0; i < nodes_.size(); ++i)
-    ask(nodes_[i].worker, node_part(i, "worker"));
+    ask(caf::actor_cast<node_actor>(nodes_[i].worker), node_part(i, "worker"));
   for (const auto& l : links_)
     ask(l, "a link");
   for (std::size_t h = 0; h < keepers_.size(); ++h)
@@ -451,8 +451,7 @@ void checkpointer::gather(caf::event_based_actor* self) {
   auto pending = std::make_shared<std::size_t>(0);
   auto failed = std::make_shared<bool>(false);
   auto me = shared_from_this();
-  auto ask = [&](const caf::actor& a, std::string who,
-                 std::function<bool(const std::string&)> take) {
+  auto ask = [&](const auto& a, std::string who, std::function<bool(const std::string&)> take) {
     ++*pending;
     self->request(a, ctx_->reply_timeout(), ckpt_state_atom::value)
       .then(
@@ -477,7 +476,7 @@ void checkpointer::gather(caf::event_based_actor* self) {
   for (std::size_t i = 0; i < n; ++i) {
     auto* node = ck->mutable_nodes(static_cast<int>(i));
     auto merge = [node](const std::string& b) { return node->MergeFromString(b); };
-    ask(nodes_[i].worker, node_part(i, "worker"), merge);
+    ask(caf::actor_cast<node_actor>(nodes_[i].worker), node_part(i, "worker"), merge);
     if (nodes_[i].buffer && nodes_[i].buffer != nodes_[i].worker)
       ask(nodes_[i].buffer, node_part(i, "gradient buffer"), merge);
     if (nodes_[i].hub && nodes_[i].hub != nodes_[i].worker && nodes_[i].hub != nodes_[i].buffer)
@@ -555,7 +554,7 @@ void checkpointer::finish(caf::event_based_actor* self, std::shared_ptr<proto::C
 void checkpointer::go(caf::event_based_actor* self) {
   active_ = false;
   for (const auto& n : nodes_)
-    self->send(n.worker, ckpt_go_atom::value);
+    self->send(caf::actor_cast<node_actor>(n.worker), ckpt_go_atom::value);
   if (sup_.after_go)
     sup_.after_go();
   quiet_again(self);

@@ -25,6 +25,7 @@ using eval::add_counters;
 using eval::answered;
 using eval::arm_eval;
 using eval::await_node;
+using eval::eval_ptr;
 using eval::eval_state;
 using eval::fault_hits;
 using eval::fill_report;
@@ -39,7 +40,7 @@ using eval::subset;
 using eval::summarize_rows;
 
 template <class Done>
-void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
+void gather(eval_ptr self, bool with_mass, Done done) {
   auto& st = self->state;
   auto g = std::make_shared<gathering>();
   g->models.resize(st.nodes.size());
@@ -73,7 +74,9 @@ void gather(caf::stateful_actor<eval_state>* self, bool with_mass, Done done) {
       g->models[i] = retired_only(st, i);
     } else {
       await_node(*g, i, true);
-      self->request(st.nodes[i].worker, st.ctx->reply_timeout(), model_atom::value)
+      self
+        ->request(caf::actor_cast<node_actor>(st.nodes[i].worker), st.ctx->reply_timeout(),
+                  model_atom::value)
         .then(
           [self, g, i, finish_one](model_snapshot& s) {
             if (!answered(*g, i, true))
@@ -218,7 +221,7 @@ double push_sum_average(const std::vector<model_snapshot>& models, std::vector<f
 }
 
 /// Evaluates the gathered models into one metric row (and the report's totals).
-metric_sample evaluate(caf::stateful_actor<eval_state>* self, const gathering& g) {
+metric_sample evaluate(eval_ptr self, const gathering& g) {
   auto& st = self->state;
   const auto& plan = *st.ctx->plan;
   const std::size_t dim = plan.dim();
@@ -313,8 +316,7 @@ void detect_stragglers(caf::local_actor* self, eval_state& st, const gathering& 
 
 /// Appends the row, or with `replace` overwrites the last one (the final
 /// evaluation at the time of the last periodic one: one row per time).
-void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row, bool last,
-                bool replace = false) {
+void record_row(eval_ptr self, const metric_sample& row, bool last, bool replace = false) {
   auto& st = self->state;
   const auto& stop = st.ctx->plan->stop;
   auto* m = replace && st.report.metrics_size() > 0
@@ -341,8 +343,8 @@ void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row,
       *st.ctx->plan, row,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - st.wall_start).count(),
       last);
-  if (st.ctx->log)
-    self->send(st.ctx->log, metric_atom::value, row, replace);
+  if (st.log)
+    self->send(st.log, metric_atom::value, row, replace);
   self->send(st.supervisor, metric_atom::value, row);
   if (last || st.stop_sent)
     return;
@@ -359,7 +361,7 @@ void record_row(caf::stateful_actor<eval_state>* self, const metric_sample& row,
 
 /// The live log: each windowed fault (straggle, partition, ...) the first
 /// time an evaluation finds it acted (its counters above zero).
-void log_faults_acting(caf::stateful_actor<eval_state>* self, const gathering& g) {
+void log_faults_acting(eval_ptr self, const gathering& g) {
   auto& st = self->state;
   if (!st.ctx->log)
     return;
@@ -381,8 +383,7 @@ void log_faults_acting(caf::stateful_actor<eval_state>* self, const gathering& g
 
 /// A new view of the run (a tracking epoch): its root, the links spawned for its new
 /// edges, the relaying buffers retired with the old one.
-void adopt_epoch(eval_state& st, std::uint32_t epoch, std::uint32_t root,
-                 const std::vector<caf::actor>& links,
+void adopt_epoch(eval_state& st, std::uint32_t epoch, std::uint32_t root, const link_list& links,
                  const std::vector<std::uint32_t>& buffers_gone) {
   st.epoch = epoch;
   st.root = root;
@@ -392,7 +393,7 @@ void adopt_epoch(eval_state& st, std::uint32_t epoch, std::uint32_t root,
 }
 
 /// An evaluation finished gathering: state requests waiting for it go out.
-void eval_gathered(caf::stateful_actor<eval_state>* self) {
+void eval_gathered(eval_ptr self) {
   auto& st = self->state;
   if (--st.gathering > 0)
     return;
@@ -400,16 +401,18 @@ void eval_gathered(caf::stateful_actor<eval_state>* self) {
     rp.deliver(save_evaluator(st));
 }
 
-caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr ctx,
-                              std::vector<node_actors> nodes, std::vector<caf::actor> links,
-                              caf::actor server, caf::actor supervisor, bool progress) {
+evaluator_actor::behavior_type evaluator_impl(eval_ptr self, context_ptr ctx,
+                                              std::vector<node_actors> nodes, link_list links,
+                                              caf::actor server, caf::actor supervisor,
+                                              bool progress) {
   auto& st = self->state;
   const auto& plan = *ctx->plan;
   st.ctx = ctx;
   st.nodes = std::move(nodes);
   st.links = std::move(links);
   st.server = std::move(server);
-  st.supervisor = std::move(supervisor);
+  st.supervisor = caf::actor_cast<evaluator_listener>(std::move(supervisor));
+  st.log = caf::actor_cast<metric_log>(ctx->log);
   st.progress = progress;
   st.m = plan.prototype->clone();
   st.train_subset = subset(*plan.train, plan.train_eval_rows);
@@ -428,7 +431,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
       if (self->state.finished)
         return;
       ++self->state.gathering;
-      gather(self, false, [](caf::stateful_actor<eval_state>* self, const gathering& g) {
+      gather(self, false, [](eval_ptr self, const gathering& g) {
         eval_gathered(self);
         if (self->state.finished)
           return;
@@ -485,7 +488,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
     },
     // A whole node restarted (a recovery policy): the view that takes it
     // back (no loss to recover from), then its new worker and buffer.
-    [=](epoch_atom, std::uint32_t epoch, std::uint32_t root, std::vector<caf::actor>& links,
+    [=](epoch_atom, std::uint32_t epoch, std::uint32_t root, link_list& links,
         const std::vector<std::uint32_t>& buffers_gone) {
       adopt_epoch(self->state, epoch, root, links, buffers_gone);
     },
@@ -503,7 +506,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
     // A new view after a loss (a recovery policy): its root, the
     // links spawned for new edges, the relaying buffers retired with it, and
     // when the loss that caused it happened.
-    [=](epoch_atom, std::uint32_t epoch, std::uint32_t root, std::vector<caf::actor>& links,
+    [=](epoch_atom, std::uint32_t epoch, std::uint32_t root, link_list& links,
         const std::vector<std::uint32_t>& buffers_gone, std::uint64_t fault, std::uint32_t records,
         double lost_at) {
       auto& st = self->state;
@@ -530,7 +533,7 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
       auto rp = self->make_response_promise<report_bytes>();
       self->state.finished = true;
       const bool mass = self->state.ctx->plan->algorithm().evaluation.mass_residual;
-      gather(self, mass, [rp](caf::stateful_actor<eval_state>* self, const gathering& g) mutable {
+      gather(self, mass, [rp](eval_ptr self, const gathering& g) mutable {
         metric_sample row;
         if (g.errors.empty()) {
           row = evaluate(self, g);
@@ -551,10 +554,10 @@ caf::behavior evaluator_actor(caf::stateful_actor<eval_state>* self, context_ptr
 
 }  // namespace
 
-caf::actor spawn_evaluator(caf::event_based_actor* supervisor, const context_ptr& ctx,
-                           std::vector<node_actors> nodes, std::vector<caf::actor> links,
-                           caf::actor server, bool progress) {
-  return supervisor->spawn(evaluator_actor, ctx, std::move(nodes), std::move(links),
+evaluator_actor spawn_evaluator(caf::event_based_actor* supervisor, const context_ptr& ctx,
+                                std::vector<node_actors> nodes, link_list links, caf::actor server,
+                                bool progress) {
+  return supervisor->spawn(evaluator_impl, ctx, std::move(nodes), std::move(links),
                            std::move(server), caf::actor_cast<caf::actor>(supervisor), progress);
 }
 

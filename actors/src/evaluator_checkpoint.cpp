@@ -8,7 +8,7 @@
 
 namespace atrain::eval {
 
-void arm_eval(caf::stateful_actor<eval_state>* self, caf::timespan delay) {
+void arm_eval(eval_ptr self, caf::timespan delay) {
   self->state.next_eval_ns = self->state.ctx->ns(self) + delay.count();
   self->delayed_send(self, delay, eval_atom::value);
 }
@@ -79,7 +79,7 @@ std::string save_evaluator(const eval_state& st) {
 /// A resumed run: the rows so far, the heartbeats, the next evaluation at
 /// its old time; a stop rule the last row already meets (under this spec)
 /// stops the run at once.
-void restore_evaluator(caf::stateful_actor<eval_state>* self) {
+void restore_evaluator(eval_ptr self) {
   auto& st = self->state;
   const auto& saved = st.ctx->resume->evaluator();
   st.report = saved.report();
@@ -101,9 +101,9 @@ void restore_evaluator(caf::stateful_actor<eval_state>* self) {
   }
   for (const auto& f : saved.fault_effects())
     st.fault_effects[f.fault()] = f.effect();
-  if (st.ctx->log)  // the rows so far, so that the live file holds the whole run
+  if (st.log)  // the rows so far, so that the live file holds the whole run
     for (const auto& m : st.report.metrics())
-      self->send(st.ctx->log, metric_atom::value,
+      self->send(st.log, metric_atom::value,
                  metric_sample{m.time_seconds(), m.gradients(), m.train_loss(), m.test_accuracy(),
                                m.consensus_error(), m.messages(), m.bytes(), m.dropped()},
                  false);

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/evaluator_actor.hpp"
 
 namespace atrain::eval {
 
@@ -36,12 +37,17 @@ struct gathering {
 };
 using gathering_ptr = std::shared_ptr<gathering>;
 
+struct eval_state;
+/// The evaluator itself, as its helpers see it.
+using eval_ptr = evaluator_actor::stateful_pointer<eval_state>;
+
 struct eval_state {
   context_ptr ctx;
   std::vector<node_actors> nodes;
-  std::vector<caf::actor> links;
+  link_list links;
   caf::actor server;  // the hub holding the evaluated model; invalid when none does
-  caf::actor supervisor;
+  evaluator_listener supervisor;
+  metric_log log;  // the run log's rows (invalid: no log)
   bool progress = false;
   std::unique_ptr<model> m;
   dataset train_subset;
@@ -123,11 +129,11 @@ void forget_finished(eval_state& st);
 // ---- checkpoints (evaluator_checkpoint.cpp)
 
 /// The next periodic evaluation in `delay` (its due time kept for checkpoints).
-void arm_eval(caf::stateful_actor<eval_state>* self, caf::timespan delay);
+void arm_eval(eval_ptr self, caf::timespan delay);
 /// The evaluator's state, serialized (EvaluatorState).
 [[nodiscard]] std::string save_evaluator(const eval_state& st);
 /// A resumed run: the rows so far, the heartbeats, the next evaluation at
 /// its old time; a stop rule the last row already meets stops the run at once.
-void restore_evaluator(caf::stateful_actor<eval_state>* self);
+void restore_evaluator(eval_ptr self);
 
 }  // namespace atrain::eval

@@ -73,7 +73,7 @@ struct unacked {
 struct link_state {
   link_stats stats;
   rng gen;
-  caf::actor dest;
+  packet_sink dest;
   link_settings model;
   bool acknowledged = false;
   bool coalesce = false;
@@ -102,7 +102,7 @@ struct link_state {
   static inline const char* name = "atrain_link";
 };
 
-using link_actor_ptr = caf::stateful_actor<link_state>*;
+using link_actor_ptr = link_actor::stateful_pointer<link_state>;
 
 /// A packet survives the link's own loss and the active bursts independently.
 [[nodiscard]] double combined_loss(double base, double burst) {
@@ -149,7 +149,7 @@ void arm_release(link_actor_ptr self, run_context& ctx) {
   if (st.release_armed || (st.waiting.empty() && st.queue.empty()))
     return;
   st.release_armed = true;
-  send_after(self, caf::actor_cast<caf::actor>(self), st.busy_until - ctx.seconds(self),
+  send_after(self, caf::actor_cast<link_actor>(self), st.busy_until - ctx.seconds(self),
              release_atom::value);
 }
 
@@ -177,7 +177,7 @@ void attempt(link_actor_ptr self, run_context& ctx, std::uint64_t id) {
   const auto back = faults.link(st.stats.to, st.stats.from, now);
   const bool lost = st.gen.chance(combined_loss(st.model.loss, there.loss)) || there.cut;
   const bool ack_lost = st.gen.chance(combined_loss(st.model.loss, back.loss)) || back.cut;
-  auto me = caf::actor_cast<caf::actor>(self);
+  auto me = caf::actor_cast<link_actor>(self);
   if (lost) {
     st.busy_until = ctx.seconds(self) + transmission_seconds(st, u.p);
     ++st.stats.forwarded;
@@ -351,12 +351,12 @@ void restore_link(link_state& st, const proto::Checkpoint& ck) {
   }
 }
 
-caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t to, caf::actor dest,
-                         context_ptr ctx) {
+link_actor::behavior_type link_impl(link_actor_ptr self, std::uint32_t from, std::uint32_t to,
+                                    caf::actor dest, context_ptr ctx) {
   auto& st = self->state;
   st.stats.from = from;
   st.stats.to = to;
-  st.dest = std::move(dest);
+  st.dest = caf::actor_cast<packet_sink>(std::move(dest));
   st.model = ctx->plan->link;
   st.acknowledged = links_are_acknowledged(*ctx->plan);
   const auto& policy = ctx->plan->algorithm().links;
@@ -425,7 +425,7 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
       auto& st = self->state;
       if (st.dest.address() != old)
         return;
-      st.dest = replacement;
+      st.dest = caf::actor_cast<packet_sink>(replacement);
       if (st.last_sent) {
         ++st.stats.retransmitted;
         ctx->events.record(ctx->ns(self), st.last_sent->from, event_kind::retransmit,
@@ -447,7 +447,7 @@ caf::behavior link_actor(link_actor_ptr self, std::uint32_t from, std::uint32_t 
 
 network::network(caf::event_based_actor* sup, const context_ptr& ctx,
                  const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges,
-                 const std::vector<caf::actor>& receivers, std::vector<caf::actor>& links_out) {
+                 const std::vector<caf::actor>& receivers, link_list& links_out) {
   const bool active = ctx->plan->link.active() || ctx->plan->faults.touches_links() ||
                       links_follow_restarts(*ctx->plan);
   for (const auto& [from, to] : edges) {
@@ -457,9 +457,9 @@ network::network(caf::event_based_actor* sup, const context_ptr& ctx,
       routes_[{from, to}] = receivers.at(to);
       continue;
     }
-    auto link = sup->spawn(link_actor, from, to, receivers.at(to), ctx);
-    links_out.push_back(link);
-    routes_[{from, to}] = link;
+    auto link = sup->spawn(link_impl, from, to, receivers.at(to), ctx);
+    routes_[{from, to}] = caf::actor_cast<caf::actor>(link);
+    links_out.push_back(std::move(link));
   }
 }
 
@@ -467,7 +467,7 @@ caf::actor network::route(std::uint32_t from, std::uint32_t to) const {
   return routes_.at({from, to});
 }
 
-void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<caf::actor>& links,
+void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, link_list& links,
                std::uint32_t at, std::vector<node_actors>& nodes) {
   const auto& hub = nodes.at(at).hub;
   const auto workers = workers_of(nodes);
@@ -493,11 +493,6 @@ void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<
     sup->send(w, start_atom::value);
 }
 
-void outbox::broadcast(caf::event_based_actor* self, run_context& ctx, packet p) {
-  for (std::size_t k = 0; k < routes.size(); ++k)
-    send(self, ctx, k, p);
-}
-
 bool sum_into(packet& into, const packet& p) {
   if (into.f.size() != p.f.size() || into.d.size() != p.d.size() ||
       into.scalars.size() != p.scalars.size())
@@ -516,46 +511,20 @@ bool sum_into(packet& into, const packet& p) {
   return true;
 }
 
-namespace {
-
-/// Sends `p` on route k as a request; its answer (or its failure: the
-/// receiver is gone) frees the slot for the next waiting packet.
-void dispatch(outbox& out, caf::event_based_actor* self, run_context& ctx, std::size_t k,
-              packet p) {
-  auto& w = out.waiting[k];
-  ++w.in_flight;
-  ++ctx.remote_sent;
-  auto next = [&out, self, &ctx, k] {
-    ++ctx.remote_answered;
-    auto& w = out.waiting[k];
-    --w.in_flight;
-    if (w.queue.empty())
-      return;
-    auto q = std::move(w.queue.front());
-    w.queue.pop_front();
-    dispatch(out, self, ctx, k, std::move(q));
-  };
-  self->request(out.routes[k].second, ctx.reply_timeout(), deliver_atom::value, std::move(p))
-    .then([next] { next(); }, [next](const caf::error&) { next(); });
-}
-
-}  // namespace
-
-void outbox::send(caf::event_based_actor* self, run_context& ctx, std::size_t k, packet p) {
-  const auto& [node, handle] = routes.at(k);
+void outbox::count(caf::local_actor* self, run_context& ctx, std::size_t k, packet& p) {
+  const auto node = routes.at(k).first;
   p.to = node;
   ++messages;
   bytes += p.bytes();
   ctx.events.record(ctx.ns(self), p.from, event_kind::send, node, p.seq);
-  if (!ctx.spans_processes || handle.node() == self->node()) {
-    self->send(handle, deliver_atom::value, std::move(p));
-    return;
-  }
+}
+
+bool outbox::slot_or_wait(run_context& ctx, std::size_t k, packet& p) {
   if (waiting.size() < routes.size())
     waiting.resize(routes.size());
   auto& w = waiting[k];
   if (w.in_flight < window)
-    return dispatch(*this, self, ctx, k, std::move(p));
+    return true;
   const auto& policy = ctx.plan->algorithm().links;
   if (policy.newest_wins || policy.outbox_sums)
     for (auto it = w.queue.rbegin(); it != w.queue.rend(); ++it)
@@ -563,15 +532,16 @@ void outbox::send(caf::event_based_actor* self, run_context& ctx, std::size_t k,
         if (policy.newest_wins) {
           *it = std::move(p);  // newest wins
           ++merged;
-          return;
+          return false;
         }
         if (continues(*it, p) && sum_into(*it, p)) {
           ++merged;
-          return;
+          return false;
         }
         break;
       }
   w.queue.push_back(std::move(p));
+  return false;
 }
 
 model_snapshot make_snapshot(std::uint32_t node, const compute_unit& cu, const outbox& out,

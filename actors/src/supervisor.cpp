@@ -139,7 +139,7 @@ public:
     return self_->state.crashed.count(a.address()) > 0;
   }
   bool stopping() const override { return self_->state.stopping; }
-  const caf::actor& evaluator() const override { return self_->state.evaluator; }
+  const evaluator_actor& evaluator() const override { return self_->state.evaluator; }
   void kill(const caf::actor& a) override { kill_child(self_, a); }
   void adopt(const caf::actor& a, std::string name) override {
     sup::adopt(self_, a, std::move(name));
@@ -392,8 +392,7 @@ void arm_crashes(sup_ptr self) {
 
 /// With every node spawned and wired: watch them, start the evaluator, arm
 /// the injected crashes and the time budget.
-void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::actor> links,
-               caf::actor server) {
+void start_run(sup_ptr self, std::vector<node_actors> nodes, link_list links, caf::actor server) {
   auto& st = self->state;
   const auto& ctx = st.ctx;
   const auto& plan = *ctx->plan;
@@ -422,7 +421,7 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::ac
   if (server && st.names.count(server.address()) == 0)
     adopt(self, server, st.ctx->plan->algorithm().evaluation.hub_label);
   for (const auto& l : links)
-    adopt(self, l, "link");
+    adopt(self, caf::actor_cast<caf::actor>(l), "link");
   st.nodes = nodes;
   st.links = links;
   if (const auto make = plan.algorithm().recovery) {
@@ -430,7 +429,7 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::ac
     st.side = std::make_unique<sup_side>(self);
   }
   st.evaluator = spawn_evaluator(self, ctx, nodes, links, server, st.progress);
-  adopt(self, st.evaluator, "evaluator");
+  adopt(self, caf::actor_cast<caf::actor>(st.evaluator), "evaluator");
   arm_crashes(self);
   if (!ctx->resume)  // a resumed evaluator arms its own next evaluation
     self->send(st.evaluator, eval_atom::value);
@@ -464,7 +463,7 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
   if (ctx->deploy) {
     spawn_on_hosts(self);
   } else {
-    std::vector<caf::actor> links;
+    link_list links;
     caf::actor server;
     auto spawned = spawn_algorithm(self, ctx, links, server);
     if (!spawned) {

@@ -81,7 +81,7 @@ void spawn_on_hosts(sup_ptr self) {
           for (std::size_t k = 0; k < nodes->size(); ++k)
             if (!(*nodes)[k].worker)
               return fail(self, "a host did not return node " + std::to_string(k));
-          std::vector<caf::actor> links;
+          link_list links;
           caf::actor server;
           wire_nodes(self, self->state.ctx, *nodes, links, server);
           start_run(self, std::move(*nodes), std::move(links), server);

@@ -19,9 +19,9 @@ struct sup_state {
   /// Shared with the exit functor, which runs after the state may be gone.
   std::shared_ptr<std::vector<caf::actor>> children = std::make_shared<std::vector<caf::actor>>();
   std::map<caf::actor_addr, std::string> names;  // for error messages
-  caf::actor evaluator;
+  evaluator_actor evaluator;
   std::vector<node_actors> nodes;
-  std::vector<caf::actor> links;
+  link_list links;
   /// Restarts so far per node (supervision).
   std::map<std::uint32_t, std::uint64_t> incarnations;
   /// A replacement is joining: later restarts wait (crash indices), so two
@@ -82,8 +82,7 @@ void restart_worker(sup_ptr self, int i);
 [[nodiscard]] std::string needs_every_node(const run_plan& plan);
 /// With every node spawned and wired: watch them, start the evaluator, arm
 /// the injected crashes and the time budget.
-void start_run(sup_ptr self, std::vector<node_actors> nodes, std::vector<caf::actor> links,
-               caf::actor server);
+void start_run(sup_ptr self, std::vector<node_actors> nodes, link_list links, caf::actor server);
 
 // ---- multi-host runs (supervisor_hosts.cpp)
 

@@ -358,7 +358,7 @@ void join_adpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 }
 
 void wire_adpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
-                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+                 std::vector<node_actors>& nodes, link_list& links) {
   gossip::wire_nodes(sup, ctx, nodes, links);
 }
 

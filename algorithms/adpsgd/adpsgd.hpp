@@ -52,7 +52,7 @@ void join_adpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_adpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
-                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                 std::vector<node_actors>& nodes, link_list& links);
 
 /// Its spec block, parsed once (adpsgd_spec.cpp; run_plan::config<adpsgd_config>()).
 struct adpsgd_config : algorithm_config {

@@ -95,7 +95,7 @@ struct server_state {
   std::vector<async_ps_applied> ledger;
   static inline const char* name = "atrain_async_ps_server";
 };
-using server_ptr = caf::stateful_actor<server_state>*;
+using server_ptr = async_ps_server_actor::stateful_pointer<server_state>;
 
 void apply(server_ptr self, run_context& ctx, const packet& p) {
   auto& st = self->state;
@@ -142,7 +142,8 @@ void restore_server(server_state& st, const proto::AsyncPsServerState& ps) {
   st.duplicates = ps.duplicates();
 }
 
-caf::behavior server_actor(server_ptr self, std::uint32_t node, context_ptr ctx) {
+async_ps_server_actor::behavior_type server_actor(server_ptr self, std::uint32_t node,
+                                                  context_ptr ctx) {
   const auto& plan = *ctx->plan;
   const auto& algo = plan.config<async_ps_config>();
   auto& st = self->state;
@@ -225,13 +226,13 @@ struct worker_state {
   barrier_hold hold;  // checkpoints
   static inline const char* name = "atrain_async_ps_worker";
 };
-using worker_ptr = caf::stateful_actor<worker_state>*;
+using worker_ptr = async_ps_worker_actor::stateful_pointer<worker_state>;
 
 void compute(worker_ptr self) {
   auto& st = self->state;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);  // 1
   st.hold.wake_due = self->clock().now() + to_timespan(wait);
-  send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value);
+  send_after(self, caf::actor_cast<async_ps_worker_actor>(self), wait, wake_atom::value);
 }
 
 std::string save_worker(const worker_state& st) {
@@ -250,8 +251,9 @@ void restore_worker(worker_state& st, const proto::NodeState& s) {
 /// Worker `id`; a replacement (`joining`) keeps every message until the
 /// supervisor starts it with the server's model, version and the seq to go
 /// on from, and its route to the server.
-caf::behavior worker_actor(worker_ptr self, std::uint32_t id, std::uint32_t server, context_ptr ctx,
-                           bool joining) {
+async_ps_worker_actor::behavior_type worker_actor(worker_ptr self, std::uint32_t id,
+                                                  std::uint32_t server, context_ptr ctx,
+                                                  bool joining) {
   const auto& plan = *ctx->plan;
   auto& st = self->state;
   st.cu.emplace(*ctx, id);
@@ -263,71 +265,70 @@ caf::behavior worker_actor(worker_ptr self, std::uint32_t id, std::uint32_t serv
     restore_worker(st, *saved);
   if (!joining)
     run_probe::show_model(ctx->probe, self, id, &self->state.x);
-  caf::behavior running =
-    caf::message_handler{
-      [=](init_atom, const caf::actor& route) {
-        self->state.out.routes.emplace_back(self->state.server, route);
-      },
-      [=](start_atom) {
-        if (!saved)  // restored: holds until the supervisor's go
-          compute(self);
-      },
-      [=](wake_atom) {
-        auto& st = self->state;
-        ctx->events.record(ctx->ns(self), id, event_kind::wake, st.seq);
-        packet p;  // 2
-        p.from = id;
-        p.kind = async_ps_gradient;
-        p.seq = ++st.seq;
-        p.f = float_blob{st.g};
-        p.scalars = {static_cast<double>(st.version)};
-        st.waiting = true;
-        st.out.send(self, *ctx, 0, std::move(p));
-      },
-      [=](deliver_atom, const packet& p) {  // 3
-        auto& st = self->state;
-        ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
-        if (!well_formed(p, async_ps_model, dim) || p.from != st.server || p.seq > st.seq ||
-            (p.seq == st.seq && st.waiting &&
-             p.scalars.front() < static_cast<double>(st.version + 1)))
-          return reject(self, *ctx, id, st.rejected, p);
-        if (p.seq < st.seq || !st.waiting)
-          return;  // a duplicate of a reply already taken
-        const auto version = static_cast<std::uint64_t>(p.scalars.front());
-        st.staleness.add(static_cast<double>(version - 1 - st.version));
-        st.version = version;
-        st.x = p.f.vec();
-        st.waiting = false;
-        if (!st.hold.stop_here())
-          compute(self);
-      },
-      [=](ckpt_drain_atom) { return self->state.hold.busy_for(self, !self->state.waiting); },
-      [=](model_atom) {
-        const auto& st = self->state;
-        auto s = make_snapshot(id, *st.cu, st.out, st.staleness, st.x);
-        s.rejected = st.rejected;
-        return s;
-      },
-    }
-      .or_else(barrier_handlers(
-        self, [=] { compute(self); }, [=] { return save_worker(self->state); }));
+  auto running = compose<async_ps_worker_actor::behavior_type>(
+    [=](init_atom, const caf::actor& route) {
+      self->state.out.routes.emplace_back(self->state.server, route);
+    },
+    [=](start_atom) {
+      if (!saved)  // restored: holds until the supervisor's go
+        compute(self);
+    },
+    [=](wake_atom) {
+      auto& st = self->state;
+      ctx->events.record(ctx->ns(self), id, event_kind::wake, st.seq);
+      packet p;  // 2
+      p.from = id;
+      p.kind = async_ps_gradient;
+      p.seq = ++st.seq;
+      p.f = float_blob{st.g};
+      p.scalars = {static_cast<double>(st.version)};
+      st.waiting = true;
+      st.out.send(self, *ctx, 0, std::move(p));
+    },
+    [=](deliver_atom, const packet& p) {  // 3
+      auto& st = self->state;
+      ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
+      if (!well_formed(p, async_ps_model, dim) || p.from != st.server || p.seq > st.seq ||
+          (p.seq == st.seq && st.waiting &&
+           p.scalars.front() < static_cast<double>(st.version + 1)))
+        return reject(self, *ctx, id, st.rejected, p);
+      if (p.seq < st.seq || !st.waiting)
+        return;  // a duplicate of a reply already taken
+      const auto version = static_cast<std::uint64_t>(p.scalars.front());
+      st.staleness.add(static_cast<double>(version - 1 - st.version));
+      st.version = version;
+      st.x = p.f.vec();
+      st.waiting = false;
+      if (!st.hold.stop_here())
+        compute(self);
+    },
+    [=](ckpt_drain_atom) { return self->state.hold.busy_for(self, !self->state.waiting); },
+    [=](model_atom) {
+      const auto& st = self->state;
+      auto s = make_snapshot(id, *st.cu, st.out, st.staleness, st.x);
+      s.rejected = st.rejected;
+      return s;
+    },
+    // A replacement's join after it started (never sent twice): nothing.
+    [](start_atom, const float_blob&, std::uint64_t, std::uint64_t, const caf::actor&) {},
+    ckpt_go_handler(self, [=] { compute(self); }), ckpt_pause_handler(self),
+    ckpt_state_handler([=] { return save_worker(self->state); }));
   if (!joining)
     return running;
   self->set_default_handler(caf::skip);
-  return {
-    [=](start_atom, const float_blob& x, std::uint64_t version, std::uint64_t seq,
-        const caf::actor& route) mutable {
-      auto& st = self->state;
-      st.x = x.vec();
-      st.version = version;
-      st.seq = seq;
-      st.out.routes.emplace_back(st.server, route);
-      self->set_default_handler(caf::print_and_drop);
-      self->become(std::move(running));
-      run_probe::show_model(ctx->probe, self, id, &self->state.x);
-      compute(self);
-    },
-  };
+  return waiting_for<async_ps_worker_actor>([=](start_atom, const float_blob& x,
+                                                std::uint64_t version, std::uint64_t seq,
+                                                const caf::actor& route) mutable {
+    auto& st = self->state;
+    st.x = x.vec();
+    st.version = version;
+    st.seq = seq;
+    st.out.routes.emplace_back(st.server, route);
+    self->set_default_handler(caf::print_and_drop);
+    self->become(std::move(running));
+    run_probe::show_model(ctx->probe, self, id, &self->state.x);
+    compute(self);
+  });
 }
 
 }  // namespace
@@ -355,14 +356,15 @@ node_actors spawn_async_ps_node(caf::event_based_actor* parent, const context_pt
   const std::uint32_t s = ctx->plan->config<async_ps_config>().server;
   node_actors node;
   if (i == s)
-    node.hub = parent->spawn(server_actor, s, ctx);
-  node.worker = parent->spawn(worker_actor, i, s, ctx, false);
+    node.hub = caf::actor_cast<caf::actor>(parent->spawn(server_actor, s, ctx));
+  node.worker = caf::actor_cast<caf::actor>(parent->spawn(worker_actor, i, s, ctx, false));
   return node;
 }
 
 caf::actor spawn_async_ps_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
                                       std::uint32_t k) {
-  return sup->spawn(worker_actor, k, ctx->plan->config<async_ps_config>().server, ctx, true);
+  return caf::actor_cast<caf::actor>(
+    sup->spawn(worker_actor, k, ctx->plan->config<async_ps_config>().server, ctx, true));
 }
 
 void join_async_ps_worker(caf::event_based_actor* sup, const context_ptr& ctx,
@@ -370,8 +372,10 @@ void join_async_ps_worker(caf::event_based_actor* sup, const context_ptr& ctx,
   const auto s = ctx->plan->config<async_ps_config>().server;
   const auto& server = r.nodes.at(s).hub;
   const auto route = r.nodes.at(r.node).worker_routes.at(0);
-  const auto w = r.replacement;
-  sup->request(server, ctx->reply_timeout(), restart_atom::value, r.node, r.dead, w)
+  const auto w = caf::actor_cast<async_ps_worker_actor>(r.replacement);
+  sup
+    ->request(caf::actor_cast<async_ps_server_actor>(server), ctx->reply_timeout(),
+              restart_atom::value, r.node, r.dead, r.replacement)
     .then([=](const float_blob& x, std::uint64_t version, std::uint64_t seq) {
       sup->send(w, start_atom::value, x, version, seq, route);
       started("the parameter server's model (version " + std::to_string(version) + ")");
@@ -379,7 +383,7 @@ void join_async_ps_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 }
 
 void wire_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,
-                   std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+                   std::vector<node_actors>& nodes, link_list& links) {
   wire_star(sup, ctx, links, ctx->plan->config<async_ps_config>().server, nodes);
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/node_actor.hpp"
 #include "atrain/messages/wire.hpp"
 
 namespace atrain {
@@ -17,6 +18,27 @@ namespace atrain {
 /// model it was computed on}; the server's reply carries the same seq and
 /// scalars = {server version after applying it}.
 enum async_ps_stream : std::uint32_t { async_ps_gradient = 91, async_ps_model = 92 };
+
+/// The parameter server (its node's hub): its routes to every worker (index
+/// = node), gradients, a restarted worker k's fence (k, dead worker, its
+/// replacement) -> (model, version, seq to go on from), its state and its
+/// model (the evaluated one). It is no worker: the barrier asks it only for
+/// its state.
+using async_ps_server_actor =
+  caf::typed_actor<caf::reacts_to<init_atom, std::vector<caf::actor>>,
+                   caf::reacts_to<deliver_atom, packet>,
+                   caf::replies_to<restart_atom, std::uint32_t, caf::actor_addr,
+                                   caf::actor>::with<float_blob, std::uint64_t, std::uint64_t>,
+                   caf::replies_to<ckpt_state_atom>::with<std::string>,
+                   caf::replies_to<model_atom>::with<model_snapshot>>;
+
+/// A worker: node_actor's messages, its route to the server, its start,
+/// its gradient's wake, the server's replies, and a replacement's join
+/// (start_atom, model, version, seq, route to the server).
+using async_ps_worker_actor = node_actor::extend<
+  caf::reacts_to<init_atom, caf::actor>, caf::reacts_to<start_atom>, caf::reacts_to<wake_atom>,
+  caf::reacts_to<deliver_atom, packet>,
+  caf::reacts_to<start_atom, float_blob, std::uint64_t, std::uint64_t, caf::actor>>;
 
 /// One gradient as the server applied it.
 struct async_ps_applied {
@@ -62,7 +84,7 @@ void join_async_ps_worker(caf::event_based_actor* sup, const context_ptr& ctx,
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_async_ps(caf::event_based_actor* sup, const context_ptr& ctx,
-                   std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                   std::vector<node_actors>& nodes, link_list& links);
 
 /// Its spec block, parsed once (async_ps_spec.cpp; run_plan::config<async_ps_config>()).
 struct async_ps_config : algorithm_config {

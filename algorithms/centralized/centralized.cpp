@@ -32,11 +32,13 @@ struct sgd_state {
   static inline const char* name = "atrain_sgd_worker";
 };
 
-void compute_next(caf::stateful_actor<sgd_state>* self) {
+using sgd_ptr = centralized_worker_actor::stateful_pointer<sgd_state>;
+
+void compute_next(sgd_ptr self) {
   auto& st = self->state;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);
   st.hold.wake_due = self->clock().now() + to_timespan(wait);
-  send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value);
+  send_after(self, caf::actor_cast<centralized_worker_actor>(self), wait, wake_atom::value);
 }
 
 std::string save_sgd(const sgd_state& st) {
@@ -56,7 +58,8 @@ void restore_sgd(sgd_state& st, const proto::NodeState& s) {
 
 /// `replacement`: a restarted worker, which keeps every message until the
 /// supervisor starts it with a checkpoint's state (join_centralized_worker).
-caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx, bool replacement) {
+centralized_worker_actor::behavior_type sgd_worker(sgd_ptr self, context_ptr ctx,
+                                                   bool replacement) {
   const auto& plan = *ctx->plan;
   const auto& algo = plan.config<centralized_config>();
   self->state.cu.emplace(*ctx, 0);
@@ -66,28 +69,28 @@ caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx, 
     restore_sgd(self->state, *saved);
   const double gamma0 = algo.step_size;
   const double decay = algo.decay;
-  caf::behavior running =
-    caf::message_handler{
-      [=](start_atom) {
-        if (!saved)  // restored: holds until the supervisor's go
-          compute_next(self);
-      },
-      [=](wake_atom) {
-        auto& st = self->state;
-        ctx->events.record(ctx->ns(self), 0, event_kind::wake, st.steps);
-        const double gamma = gamma0 / (1.0 + decay * static_cast<double>(st.steps++));
-        vec::axpy(static_cast<float>(-gamma), st.g.data(), st.x.data(), st.x.size());
-        if (!st.hold.stop_here())
-          compute_next(self);
-      },
-      [=](model_atom) { return compute_snapshot(0, *self->state.cu, self->state.x); },
-    }
-      .or_else(barrier_handlers(
-        self, [=] { compute_next(self); }, [=] { return save_sgd(self->state); }));
+  auto running = compose<centralized_worker_actor::behavior_type>(
+    [=](start_atom) {
+      if (!saved)  // restored: holds until the supervisor's go
+        compute_next(self);
+    },
+    [=](wake_atom) {
+      auto& st = self->state;
+      ctx->events.record(ctx->ns(self), 0, event_kind::wake, st.steps);
+      const double gamma = gamma0 / (1.0 + decay * static_cast<double>(st.steps++));
+      vec::axpy(static_cast<float>(-gamma), st.g.data(), st.x.data(), st.x.size());
+      if (!st.hold.stop_here())
+        compute_next(self);
+    },
+    [=](model_atom) { return compute_snapshot(0, *self->state.cu, self->state.x); },
+    // A replacement's join after it started (never sent twice): nothing.
+    [](start_atom, const float_blob&, std::uint64_t, const std::string&) {},
+    checkpoint_handlers(
+      self, [=] { compute_next(self); }, [=] { return save_sgd(self->state); }));
   if (!replacement)
     return running;
   self->set_default_handler(caf::skip);
-  return {
+  return waiting_for<centralized_worker_actor>(
     [=](start_atom, const float_blob& x, std::uint64_t steps, const std::string& sampling) mutable {
       auto& st = self->state;
       st.x = x.vec();
@@ -100,8 +103,7 @@ caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx, 
       self->set_default_handler(caf::print_and_drop);
       self->become(std::move(running));
       compute_next(self);
-    },
-  };
+    });
 }
 
 }  // namespace
@@ -109,25 +111,25 @@ caf::behavior sgd_worker(caf::stateful_actor<sgd_state>* self, context_ptr ctx, 
 node_actors spawn_centralized_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                    std::uint32_t) {
   node_actors out;
-  out.worker = parent->spawn(sgd_worker, ctx, false);
+  out.worker = caf::actor_cast<caf::actor>(parent->spawn(sgd_worker, ctx, false));
   return out;
 }
 
 caf::actor spawn_centralized_replacement(caf::event_based_actor* sup, const context_ptr& ctx) {
-  return sup->spawn(sgd_worker, ctx, true);
+  return caf::actor_cast<caf::actor>(sup->spawn(sgd_worker, ctx, true));
 }
 
 void join_centralized_worker(caf::event_based_actor* sup, const context_ptr& ctx,
                              const worker_restart& r, restart_started started) {
   if (!r.checkpoint) {
-    sup->send(r.replacement, start_atom::value, float_blob{ctx->plan->x0}, std::uint64_t{0},
-              std::string{});
+    sup->send(caf::actor_cast<centralized_worker_actor>(r.replacement), start_atom::value,
+              float_blob{ctx->plan->x0}, std::uint64_t{0}, std::string{});
     started("x^0 (no checkpoint taken yet: every step before the crash is lost)");
     return;
   }
   const auto& ck = *r.checkpoint;
   const auto& s = ck.nodes(0);
-  sup->send(r.replacement, start_atom::value,
+  sup->send(caf::actor_cast<centralized_worker_actor>(r.replacement), start_atom::value,
             float_blob{std::vector<float>(s.params().begin(), s.params().end())}, s.wakes(),
             s.compute().SerializeAsString());
   started("checkpoint " + std::to_string(ck.number()) + " (taken at " +
@@ -136,7 +138,7 @@ void join_centralized_worker(caf::event_based_actor* sup, const context_ptr& ctx
 }
 
 void wire_centralized(caf::event_based_actor* sup, const context_ptr&,
-                      std::vector<node_actors>& nodes, std::vector<caf::actor>&) {
+                      std::vector<node_actors>& nodes, link_list&) {
   sup->send(nodes.at(0).worker, start_atom::value);
 }
 

@@ -5,8 +5,15 @@
 #include <vector>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/node_actor.hpp"
 
 namespace atrain {
+
+/// The worker: node_actor's messages, its start and its gradient's wake,
+/// and a replacement's join (start_atom, model, step count, sampler state).
+using centralized_worker_actor =
+  node_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<wake_atom>,
+                     caf::reacts_to<start_atom, float_blob, std::uint64_t, std::string>>;
 
 /// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
 /// node's host in a multi-host run: same code).
@@ -16,7 +23,7 @@ namespace atrain {
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_centralized(caf::event_based_actor* sup, const context_ptr& ctx,
-                      std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                      std::vector<node_actors>& nodes, link_list& links);
 
 /// Restart (supervisor.cpp): a replacement worker that waits for its state,
 /// and its join — the run's last checkpoint (r.checkpoint) or, before the

@@ -270,7 +270,7 @@ caf::actor spawn_dasgd_replacement(caf::event_based_actor* sup, const context_pt
 }
 
 void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
-                std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+                std::vector<node_actors>& nodes, link_list& links) {
   const auto n = static_cast<std::uint32_t>(nodes.size());
   const auto workers = workers_of(nodes);
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;

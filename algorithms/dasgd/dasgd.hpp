@@ -78,7 +78,7 @@ void join_dasgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, cons
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
-                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                std::vector<node_actors>& nodes, link_list& links);
 
 /// Its spec block, parsed once (dasgd_spec.cpp; run_plan::config<dasgd_config>()).
 struct dasgd_config : algorithm_config {

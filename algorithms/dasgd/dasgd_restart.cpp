@@ -212,9 +212,8 @@ using join_ptr = std::shared_ptr<dasgd_join>;
 /// Asks every link (after it re-pointed: the supervisor's messages to it
 /// stay in order) for the highest gradient number its sender handed it;
 /// `then` gets, per sender, the largest.
-void read_links(caf::event_based_actor* sup, const context_ptr& ctx,
-                const std::vector<caf::actor>& links, std::size_t n,
-                std::function<void(std::vector<std::uint64_t>)> then) {
+void read_links(caf::event_based_actor* sup, const context_ptr& ctx, const link_list& links,
+                std::size_t n, std::function<void(std::vector<std::uint64_t>)> then) {
   struct highest {
     std::size_t pending = 0;
     std::vector<std::uint64_t> seq;  // per sender

@@ -436,7 +436,7 @@ void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, cons
 }
 
 void wire_dpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
-                std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+                std::vector<node_actors>& nodes, link_list& links) {
   gossip::wire_nodes(sup, ctx, nodes, links);
 }
 

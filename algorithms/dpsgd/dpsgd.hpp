@@ -63,7 +63,7 @@ void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, cons
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_dpsgd(caf::event_based_actor* sup, const context_ptr& ctx,
-                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                std::vector<node_actors>& nodes, link_list& links);
 
 /// Its spec block, parsed once (dpsgd_spec.cpp; run_plan::config<dpsgd_config>()).
 struct dpsgd_config : algorithm_config {

@@ -132,7 +132,7 @@ template <class State, class T>
 /// send to one not yet started, which must know its routes to answer.
 /// Each node's routes are kept in its worker_routes (for a restarted worker).
 inline void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
-                       std::vector<node_actors>& nodes, std::vector<caf::actor>& links,
+                       std::vector<node_actors>& nodes, link_list& links,
                        const std::vector<std::vector<std::uint32_t>>& out) {
   const auto n = static_cast<std::uint32_t>(nodes.size());
   const auto workers = workers_of(nodes);
@@ -154,7 +154,7 @@ inline void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
 
 /// The same over the undirected graph g_r of the plan's topology.
 inline void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
-                       std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+                       std::vector<node_actors>& nodes, link_list& links) {
   const auto& g = ctx->plan->topo->g_r;
   std::vector<std::vector<std::uint32_t>> out(g.size());
   for (std::uint32_t i = 0; i < g.size(); ++i)

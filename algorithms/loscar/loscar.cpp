@@ -448,7 +448,7 @@ caf::actor spawn_loscar_replacement(caf::event_based_actor* sup, const context_p
 }
 
 void wire_loscar(caf::event_based_actor* sup, const context_ptr& ctx,
-                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+                 std::vector<node_actors>& nodes, link_list& links) {
   wire_star(sup, ctx, links, ctx->plan->config<loscar_config>().aggregator, nodes);
 }
 

@@ -89,7 +89,7 @@ void join_loscar_worker(caf::event_based_actor* sup, const context_ptr& ctx,
                         const worker_restart& r, restart_started started);
 
 void wire_loscar(caf::event_based_actor* sup, const context_ptr& ctx,
-                 std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                 std::vector<node_actors>& nodes, link_list& links);
 
 /// proto::Loscar::Merge (MERGE_UNSPECIFIED = delay_corrected).
 enum class loscar_merge_rule { delay_corrected, naive };

@@ -403,7 +403,7 @@ node_actors spawn_rfast_node(caf::event_based_actor* parent, const context_ptr& 
 }
 
 void wire_rfast(caf::event_based_actor* sup, const context_ptr& ctx,
-                std::vector<node_actors>& nodes, std::vector<caf::actor>& links) {
+                std::vector<node_actors>& nodes, link_list& links) {
   const auto& topo = *ctx->plan->topo;
   const auto n = static_cast<std::uint32_t>(nodes.size());
   std::vector<caf::actor> buffers(n);

@@ -107,7 +107,7 @@ private:
 /// every node its routes and starts it. The routes are kept in the run's
 /// route table (rfast_route_table) for a later tracking epoch.
 void wire_rfast(caf::event_based_actor* sup, const context_ptr& ctx,
-                std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                std::vector<node_actors>& nodes, link_list& links);
 
 /// Respawns node `id`'s crashed worker as a child of `sup` (supervision): the
 /// tracker state (z, g_prev, rho, rho~) never left the gradient buffer, so

@@ -212,7 +212,7 @@ std::shared_ptr<rfast_routes> rfast_route_table(run_context& ctx) {
 
 void start_rfast_epoch(caf::event_based_actor* sup, const context_ptr& ctx,
                        std::vector<node_actors>& nodes, const rfast_epoch_plan& e,
-                       const std::vector<bool>& worker_up, std::vector<caf::actor>& new_links) {
+                       const std::vector<bool>& worker_up, link_list& new_links) {
   const auto& t = *e.topo;
   const auto& ids = e.members;
   auto table = rfast_route_table(*ctx);

@@ -81,7 +81,7 @@ void repoint_rfast_routes(caf::event_based_actor* sup, run_context& ctx, std::ui
 /// updated for a later restart.
 void start_rfast_epoch(caf::event_based_actor* sup, const context_ptr& ctx,
                        std::vector<node_actors>& nodes, const rfast_epoch_plan& e,
-                       const std::vector<bool>& worker_up, std::vector<caf::actor>& new_links);
+                       const std::vector<bool>& worker_up, link_list& new_links);
 
 /// R-FAST's recovery (rfast_supervision.cpp): losses, re-rooting epochs,
 /// restarted workers and whole-node rejoins.

@@ -37,7 +37,7 @@ private:
   [[nodiscard]] loss_outcome renew(supervision& s, const node_loss& l, const std::string& lost,
                                    const std::string& how,
                                    const std::vector<std::uint32_t>& survivors);
-  std::vector<caf::actor> launch_epoch(supervision& s, rfast_epoch_plan e);
+  link_list launch_epoch(supervision& s, rfast_epoch_plan e);
   void respawn_worker(supervision& s, int crash, std::vector<float> x, const std::string& source);
   void rejoin(supervision& s, int crash, std::vector<float> x, const std::string& source);
 
@@ -176,12 +176,12 @@ std::optional<loss_outcome> rfast_recovery::lose(supervision& s, const node_loss
 /// Starts epoch `e` (every member adopts its new neighbours and restarts its
 /// tracker), which becomes the current one; returns the links spawned for
 /// its new edges (adopted).
-std::vector<caf::actor> rfast_recovery::launch_epoch(supervision& s, rfast_epoch_plan e) {
-  std::vector<caf::actor> links;
+link_list rfast_recovery::launch_epoch(supervision& s, rfast_epoch_plan e) {
+  link_list links;
   const auto& ctx = s.ctx();
   start_rfast_epoch(s.self(), ctx, s.nodes(), e, s.workers_up(), links);
   for (const auto& l : links)
-    s.adopt(l, "link");
+    s.adopt(caf::actor_cast<caf::actor>(l), "link");
   ctx->events.record(ctx->ns(s.self()), e.root, event_kind::reroot, e.epoch, e.members.size());
   epoch_ = std::move(e);
   return links;

@@ -187,7 +187,7 @@ bool ring_endpoint::deliver(caf::event_based_actor* self, run_context& ctx, cons
 // ---------------------------------------------------------------- wiring
 
 void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<node_actors>& nodes,
-               std::vector<caf::actor>& links) {
+               link_list& links) {
   const auto n = static_cast<std::uint32_t>(nodes.size());
   const auto workers = workers_of(nodes);
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;

@@ -174,7 +174,7 @@ private:
 /// Builds the links of the ring i -> i+1 mod n between the nodes' workers and
 /// sends each worker (start_atom, successor route).
 void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<node_actors>& nodes,
-               std::vector<caf::actor>& links);
+               link_list& links);
 
 /// What every ring worker holds: its computation, model x, last gradient g,
 /// its end of the ring, and its step count k; whether a gradient is in

@@ -359,7 +359,7 @@ caf::actor spawn_sgp_replacement(caf::event_based_actor* sup, const context_ptr&
 }
 
 void wire_sgp(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<node_actors>& nodes,
-              std::vector<caf::actor>& links) {
+              link_list& links) {
   const auto n = static_cast<std::uint32_t>(nodes.size());
   std::vector<std::vector<std::uint32_t>> out(n);
   for (std::uint32_t i = 0; i < n; ++i)

@@ -96,7 +96,7 @@ void join_sgp_worker(caf::event_based_actor* sup, const context_ptr& ctx, const 
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.
 void wire_sgp(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<node_actors>& nodes,
-              std::vector<caf::actor>& links);
+              link_list& links);
 
 /// Their spec blocks' checks (sgp_spec.cpp; algorithm_descriptor::check_block).
 void sgp_check_block(spec_checker& c, const proto::AlgorithmSpec& a);

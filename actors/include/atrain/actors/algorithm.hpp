@@ -59,7 +59,7 @@ struct evaluation_policy {
 using spawn_node_fn = node_actors (*)(caf::event_based_actor* parent, const context_ptr& ctx,
                                       std::uint32_t i);
 using wire_fn = void (*)(caf::event_based_actor* sup, const context_ptr& ctx,
-                         std::vector<node_actors>& nodes, std::vector<caf::actor>& links);
+                         std::vector<node_actors>& nodes, link_list& links);
 using spawn_replacement_fn = caf::actor (*)(caf::event_based_actor* sup, const context_ptr& ctx,
                                             std::uint32_t k, std::uint64_t incarnation);
 using join_fn = void (*)(caf::event_based_actor* sup, const context_ptr& ctx,

@@ -24,8 +24,7 @@ namespace atrain {
 /// receives the hub whose model is evaluated when the algorithm has one
 /// (evaluation_policy::evaluated_hub) and stays invalid otherwise.
 void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
-                std::vector<node_actors>& nodes, std::vector<caf::actor>& links,
-                caf::actor& server);
+                std::vector<node_actors>& nodes, link_list& links, caf::actor& server);
 
 /// Restart (supervision, issue 5): a replacement for node `k`'s crashed
 /// worker, a child of `sup`, that keeps every message until
@@ -43,8 +42,9 @@ void join_replacement(caf::event_based_actor* sup, const context_ptr& ctx, const
                       restart_started started);
 
 /// Both steps in this process, every node a child of `sup`.
-[[nodiscard]] caf::expected<std::vector<node_actors>>
-spawn_algorithm(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<caf::actor>& links,
-                caf::actor& server);
+[[nodiscard]] caf::expected<std::vector<node_actors>> spawn_algorithm(caf::event_based_actor* sup,
+                                                                      const context_ptr& ctx,
+                                                                      link_list& links,
+                                                                      caf::actor& server);
 
 }  // namespace atrain

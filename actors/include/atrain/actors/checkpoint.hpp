@@ -22,21 +22,18 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "atrain/actors/barrier_atoms.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/evaluator_actor.hpp"
+#include "atrain/actors/node_actor.hpp"
 #include "atrain/kernels/rng.hpp"
 
 namespace atrain {
-
-using ckpt_pause_atom = caf::atom_constant<caf::atom("ckpause")>;
-using ckpt_go_atom = caf::atom_constant<caf::atom("ckgo")>;
-using ckpt_drain_atom = caf::atom_constant<caf::atom("ckdrain")>;
-using ckpt_state_atom = caf::atom_constant<caf::atom("ckstate")>;
-using ckpt_timer_atom = caf::atom_constant<caf::atom("cktimer")>;
-using ckpt_poll_atom = caf::atom_constant<caf::atom("ckpoll")>;
 
 /// A worker's side of the barrier. Handlers: (ckpt_pause_atom) sets
 /// `requested`; at its gradient boundary the worker calls stop_here();
@@ -61,29 +58,61 @@ struct barrier_hold {
   [[nodiscard]] double busy_for(caf::local_actor* self, bool idle = true) const;
 };
 
-/// The barrier's handlers every worker with a `hold` answers alike: pause,
-/// drain (busy_for) and state (`save()`: its serialized state). Composed
-/// after a worker's own handlers (caf::message_handler::or_else), so a
-/// handler of its own for one of these messages, where its barrier differs,
-/// matches first.
-template <class State, class Save>
-[[nodiscard]] caf::message_handler barrier_handlers(caf::stateful_actor<State>* self, Save save) {
-  return {
-    [=](ckpt_pause_atom) { self->state.hold.requested = true; },
-    [=](ckpt_drain_atom) { return self->state.hold.busy_for(self); },
-    [=](ckpt_state_atom) { return save(); },
+/// The barrier's handlers every worker with a `hold` answers alike, one by
+/// one: a worker whose barrier differs in one composes the others with its
+/// own (`Self`: a stateful actor, typed or not, whose state has `hold`).
+template <class Self>
+[[nodiscard]] auto ckpt_pause_handler(Self* self) {
+  return [=](ckpt_pause_atom) { self->state.hold.requested = true; };
+}
+
+template <class Self>
+[[nodiscard]] auto ckpt_drain_handler(Self* self) {
+  return [=](ckpt_drain_atom) { return self->state.hold.busy_for(self); };
+}
+
+/// `save()`: the worker's serialized state.
+template <class Save>
+[[nodiscard]] auto ckpt_state_handler(Save save) {
+  return [=](ckpt_state_atom) { return save(); };
+}
+
+/// `resume()` when the worker held.
+template <class Self, class Resume>
+[[nodiscard]] auto ckpt_go_handler(Self* self, Resume resume) {
+  return [=](ckpt_go_atom) {
+    if (self->state.hold.go())
+      resume();
   };
 }
 
-/// The same with the go: `resume()` when the worker held.
+/// Pause, drain and state, as a tuple for compose() (node_actor.hpp).
+template <class Self, class Save>
+[[nodiscard]] auto checkpoint_handlers(Self* self, Save save) {
+  return std::make_tuple(ckpt_pause_handler(self), ckpt_drain_handler(self),
+                         ckpt_state_handler(std::move(save)));
+}
+
+/// The same with the go: the whole of node_actor's barrier.
+template <class Self, class Resume, class Save>
+[[nodiscard]] auto checkpoint_handlers(Self* self, Resume resume, Save save) {
+  return std::tuple_cat(std::make_tuple(ckpt_go_handler(self, std::move(resume))),
+                        checkpoint_handlers(self, std::move(save)));
+}
+
+/// The same handlers for a dynamically typed worker, composed after its own
+/// (caf::message_handler::or_else), so a handler of its own for one of
+/// these messages, where its barrier differs, matches first.
+template <class State, class Save>
+[[nodiscard]] caf::message_handler barrier_handlers(caf::stateful_actor<State>* self, Save save) {
+  return compose<caf::message_handler>(checkpoint_handlers(self, std::move(save)));
+}
+
 template <class State, class Resume, class Save>
 [[nodiscard]] caf::message_handler barrier_handlers(caf::stateful_actor<State>* self, Resume resume,
                                                     Save save) {
-  return caf::message_handler{[=](ckpt_go_atom) {
-           if (self->state.hold.go())
-             resume();
-         }}
-    .or_else(barrier_handlers(self, save));
+  return compose<caf::message_handler>(
+    checkpoint_handlers(self, std::move(resume), std::move(save)));
 }
 
 /// Generator state to and from its proto form (4 words).
@@ -195,8 +224,8 @@ public:
 
   /// The actors of the run (after start_run spawned them, and again after
   /// a restart replaced a worker).
-  void watch(const std::vector<node_actors>& nodes, const std::vector<caf::actor>& links,
-             caf::actor evaluator);
+  void watch(const std::vector<node_actors>& nodes, const link_list& links,
+             evaluator_actor evaluator);
   /// Multi-host runs: each host's run keeper (index = host; null: no node
   /// there). They join the drain: quiet once every packet their nodes sent
   /// to another process was answered, twice running.
@@ -229,8 +258,8 @@ private:
   reason_fn stop_;
   reason_fn fail_;
   std::vector<node_actors> nodes_;
-  std::vector<caf::actor> links_;
-  caf::actor evaluator_;
+  link_list links_;
+  evaluator_actor evaluator_;
   std::vector<caf::actor> keepers_;
   bool active_ = false;
   bool restoring_ = false;

@@ -13,6 +13,7 @@
 
 #include <caf/all.hpp>
 
+#include "atrain/actors/link_actor.hpp"
 #include "atrain/actors/run_plan.hpp"
 #include "atrain/actors/trace.hpp"
 #include "atrain/messages/wire.hpp"
@@ -171,7 +172,7 @@ struct worker_restart {
   caf::actor_addr dead;  // the crashed worker
   caf::actor replacement;
   std::vector<node_actors> nodes;  // the run's nodes; nodes[node].worker = replacement
-  std::vector<caf::actor> links;   // every link actor of the run
+  link_list links;                 // every link actor of the run
   /// The run's last checkpoint (null: none taken or resumed from yet).
   std::shared_ptr<const proto::Checkpoint> checkpoint;
 };
@@ -196,8 +197,8 @@ using restart_started = std::function<void(const std::string& source)>;
 
 /// Sends `msg...` to `dest` after `delay` seconds; a plain send when the delay
 /// is zero (a zero delayed_send still detours through the real clock thread).
-template <class Self, class... Ts>
-void send_after(Self* self, const caf::actor& dest, double delay, Ts&&... xs) {
+template <class Self, class Dest, class... Ts>
+void send_after(Self* self, const Dest& dest, double delay, Ts&&... xs) {
   if (delay <= 0)
     self->send(dest, std::forward<Ts>(xs)...);
   else

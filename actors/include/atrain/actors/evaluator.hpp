@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/evaluator_actor.hpp"
 
 namespace atrain {
 
@@ -26,9 +27,9 @@ inline constexpr std::uint64_t unplanned_fault = ~std::uint64_t{0};
 /// its node's.
 /// It sends (metric_atom, metric_sample) and, when the stop rule says so,
 /// (stop_atom, std::string reason) to `supervisor`.
-[[nodiscard]] caf::actor spawn_evaluator(caf::event_based_actor* supervisor, const context_ptr& ctx,
-                                         std::vector<node_actors> nodes,
-                                         std::vector<caf::actor> links, caf::actor server,
-                                         bool progress);
+[[nodiscard]] evaluator_actor spawn_evaluator(caf::event_based_actor* supervisor,
+                                              const context_ptr& ctx,
+                                              std::vector<node_actors> nodes, link_list links,
+                                              caf::actor server, bool progress);
 
 }  // namespace atrain

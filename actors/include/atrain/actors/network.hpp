@@ -71,7 +71,7 @@ class network {
 public:
   network(caf::event_based_actor* sup, const context_ptr& ctx,
           const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges,
-          const std::vector<caf::actor>& receivers, std::vector<caf::actor>& links_out);
+          const std::vector<caf::actor>& receivers, link_list& links_out);
 
   /// The handle node `from` sends to in order to reach node `to`.
   [[nodiscard]] caf::actor route(std::uint32_t from, std::uint32_t to) const;
@@ -87,7 +87,7 @@ private:
 /// to every worker, index = node), every worker (init_atom, its route to the
 /// hub), and every worker (start_atom). Each node's route to the hub is kept
 /// in its worker_routes (for a restarted worker).
-void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<caf::actor>& links,
+void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, link_list& links,
                std::uint32_t at, std::vector<node_actors>& nodes);
 
 /// Adds `p`'s payloads into `into` (coalescing: gradients summed, the
@@ -117,11 +117,59 @@ struct outbox {
   };
   std::vector<waiting_route> waiting;  // index = route (multi-host runs only)
 
-  /// Sends `p` (p.to is set per receiver) to every route.
-  void broadcast(caf::event_based_actor* self, run_context& ctx, packet p);
+  /// Sends `p` (p.to is set per receiver) to every route. `Self`: the
+  /// sending actor, typed or not.
+  template <class Self>
+  void broadcast(Self* self, run_context& ctx, const packet& p) {
+    for (std::size_t k = 0; k < routes.size(); ++k)
+      send(self, ctx, k, p);
+  }
   /// Sends `p` to routes[k] only (p.to is set to its receiver).
-  void send(caf::event_based_actor* self, run_context& ctx, std::size_t k, packet p);
+  template <class Self>
+  void send(Self* self, run_context& ctx, std::size_t k, packet p);
+
+private:
+  /// Counts and records `p` leaving on route k (p.to set).
+  void count(caf::local_actor* self, run_context& ctx, std::size_t k, packet& p);
+  /// Cross-process: true when route k has a free slot, else `p` waits
+  /// (merged as the algorithm allows).
+  [[nodiscard]] bool slot_or_wait(run_context& ctx, std::size_t k, packet& p);
+  /// Sends `p` on route k as a request; its answer (or its failure: the
+  /// receiver is gone) frees the slot for the next waiting packet.
+  template <class Self>
+  void dispatch(Self* self, run_context& ctx, std::size_t k, packet p);
 };
+
+template <class Self>
+void outbox::send(Self* self, run_context& ctx, std::size_t k, packet p) {
+  count(self, ctx, k, p);
+  const auto& handle = routes[k].second;
+  if (!ctx.spans_processes || handle.node() == self->node()) {
+    // A route is a caf::actor; a typed sender may send() to typed handles only.
+    self->send(caf::actor_cast<packet_sink>(handle), deliver_atom::value, std::move(p));
+    return;
+  }
+  if (slot_or_wait(ctx, k, p))
+    dispatch(self, ctx, k, std::move(p));
+}
+
+template <class Self>
+void outbox::dispatch(Self* self, run_context& ctx, std::size_t k, packet p) {
+  ++waiting[k].in_flight;
+  ++ctx.remote_sent;
+  auto next = [this, self, &ctx, k] {
+    ++ctx.remote_answered;
+    auto& w = waiting[k];
+    --w.in_flight;
+    if (w.queue.empty())
+      return;
+    auto q = std::move(w.queue.front());
+    w.queue.pop_front();
+    dispatch(self, ctx, k, std::move(q));
+  };
+  self->request(routes[k].second, ctx.reply_timeout(), deliver_atom::value, std::move(p))
+    .then([next] { next(); }, [next](const caf::error&) { next(); });
+}
 
 /// What a node's worker reports to the evaluator (model_atom).
 [[nodiscard]] model_snapshot make_snapshot(std::uint32_t node, const compute_unit& cu,

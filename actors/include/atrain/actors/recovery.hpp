@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/evaluator_actor.hpp"
 
 namespace atrain {
 
@@ -28,7 +29,7 @@ public:
   /// Whether the run killed `a` (a crash, a retirement).
   [[nodiscard]] virtual bool killed(const caf::actor& a) const = 0;
   [[nodiscard]] virtual bool stopping() const = 0;
-  [[nodiscard]] virtual const caf::actor& evaluator() const = 0;
+  [[nodiscard]] virtual const evaluator_actor& evaluator() const = 0;
   /// Kills `a`; its down message is expected.
   virtual void kill(const caf::actor& a) = 0;
   /// Supervises `a` (its failure ends the run naming `name`).
