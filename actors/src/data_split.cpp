@@ -7,6 +7,9 @@ namespace {
 
 // Class histograms beyond this many cells would swamp report.json.
 constexpr std::uint64_t max_histogram_cells = 65536;
+// sigma^2's per-row variance from at most this many rows per shard: single-row gradients
+// of an MLP cost ~1 ms each (all rows of a9a's shards at 16 nodes).
+constexpr std::size_t noise_rows = 2048;
 
 }  // namespace
 
@@ -27,7 +30,7 @@ proto::DataSplit describe_split(const run_plan& plan, bool minibatch_noise) {
   }
   auto m = plan.prototype->clone();
   const std::size_t batch = minibatch_noise ? plan.spec.model().batch_size() : 0;
-  const auto h = measure_heterogeneity(*m, train, plan.shard, plan.x0.data(), batch);
+  const auto h = measure_heterogeneity(*m, train, plan.shard, plan.x0.data(), batch, noise_rows);
   out.set_zeta2_x0(h.zeta2);
   if (minibatch_noise)
     out.set_sigma2_x0(h.sigma2);

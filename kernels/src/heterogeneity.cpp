@@ -46,18 +46,22 @@ double gap2(const std::vector<double>& a, const std::vector<double>& b) {
 
 /// E|g - grad f_i|^2 for a b-row minibatch drawn without replacement from the shard.
 double minibatch_noise(model& m, const dataset& d, const std::vector<std::uint32_t>& rows,
-                       const float* x, const std::vector<double>& mean, std::size_t batch) {
+                       const float* x, const std::vector<double>& mean, std::size_t batch,
+                       std::size_t noise_rows) {
   const std::size_t rows_n = rows.size();
   if (batch >= rows_n)
     return 0.0;
+  // The per-row variance from every row, or from noise_rows evenly spaced ones.
+  const std::size_t used = noise_rows == 0 ? rows_n : std::min(noise_rows, rows_n);
   std::vector<float> grad(m.num_params());
   double var = 0;
-  for (const std::uint32_t i : rows) {
+  for (std::size_t r = 0; r < used; ++r) {
+    const std::uint32_t i = rows[r * rows_n / used];
     (void)m.loss_and_gradient({d.row(i), &d.labels[i], 1, d.dim}, x, grad.data());
     double s = 0;
     for (std::size_t j = 0; j < grad.size(); ++j)
       s += (grad[j] - mean[j]) * (grad[j] - mean[j]);
-    var += s / static_cast<double>(rows_n);
+    var += s / static_cast<double>(used);
   }
   const auto m_rows = static_cast<double>(rows_n);
   const auto b = static_cast<double>(batch);
@@ -79,7 +83,7 @@ std::vector<std::vector<std::uint64_t>> class_histograms(const dataset& d, const
 }
 
 heterogeneity measure_heterogeneity(model& m, const dataset& d, const shards& s, const float* x,
-                                    std::size_t batch) {
+                                    std::size_t batch, std::size_t noise_rows) {
   heterogeneity out;
   if (s.empty())
     return out;
@@ -94,7 +98,7 @@ heterogeneity measure_heterogeneity(model& m, const dataset& d, const shards& s,
     out.node_zeta2.push_back(gap2(local, full));
     out.zeta2 += out.node_zeta2.back() / static_cast<double>(s.size());
     if (batch > 0) {
-      out.node_sigma2.push_back(minibatch_noise(m, d, s[k], x, local, batch));
+      out.node_sigma2.push_back(minibatch_noise(m, d, s[k], x, local, batch, noise_rows));
       out.sigma2 += out.node_sigma2.back() / static_cast<double>(s.size());
     }
   }

@@ -273,6 +273,11 @@ BOOST_AUTO_TEST_CASE(sigma2_against_sampled_minibatches) {
   BOOST_TEST_MESSAGE("sigma2 formula " << h.sigma2 << ", sampled " << sampled);
   BOOST_TEST(h.sigma2 == sampled, boost::test_tools::tolerance(0.05));
   BOOST_TEST(h.sigma2 > 0);
+  // From 100 of each shard's 250 rows: an estimate of the same figure.
+  const auto part = measure_heterogeneity(*lr, d, s, x.data(), batch, 100);
+  BOOST_TEST_MESSAGE("sigma2 from 100 rows per shard " << part.sigma2);
+  BOOST_TEST(part.sigma2 == h.sigma2, boost::test_tools::tolerance(0.25));
+  BOOST_TEST(part.sigma2 != h.sigma2);
 }
 
 BOOST_AUTO_TEST_CASE(class_histograms_count_labels) {

@@ -21,15 +21,18 @@ struct heterogeneity {
   /// Mean over nodes of E|g_i(x) - grad f_i(x)|^2 for a minibatch g_i of `batch` rows drawn
   /// without replacement from shard i: var_i / b * (m - b) / (m - 1), var_i the mean
   /// per-row |grad l_j - grad f_i|^2 over the shard's m rows; 0 when b >= m. Only
-  /// computed when batch > 0 (one gradient per row).
+  /// computed when batch > 0 (one gradient per row, or per noise_rows evenly spaced rows of
+  /// the shard when noise_rows > 0).
   double sigma2 = 0;
   std::vector<double> node_zeta2;   // |grad f_i(x) - grad F(x)|^2 per node
   std::vector<double> node_sigma2;  // per node, when batch > 0
 };
 
 /// zeta^2 (and sigma^2 when batch > 0) at params x, with m's loss_and_gradient over each
-/// full shard (rows gathered in chunks). Every shard must be non-empty.
+/// full shard (rows gathered in chunks). Every shard must be non-empty. noise_rows > 0
+/// caps the single-row gradients sigma^2 takes per shard (a large MLP's cost).
 [[nodiscard]] heterogeneity measure_heterogeneity(model& m, const dataset& d, const shards& s,
-                                                  const float* x, std::size_t batch);
+                                                  const float* x, std::size_t batch,
+                                                  std::size_t noise_rows = 0);
 
 }  // namespace atrain
