@@ -9,6 +9,7 @@
 
 #include "../messages/spec_fixture.hpp"
 #include "atrain/actors/run_plan.hpp"
+#include "source_dir.hpp"
 
 namespace {
 
@@ -16,7 +17,7 @@ namespace {
 std::string refusal(const std::vector<std::string>& sets) {
   try {
     atrain::check_spec(
-      atrain::load_spec(std::string{ATRAIN_SOURCE_DIR} + "/config/quickstart.textproto", sets));
+      atrain::load_spec(atrain::test::source_dir() + "/config/quickstart.textproto", sets));
   } catch (const atrain::spec_error& e) {
     return e.what();
   }

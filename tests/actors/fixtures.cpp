@@ -7,12 +7,13 @@
 #include <cmath>
 
 #include <Eigen/Dense>
+#include "source_dir.hpp"
 
 namespace atrain::test {
 
 std::shared_ptr<const run_plan> config(const std::string& name,
                                        const std::vector<std::string>& overrides) {
-  auto spec = load_spec(std::string{ATRAIN_SOURCE_DIR} + "/config/" + name, overrides);
+  auto spec = load_spec(atrain::test::source_dir() + "/config/" + name, overrides);
   return prepare_run(spec);
 }
 

@@ -12,6 +12,7 @@
 
 #include "atrain/engine.hpp"
 #include "shards.hpp"
+#include "source_dir.hpp"
 
 namespace {
 
@@ -57,7 +58,7 @@ struct exported {
 };
 
 exported export_split(const std::vector<std::string>& overrides) {
-  auto spec = atrain::load_spec(ATRAIN_SOURCE_DIR "/config/quickstart.textproto", overrides);
+  auto spec = atrain::load_spec(atrain::test::source_dir() + "/config/quickstart.textproto", overrides);
   auto plan = atrain::prepare_run(spec);
   return {plan, atrain::cli::shards_json(spec, *plan)};
 }
@@ -130,7 +131,7 @@ BOOST_AUTO_TEST_CASE(without_a_test_file_the_test_set_is_the_training_set) {
 }
 
 BOOST_AUTO_TEST_CASE(the_split_summary_is_exported_with_sizes_histograms_and_zeta2) {
-  auto spec = atrain::load_spec(ATRAIN_SOURCE_DIR "/config/quickstart.textproto",
+  auto spec = atrain::load_spec(atrain::test::source_dir() + "/config/quickstart.textproto",
                                 {"nodes=4", "shard={policy: PATHOLOGICAL classes_per_node: 1}",
                                  "dataset.max_train_samples=2000"});
   auto plan = atrain::prepare_run(spec);

@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "atrain/kernels/dataset.hpp"
+#include "source_dir.hpp"
 
 using namespace atrain;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string source_dir = ATRAIN_SOURCE_DIR;
+const std::string source_dir = atrain::test::source_dir();
 const std::string a9a_path = source_dir + "/data/a9a.gz";
 const std::string a9a_t_path = source_dir + "/data/a9a.t.gz";
 
