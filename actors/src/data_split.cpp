@@ -29,7 +29,7 @@ proto::DataSplit describe_split(const run_plan& plan, bool minibatch_noise) {
     out.set_histograms_omitted(true);
   }
   auto m = plan.prototype->clone();
-  const std::size_t batch = minibatch_noise ? plan.spec.model().batch_size() : 0;
+  const std::size_t batch = minibatch_noise ? plan.batch_size : 0;
   const auto h = measure_heterogeneity(*m, train, plan.shard, plan.x0.data(), batch, noise_rows);
   out.set_zeta2_x0(h.zeta2);
   if (minibatch_noise)

@@ -92,7 +92,7 @@ void print_summary(std::ostream& out, const run_plan& plan, const proto::DataSpl
   }
   out << "zeta^2 at x0 = " << split.zeta2_x0() << "   [" << zeta2_definition << "]\n"
       << "sigma^2 at x0 = " << split.sigma2_x0() << "   [minibatch gradient variance, batch "
-      << plan.spec.model().batch_size() << " without replacement, mean over nodes]\n";
+      << plan.batch_size << " without replacement, mean over nodes]\n";
 }
 
 }  // namespace
@@ -103,7 +103,7 @@ std::string shards_json(const loaded_spec& spec, const run_plan& plan,
   const bool same = d.test_path().empty();
   std::ostringstream out;
   out << "{\n  \"spec\": " << json_string(spec.file) << ",\n"
-      << "  \"seed\": " << plan.spec.seed() << ",\n"
+      << "  \"seed\": " << plan.seed << ",\n"
       << "  \"nodes\": " << plan.nodes() << ",\n"
       << "  \"shard_policy\": "
       << json_string(proto::ShardSpec::Policy_Name(plan.spec.shard().policy())) << ",\n"
@@ -127,7 +127,7 @@ std::string shards_json(const loaded_spec& spec, const run_plan& plan,
   }
   out << "\n  ]";
   if (split)
-    split_json(out, *split, plan.spec.model().batch_size());
+    split_json(out, *split, plan.batch_size);
   out << "\n}\n";
   return out.str();
 }
