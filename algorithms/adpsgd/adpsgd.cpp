@@ -73,7 +73,7 @@ struct adpsgd_state : gossip::node_base {
   barrier_hold hold;  // checkpoints
   static inline const char* name = "atrain_adpsgd_worker";
 };
-using adpsgd_ptr = caf::stateful_actor<adpsgd_state>*;
+using adpsgd_ptr = adpsgd_worker_actor::stateful_pointer<adpsgd_state>;
 
 /// Shortest wait between two gradients of one node (run-clock seconds).
 constexpr double min_wait = 1e-6;
@@ -107,7 +107,7 @@ void begin_cycle(adpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   // zero wait would starve every other actor on that thread).
   const auto delay = to_timespan(std::max(wait, min_wait));
   st.hold.wake_due = self->clock().now() + delay;
-  self->delayed_send(self, delay, wake_atom::value, st.steps);
+  self->delayed_send(caf::actor_cast<adpsgd_worker_actor>(self), delay, wake_atom::value, st.steps);
   if (!st.active || st.neighbours.empty())
     return;
   st.partner = st.neighbours[st.gen.below(st.neighbours.size())];  // 2
@@ -222,16 +222,25 @@ std::tuple<float_blob, std::uint64_t, std::uint64_t> fence_off(adpsgd_ptr self, 
   return out;
 }
 
-/// Node `id`'s worker. `incarnation` 0 is the first; a replacement
-/// (incarnation >= 1, after a crash) keeps every message until the
-/// supervisor starts it with a neighbour's model, the neighbours' fences and
-/// its routes.
-caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, context_ptr ctx,
-                            std::uint64_t incarnation) {
-  const auto& plan = *ctx->plan;
+/// An exchange packet: a passive node serves requests, an active one takes
+/// the reply to its outstanding exchange; anything else is rejected.
+void on_deliver(adpsgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p) {
+  auto& st = self->state;
+  ctx.events.record(ctx.ns(self), id, event_kind::receive, p.from, p.seq);
+  if (!st.active && gossip::well_formed(st, p, adpsgd_request))
+    return serve(self, ctx, id, p);
+  if (st.active && gossip::well_formed(st, p, adpsgd_reply))
+    return complete(self, ctx, id, p);
+  gossip::reject(self, ctx, st, id, p);
+}
+
+/// Loads node `id`'s start (or, resumed, its saved state: returned, else null).
+const proto::NodeState* setup_adpsgd(adpsgd_ptr self, std::uint32_t id, bool active,
+                                     const run_context& ctx, std::uint64_t incarnation) {
+  const auto& plan = *ctx.plan;
   const auto& algo = plan.config<adpsgd_config>();
   auto& st = self->state;
-  gossip::init(st, *ctx, id);
+  gossip::init(st, ctx, id);
   st.active = active;
   st.gen.reseed(derive_seed(plan.seed, 0x41445053ULL + id + (incarnation << 32)));
   st.gamma = algo.step_size;
@@ -242,62 +251,70 @@ caf::behavior adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active, cont
   for (const auto& c : plan.crashes)
     if (c.restart_after_seconds)
       ++st.restarts_of.at(c.node);
-  st.record = ctx->probe != nullptr;
-  const auto* saved = incarnation == 0 ? resumed_node(*ctx, id) : nullptr;
+  st.record = ctx.probe != nullptr;
+  const auto* saved = incarnation == 0 ? resumed_node(ctx, id) : nullptr;
   if (saved)
     restore_adpsgd(st, *saved);
-  caf::behavior running =
-    gossip::start_handlers(self, saved != nullptr, [=] { begin_cycle(self, *ctx, id); })
-      .or_else(
-        caf::message_handler{
-          [=](restart_atom, std::uint32_t k, std::uint64_t fence) {
-            return fence_off(self, *ctx, id, k, fence);
-          },
-          [=](wake_atom, std::uint64_t step) {
-            ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
-            self->state.woke = true;
-            try_step(self, *ctx, id);  // 3
-          },
-          [=](deliver_atom, const packet& p) {
-            auto& st = self->state;
-            ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
-            if (!st.active && gossip::well_formed(st, p, adpsgd_request))
-              return serve(self, *ctx, id, p);
-            if (st.active && gossip::well_formed(st, p, adpsgd_reply))
-              return complete(self, *ctx, id, p);
-            gossip::reject(self, *ctx, st, id, p);
-          },
-          [=](model_atom) { return gossip::snapshot(self->state, id); },
-          [=](stats_atom) { return gossip::stats(self->state); },
-        }
-          .or_else(barrier_handlers(
-            self, [=] { begin_cycle(self, *ctx, id); }, [=] { return save_adpsgd(self->state); })));
+  return saved;
+}
+
+/// The running worker (`restored`: resumed from a checkpoint, it holds
+/// until the supervisor's go).
+adpsgd_worker_actor::behavior_type adpsgd_running(adpsgd_ptr self, std::uint32_t id,
+                                                  context_ptr ctx, bool restored) {
+  return compose<adpsgd_worker_actor::behavior_type>(
+    gossip::start_handlers(self, restored, [=] { begin_cycle(self, *ctx, id); }),
+    [=](restart_atom, std::uint32_t k, std::uint64_t fence) {
+      return fence_off(self, *ctx, id, k, fence);
+    },
+    [=](wake_atom, std::uint64_t step) {
+      ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
+      self->state.woke = true;
+      try_step(self, *ctx, id);  // 3
+    },
+    [=](deliver_atom, const packet& p) { on_deliver(self, *ctx, id, p); },
+    [=](model_atom) { return gossip::snapshot(self->state, id); },
+    [=](stats_atom) { return gossip::stats(self->state); },
+    // A replacement's join after it started (never sent twice): nothing.
+    [](start_atom, const float_blob&, std::uint64_t, const std::vector<std::uint64_t>&,
+       std::uint64_t, const std::vector<caf::actor>&) {},
+    checkpoint_handlers(
+      self, [=] { begin_cycle(self, *ctx, id); }, [=] { return save_adpsgd(self->state); }));
+}
+
+/// Node `id`'s worker. `incarnation` 0 is the first; a replacement
+/// (incarnation >= 1, after a crash) keeps every message until the
+/// supervisor starts it with a neighbour's model, the neighbours' fences and
+/// its routes.
+adpsgd_worker_actor::behavior_type adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active,
+                                                 context_ptr ctx, std::uint64_t incarnation) {
+  const auto* saved = setup_adpsgd(self, id, active, *ctx, incarnation);
+  auto running = adpsgd_running(self, id, ctx, saved != nullptr);
   if (incarnation == 0)
     return running;
   self->set_default_handler(caf::skip);
-  return {
-    [=](start_atom, const float_blob& x, std::uint64_t steps,
-        const std::vector<std::uint64_t>& marks, std::uint64_t fence,
-        const std::vector<caf::actor>& routes) mutable {
-      auto& st = self->state;
-      st.x = x.vec();
-      st.steps = steps;
-      if (st.active)
-        st.exchange_seq = fence;
-      else
-        st.served = marks;
-      gossip::take_routes(st, routes);
-      self->set_default_handler(caf::print_and_drop);
-      self->become(std::move(running));
-      begin_cycle(self, *ctx, id);
-    },
-  };
+  return waiting_for<adpsgd_worker_actor>([=](start_atom, const float_blob& x, std::uint64_t steps,
+                                              const std::vector<std::uint64_t>& marks,
+                                              std::uint64_t fence,
+                                              const std::vector<caf::actor>& routes) mutable {
+    auto& st = self->state;
+    st.x = x.vec();
+    st.steps = steps;
+    if (st.active)
+      st.exchange_seq = fence;
+    else
+      st.served = marks;
+    gossip::take_routes(st, routes);
+    self->set_default_handler(caf::print_and_drop);
+    self->become(std::move(running));
+    begin_cycle(self, *ctx, id);
+  });
 }
 
 }  // namespace
 
 std::vector<adpsgd_exchange> adpsgd_take_exchanges(const caf::actor_addr& worker) {
-  return gossip::take_from_worker(worker, &adpsgd_state::ledger);
+  return gossip::take_from_worker<adpsgd_worker_actor>(worker, &adpsgd_state::ledger);
 }
 
 namespace {
@@ -316,13 +333,14 @@ namespace {
 
 node_actors spawn_adpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                               std::uint32_t i) {
-  return gossip::one_actor_node(
-    parent->spawn(adpsgd_worker, i, is_active(ctx, i), ctx, std::uint64_t{0}));
+  return gossip::one_actor_node(caf::actor_cast<caf::actor>(
+    parent->spawn(adpsgd_worker, i, is_active(ctx, i), ctx, std::uint64_t{0})));
 }
 
 caf::actor spawn_adpsgd_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
                                     std::uint32_t k, std::uint64_t incarnation) {
-  return sup->spawn(adpsgd_worker, k, is_active(ctx, k), ctx, incarnation);
+  return caf::actor_cast<caf::actor>(
+    sup->spawn(adpsgd_worker, k, is_active(ctx, k), ctx, incarnation));
 }
 
 void join_adpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
@@ -331,7 +349,8 @@ void join_adpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
   // The replacement numbers its exchanges from here: far above anything the
   // dead incarnations can have used (one exchange per gradient).
   const std::uint64_t fence = r.incarnation << 40;
-  using ask = gossip::ask_neighbours<std::tuple<float_blob, std::uint64_t, std::uint64_t>>;
+  using ask = gossip::ask_neighbours<std::tuple<float_blob, std::uint64_t, std::uint64_t>,
+                                     adpsgd_worker_actor>;
   ask::run(
     sup, ctx, r,
     [=](const ask::answers& got) {
@@ -350,8 +369,8 @@ void join_adpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
         steps = std::get<2>(*got[j]);
         source = "node " + std::to_string(neighbours[j]) + "'s model";
       }
-      sup->send(r.replacement, start_atom::value, x, steps, marks, fence,
-                r.nodes.at(r.node).worker_routes);
+      sup->send(caf::actor_cast<adpsgd_worker_actor>(r.replacement), start_atom::value, x, steps,
+                marks, fence, r.nodes.at(r.node).worker_routes);
       started(source);
     },
     fence);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/node_actor.hpp"
 
 namespace atrain {
 
@@ -13,6 +14,24 @@ namespace atrain {
 /// x_i, and the passive node's reply carrying the x_j it averaged with
 /// (seq = the active node's exchange number).
 enum adpsgd_stream : std::uint32_t { adpsgd_request = 21, adpsgd_reply = 22 };
+
+/// A worker (also its node's buffer for the evaluator): node_actor's
+/// messages and
+using adpsgd_worker_actor = node_actor::extend<
+  // the supervisor's wiring (gossip::wire_nodes): routes to the neighbours, the start;
+  caf::reacts_to<init_atom, std::vector<caf::actor>>, caf::reacts_to<start_atom>,
+  // its own gradient's timer (its step count);
+  caf::reacts_to<wake_atom, std::uint64_t>,
+  // exchange requests and replies (the neighbours' links, or they themselves);
+  caf::reacts_to<deliver_atom, packet>,
+  // the evaluator, asking the node's buffer: (messages, bytes, rejected);
+  caf::replies_to<stats_atom>::with<std::uint64_t, std::uint64_t, std::uint64_t>,
+  // the supervisor restarting neighbour k, fence f: (x, exchange count, steps);
+  caf::replies_to<restart_atom, std::uint32_t, std::uint64_t>::with<float_blob, std::uint64_t,
+                                                                    std::uint64_t>,
+  // and a replacement's join: (start, x, steps, served marks, fence, routes).
+  caf::reacts_to<start_atom, float_blob, std::uint64_t, std::vector<std::uint64_t>, std::uint64_t,
+                 std::vector<caf::actor>>>;
 
 /// One side of one completed exchange: what it did to this node's model at
 /// the instant it was applied. Both sides of exchange (active, seq) must add

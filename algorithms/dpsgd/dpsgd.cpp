@@ -112,7 +112,7 @@ struct dpsgd_state : gossip::node_base {
   barrier_hold hold;  // checkpoints
   static inline const char* name = "atrain_dpsgd_worker";
 };
-using dpsgd_ptr = caf::stateful_actor<dpsgd_state>*;
+using dpsgd_ptr = dpsgd_worker_actor::stateful_pointer<dpsgd_state>;
 
 void begin_round(dpsgd_ptr self) {
   auto& st = self->state;
@@ -121,7 +121,7 @@ void begin_round(dpsgd_ptr self) {
   st.read_round = st.round;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);  // 1
   st.hold.wake_due = self->clock().now() + to_timespan(wait);
-  send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value, st.round);
+  send_after(self, caf::actor_cast<dpsgd_worker_actor>(self), wait, wake_atom::value, st.round);
 }
 
 /// 2. Sends x^round to every neighbour.
@@ -260,103 +260,118 @@ void try_finish_round(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   }
 }
 
-/// Node `id`'s worker; a replacement (`joining`, after a crash) keeps every
-/// message until the supervisor starts it in the round its neighbours wait
-/// in, with a neighbour's model and the neighbours' models of that round
-/// that went to the dead worker.
-caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
-                           std::shared_ptr<const weight_matrix> mixing, bool joining) {
-  const auto& plan = *ctx->plan;
-  const auto& algo = plan.config<dpsgd_config>();
+/// A neighbour's model (WAIT or SKIP: kept per round and sender, once).
+void on_deliver(dpsgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p) {
   auto& st = self->state;
-  gossip::init(st, *ctx, id);
-  const auto& w = *mixing;
+  ctx.events.record(ctx.ns(self), id, event_kind::receive, p.from, p.seq);
+  if (!gossip::well_formed(st, p, dpsgd_model) || p.seq > st.round + 1)
+    return gossip::reject(self, ctx, st, id, p);
+  if (p.seq < st.round)
+    return;  // a late duplicate of a round already mixed
+  auto& slots = st.inbox[p.seq];
+  slots.resize(st.neighbours.size());
+  auto& slot = slots[*gossip::neighbour_index(st, p.from)];
+  if (!slot.empty())
+    return;  // duplicate
+  slot = p.f;
+  if (p.seq == st.round && st.hold.held && !st.skip) {
+    // A checkpoint held this node, but a neighbour began the round: it
+    // waits for our model, so compute it (and hold after the round).
+    st.hold.held = false;
+    return begin_round(self);
+  }
+  if (p.seq == st.round)
+    try_finish_round(self, ctx, id);
+}
+
+/// Loads node `id`'s start (or, resumed, its saved state: returned, else null).
+const proto::NodeState* setup_dpsgd(dpsgd_ptr self, std::uint32_t id, const run_context& ctx,
+                                    const weight_matrix& w, bool joining) {
+  const auto& algo = ctx.plan->config<dpsgd_config>();
+  auto& st = self->state;
+  gossip::init(st, ctx, id);
   st.w_self = w(id, id);
   for (auto j : st.neighbours)
     st.w_in.push_back(w(id, j));
   st.gamma = algo.step_size;
   st.decay = algo.decay;
   st.skip = algo.stragglers == straggler_policy::skip;
-  st.record = ctx->probe != nullptr;
-  const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
+  st.record = ctx.probe != nullptr;
+  const auto* saved = joining ? nullptr : resumed_node(ctx, id);  // a replacement joins
   if (saved)
     restore_dpsgd(st, *saved);
-  caf::behavior running =
-    gossip::start_handlers(self, saved != nullptr, [=] { begin_round(self); })
-      .or_else(caf::message_handler{
-        // Neighbour k is being restarted: this node's round, whether x^round
-        // went out already (then it may have gone to the dead worker), and x.
-        [=](restart_atom, std::uint32_t k) {
-          const auto& st = self->state;
-          ctx->events.record(ctx->ns(self), id, event_kind::restart, k, st.round);
-          return std::make_tuple(st.round, st.sent, float_blob{st.x});
-        },
-        [=](wake_atom, std::uint64_t round) {
-          auto& st = self->state;
-          ctx->events.record(ctx->ns(self), id, event_kind::wake, round);
-          st.woke = true;
-          st.computing = false;
-          if (!st.sent)  // 2
-            send_model(self, *ctx, id);
-          try_finish_round(self, *ctx, id);  // 3
-        },
-        [=](deliver_atom, const packet& p) {
-          auto& st = self->state;
-          ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
-          if (!gossip::well_formed(st, p, dpsgd_model) || p.seq > st.round + 1)
-            return gossip::reject(self, *ctx, st, id, p);
-          if (p.seq < st.round)
-            return;  // a late duplicate of a round already mixed
-          auto& slots = st.inbox[p.seq];
-          slots.resize(st.neighbours.size());
-          auto& slot = slots[*gossip::neighbour_index(st, p.from)];
-          if (!slot.empty())
-            return;  // duplicate
-          slot = p.f;
-          if (p.seq == st.round && st.hold.held && !st.skip) {
-            // A checkpoint held this node, but a neighbour began the round: it
-            // waits for our model, so compute it (and hold after the round).
-            st.hold.held = false;
-            return begin_round(self);
-          }
-          if (p.seq == st.round)
-            try_finish_round(self, *ctx, id);
-        },
-        [=](ckpt_drain_atom) {
-          const auto& st = self->state;
-          if (st.skip)  // quiet unless computing: the inbox is saved
-            return st.computing ? st.hold.busy_for(self, false) : -1.0;
-          return st.hold.busy_for(self, st.inbox.empty());
-        },
-        [=](ckpt_go_atom) { dpsgd_go(self); },
-        [=](model_atom) {
-          const auto& st = self->state;
-          auto s = gossip::snapshot(st, id);
-          s.late = st.late;
-          return s;
-        },
-        [=](stats_atom) { return gossip::stats(self->state); },
-      }
-                 .or_else(barrier_handlers(self, [=] { return save_dpsgd(self->state); })));
+  return saved;
+}
+
+/// The running worker (`restored`: resumed from a checkpoint, it holds
+/// until the supervisor's go).
+dpsgd_worker_actor::behavior_type dpsgd_running(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
+                                                bool restored) {
+  return compose<dpsgd_worker_actor::behavior_type>(
+    gossip::start_handlers(self, restored, [=] { begin_round(self); }),
+    // Neighbour k is being restarted: this node's round, whether x^round
+    // went out already (then it may have gone to the dead worker), and x.
+    [=](restart_atom, std::uint32_t k) {
+      const auto& st = self->state;
+      ctx->events.record(ctx->ns(self), id, event_kind::restart, k, st.round);
+      return std::make_tuple(st.round, st.sent, float_blob{st.x});
+    },
+    [=](wake_atom, std::uint64_t round) {
+      auto& st = self->state;
+      ctx->events.record(ctx->ns(self), id, event_kind::wake, round);
+      st.woke = true;
+      st.computing = false;
+      if (!st.sent)  // 2
+        send_model(self, *ctx, id);
+      try_finish_round(self, *ctx, id);  // 3
+    },
+    [=](deliver_atom, const packet& p) { on_deliver(self, *ctx, id, p); },
+    [=](ckpt_drain_atom) {
+      const auto& st = self->state;
+      if (st.skip)  // quiet unless computing: the inbox is saved
+        return st.computing ? st.hold.busy_for(self, false) : -1.0;
+      return st.hold.busy_for(self, st.inbox.empty());
+    },
+    [=](ckpt_go_atom) { dpsgd_go(self); },
+    [=](model_atom) {
+      const auto& st = self->state;
+      auto s = gossip::snapshot(st, id);
+      s.late = st.late;
+      return s;
+    },
+    [=](stats_atom) { return gossip::stats(self->state); },
+    // A replacement's join after it started (never sent twice): nothing.
+    [](start_atom, std::uint64_t, const float_blob&, const std::vector<float_blob>&,
+       const std::vector<caf::actor>&) {},
+    ckpt_pause_handler(self), ckpt_state_handler([=] { return save_dpsgd(self->state); }));
+}
+
+/// Node `id`'s worker; a replacement (`joining`, after a crash) keeps every
+/// message until the supervisor starts it in the round its neighbours wait
+/// in, with a neighbour's model and the neighbours' models of that round
+/// that went to the dead worker.
+dpsgd_worker_actor::behavior_type dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
+                                               std::shared_ptr<const weight_matrix> mixing,
+                                               bool joining) {
+  const auto* saved = setup_dpsgd(self, id, *ctx, *mixing, joining);
+  auto running = dpsgd_running(self, id, ctx, saved != nullptr);
   if (!joining)
     return running;
   self->set_default_handler(caf::skip);
-  return {
-    [=](start_atom, std::uint64_t round, const float_blob& x, const std::vector<float_blob>& models,
-        const std::vector<caf::actor>& routes) mutable {
-      auto& st = self->state;
-      st.round = round;
-      st.x = x.vec();
-      if (std::any_of(models.begin(), models.end(), [](const auto& m) { return !m.empty(); }))
-        st.inbox[round] = models;
-      gossip::take_routes(st, routes);
-      self->set_default_handler(caf::print_and_drop);
-      self->become(std::move(running));
-      begin_round(self);
-    },
-  };
+  return waiting_for<dpsgd_worker_actor>([=](start_atom, std::uint64_t round, const float_blob& x,
+                                             const std::vector<float_blob>& models,
+                                             const std::vector<caf::actor>& routes) mutable {
+    auto& st = self->state;
+    st.round = round;
+    st.x = x.vec();
+    if (std::any_of(models.begin(), models.end(), [](const auto& m) { return !m.empty(); }))
+      st.inbox[round] = models;
+    gossip::take_routes(st, routes);
+    self->set_default_handler(caf::print_and_drop);
+    self->become(std::move(running));
+    begin_round(self);
+  });
 }
-
 [[nodiscard]] std::shared_ptr<const weight_matrix> shared_weights(const context_ptr& ctx) {
   return process_shared<weight_matrix>(*ctx, "dpsgd.weights", [&] {
     return std::make_shared<weight_matrix>(dpsgd_weights(*ctx->plan->topo));
@@ -366,17 +381,18 @@ caf::behavior dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
 }  // namespace
 
 std::vector<dpsgd_round> dpsgd_take_rounds(const caf::actor_addr& worker) {
-  return gossip::take_from_worker(worker, &dpsgd_state::ledger);
+  return gossip::take_from_worker<dpsgd_worker_actor>(worker, &dpsgd_state::ledger);
 }
 
 node_actors spawn_dpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                              std::uint32_t i) {
-  return gossip::one_actor_node(parent->spawn(dpsgd_worker, i, ctx, shared_weights(ctx), false));
+  return gossip::one_actor_node(
+    caf::actor_cast<caf::actor>(parent->spawn(dpsgd_worker, i, ctx, shared_weights(ctx), false)));
 }
 
 caf::actor spawn_dpsgd_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
                                    std::uint32_t k) {
-  return sup->spawn(dpsgd_worker, k, ctx, shared_weights(ctx), true);
+  return caf::actor_cast<caf::actor>(sup->spawn(dpsgd_worker, k, ctx, shared_weights(ctx), true));
 }
 
 void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
@@ -393,7 +409,8 @@ void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, cons
   auto last = std::make_shared<last_sent>();
   auto with_round = [=](std::uint64_t round) {
     const auto& neighbours = ctx->plan->topo->g_r.out(r.node);
-    using ask = gossip::ask_neighbours<std::tuple<std::uint64_t, bool, float_blob>>;
+    using ask =
+      gossip::ask_neighbours<std::tuple<std::uint64_t, bool, float_blob>, dpsgd_worker_actor>;
     ask::run(sup, ctx, r, [=](const ask::answers& got) {
       std::vector<float_blob> models(neighbours.size());
       float_blob x{ctx->plan->x0};
@@ -410,8 +427,8 @@ void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, cons
         x = their_x;
         source = "node " + std::to_string(neighbours[j]) + "'s model";
       }
-      sup->send(r.replacement, start_atom::value, round, x, models,
-                r.nodes.at(r.node).worker_routes);
+      sup->send(caf::actor_cast<dpsgd_worker_actor>(r.replacement), start_atom::value, round, x,
+                models, r.nodes.at(r.node).worker_routes);
       started(source + ", joining round " + std::to_string(round));
     });
   };

@@ -7,12 +7,31 @@
 #include <vector>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/node_actor.hpp"
 #include "atrain/topology/weights.hpp"
 
 namespace atrain {
 
 /// Packet stream of D-PSGD: a node's round-k model (seq = k).
 enum dpsgd_stream : std::uint32_t { dpsgd_model = 11 };
+
+/// A worker (also its node's buffer for the evaluator): node_actor's
+/// messages and
+using dpsgd_worker_actor = node_actor::extend<
+  // the supervisor's wiring (gossip::wire_nodes): routes to the neighbours, the start;
+  caf::reacts_to<init_atom, std::vector<caf::actor>>, caf::reacts_to<start_atom>,
+  // its own gradient's timer (the round whose x it read);
+  caf::reacts_to<wake_atom, std::uint64_t>,
+  // the neighbours' models (their links, or they themselves over a perfect link);
+  caf::reacts_to<deliver_atom, packet>,
+  // the evaluator, asking the node's buffer: (messages, bytes, rejected);
+  caf::replies_to<stats_atom>::with<std::uint64_t, std::uint64_t, std::uint64_t>,
+  // the supervisor restarting neighbour k: (round, x^round sent, x);
+  caf::replies_to<restart_atom, std::uint32_t>::with<std::uint64_t, bool, float_blob>,
+  // and a replacement's join: (start, round, x, the neighbours' models of
+  // that round sent to the dead worker, routes).
+  caf::reacts_to<start_atom, std::uint64_t, float_blob, std::vector<float_blob>,
+                 std::vector<caf::actor>>>;
 
 /// The matrix every D-PSGD node mixes with: Metropolis-Hastings over g_r,
 /// W_ij = 1/(1 + max(deg_i, deg_j)) on edges, W_ii = 1 - sum_j W_ij;

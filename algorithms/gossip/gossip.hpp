@@ -57,9 +57,10 @@ inline void reject(caf::local_actor* self, run_context& ctx, node_base& st, std:
   ctx.events.record(ctx.ns(self), id, event_kind::reject, p.from, p.seq);
 }
 
-/// Sends `p` to neighbour `to` only (counted like a broadcast).
-inline void send_to(caf::event_based_actor* self, run_context& ctx, node_base& st, std::uint32_t to,
-                    packet p) {
+/// Sends `p` to neighbour `to` only (counted like a broadcast). `Self`: the
+/// sending actor, typed or not.
+template <class Self>
+void send_to(Self* self, run_context& ctx, node_base& st, std::uint32_t to, packet p) {
   st.out.send(self, ctx, *neighbour_index(st, to), std::move(p));
 }
 
@@ -76,20 +77,25 @@ inline void take_routes(node_base& st, const std::vector<caf::actor>& routes) {
     st.out.routes.emplace_back(st.neighbours[k], routes.at(k));
 }
 
-/// The handlers every gossip node begins with: its routes (init_atom), and
-/// the start, which `begin()`s its first cycle unless it was restored (then it
-/// holds until the supervisor's go). Its own handlers follow (or_else).
-template <class State, class Begin>
-[[nodiscard]] caf::message_handler start_handlers(caf::stateful_actor<State>* self, bool restored,
-                                                  Begin begin) {
-  return {
+/// The handlers every gossip node begins with, as a tuple for compose()
+/// (node_actor.hpp): its routes (init_atom), and the start, which
+/// `begin()`s its first cycle unless it was restored (then it holds until
+/// the supervisor's go). `Self`: a stateful actor, typed or not, whose
+/// state is a node_base.
+template <class Self, class Begin>
+[[nodiscard]] auto start_handlers(Self* self, bool restored, Begin begin) {
+  return std::make_tuple(
     [=](init_atom, const std::vector<caf::actor>& routes) { take_routes(self->state, routes); },
     [=](start_atom) {
       if (!restored)
         begin();
-    },
-  };
+    });
 }
+
+/// What wire_nodes sends every gossip worker (the subset of their
+/// interfaces it needs): its routes, then its start.
+using node_start =
+  caf::typed_actor<caf::reacts_to<init_atom, std::vector<caf::actor>>, caf::reacts_to<start_atom>>;
 
 [[nodiscard]] inline model_snapshot snapshot(const node_base& st, std::uint32_t id) {
   return make_snapshot(id, *st.cu, st.out, st.staleness, st.x);
@@ -101,16 +107,34 @@ stats(const node_base& st) {
   return {0, 0, st.rejected};
 }
 
+namespace detail {
+
+/// The actor type of a stateful worker: caf::stateful_actor<State> for a
+/// dynamically typed one (`Interface` void), else the typed interface's.
+template <class Interface, class State>
+struct worker_impl {
+  using type = typename Interface::template stateful_base<State>;
+};
+
+template <class State>
+struct worker_impl<void, State> {
+  using type = caf::stateful_actor<State>;
+};
+
+}  // namespace detail
+
 /// Test hook body (virtual clock, between two scheduler steps): moves
 /// `field` out of the state of the worker at `worker`; a default T when the
-/// actor is gone or not a stateful_actor<State>.
-template <class State, class T>
+/// actor is gone or not of that type. `Interface`: the worker's typed
+/// interface (take_from_worker<dpsgd_worker_actor>(...)), or void for a
+/// dynamically typed caf::stateful_actor<State>.
+template <class Interface = void, class State, class T>
 [[nodiscard]] T take_from_worker(const caf::actor_addr& worker, T State::*field) {
   auto handle = caf::actor_cast<caf::actor>(worker);
   if (!handle)
     return {};
-  auto* w =
-    dynamic_cast<caf::stateful_actor<State>*>(caf::actor_cast<caf::abstract_actor*>(handle));
+  using impl = typename detail::worker_impl<Interface, State>::type;
+  auto* w = dynamic_cast<impl*>(caf::actor_cast<caf::abstract_actor*>(handle));
   if (w == nullptr)
     return {};
   return std::exchange(w->state.*field, T{});
@@ -146,10 +170,10 @@ inline void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
     for (auto j : out[i])
       routes.push_back(net.route(i, j));
     nodes[i].worker_routes = routes;
-    sup->send(workers[i], init_atom::value, std::move(routes));
+    sup->send(caf::actor_cast<node_start>(workers[i]), init_atom::value, std::move(routes));
   }
   for (const auto& w : workers)
-    sup->send(w, start_atom::value);
+    sup->send(caf::actor_cast<node_start>(w), start_atom::value);
 }
 
 /// The same over the undirected graph g_r of the plan's topology.
@@ -165,12 +189,13 @@ inline void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
 /// Restart (supervision): asks each neighbour of node r.node, in g_r order,
 /// (restart_atom, r.node, xs...) and calls done(answers) once every one
 /// answered or failed (a dead neighbour: nullopt). Answer is the reply as a
-/// std::tuple.
-template <class Answer>
+/// std::tuple. `Handle`: the workers' typed interface (the request and its
+/// answer are checked against it), or caf::actor.
+template <class Answer, class Handle = caf::actor>
 struct ask_neighbours;
 
-template <class... Ts>
-struct ask_neighbours<std::tuple<Ts...>> {
+template <class... Ts, class Handle>
+struct ask_neighbours<std::tuple<Ts...>, Handle> {
   using answers = std::vector<std::optional<std::tuple<Ts...>>>;
 
   template <class Done, class... Xs>
@@ -192,8 +217,8 @@ struct ask_neighbours<std::tuple<Ts...>> {
     };
     for (std::size_t j = 0; j < neighbours.size(); ++j)
       sup
-        ->request(r.nodes.at(neighbours[j]).worker, ctx->reply_timeout(), restart_atom::value,
-                  r.node, xs...)
+        ->request(caf::actor_cast<Handle>(r.nodes.at(neighbours[j]).worker), ctx->reply_timeout(),
+                  restart_atom::value, r.node, xs...)
         .then(
           [a, j, one](const Ts&... ys) mutable {
             a->got[j].emplace(ys...);

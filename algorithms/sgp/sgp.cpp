@@ -102,7 +102,8 @@ void begin_step(sgp_ptr self) {
   st.computing = true;
   const double wait = std::max(st.cu->gradient(self, st.x.data(), st.g), min_wait);
   st.hold.wake_due = self->clock().now() + to_timespan(wait);
-  self->delayed_send(self, to_timespan(wait), wake_atom::value, st.ps.steps);
+  self->delayed_send(caf::actor_cast<sgp_worker_actor>(self), to_timespan(wait), wake_atom::value,
+                     st.ps.steps);
 }
 
 /// Whether step `steps` may start: SGP once every earlier step's message is
@@ -270,14 +271,13 @@ void restore_sgp(sgp_state& st, std::uint32_t id, const proto::NodeState& s) {
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
-/// Node `id`'s worker; a replacement (`joining`, after a crash) keeps every
-/// message until the supervisor starts it (join_sgp_worker) and appears in
-/// the probe only then.
-caf::behavior sgp_worker(sgp_ptr self, std::uint32_t id, context_ptr ctx, bool joining) {
-  const auto& plan = *ctx->plan;
+/// Loads node `id`'s start (or, resumed, its saved state: returned, else null).
+const proto::NodeState* setup_sgp(sgp_ptr self, std::uint32_t id, const run_context& ctx,
+                                  bool joining) {
+  const auto& plan = *ctx.plan;
   const auto& algo = plan.config<push_sum_config>();
   auto& st = self->state;
-  st.cu.emplace(*ctx, id);
+  st.cu.emplace(ctx, id);
   st.seq_rate = future_seq_rate(plan);
   st.x = plan.x0;
   st.ps.x.assign(plan.x0.begin(), plan.x0.end());
@@ -290,58 +290,74 @@ caf::behavior sgp_worker(sgp_ptr self, std::uint32_t id, context_ptr ctx, bool j
     st.neighbours.push_back(pushsum_peer(id, a, st.n));
   st.sent_count.assign(st.neighbours.size(), 0);
   st.sent_w.assign(st.neighbours.size(), 0.0);
+  const auto* saved = joining ? nullptr : resumed_node(ctx, id);  // a replacement joins
+  if (saved)
+    restore_sgp(st, id, *saved);
+  return saved;
+}
+
+/// The running worker (`restored`: resumed from a checkpoint, it holds
+/// until the supervisor's go).
+sgp_worker_actor::behavior_type sgp_running(sgp_ptr self, std::uint32_t id, context_ptr ctx,
+                                            bool restored) {
+  return compose<sgp_worker_actor::behavior_type>(
+    gossip::start_handlers(self, restored, [=] { try_start(self); }),
+    [=](wake_atom, std::uint64_t step) {
+      ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
+      on_wake(self, *ctx, id);
+    },
+    [=](deliver_atom, const packet& p) { on_deliver(self, *ctx, id, p); },
+    [=](ckpt_pause_atom) {
+      auto& st = self->state;
+      st.hold.requested = true;
+      st.hold.held = !st.computing;  // idle at a boundary (waiting for a message): holds now
+    },
+    [=](restart_atom, std::uint32_t k) { return fence_for(self, *ctx, id, k); },
+    [=](donate_atom, std::uint32_t k) { return donate(self, *ctx, id, k); },
+    [=](model_atom) {
+      const auto& st = self->state;
+      auto s = make_snapshot(id, *st.cu, st.out, st.staleness,
+                             std::vector<float>(st.ps.x.begin(), st.ps.x.end()));
+      s.weight = st.ps.w;
+      return s;
+    },
+    [=](stats_atom) { return gossip::stats(self->state); },
+    // A replacement's join after it started (never sent twice): nothing.
+    [](start_atom, std::uint64_t, const double_blob&, double, const std::vector<std::uint64_t>&,
+       const std::vector<caf::actor>&, std::uint32_t) {},
+    ckpt_go_handler(self, [=] { try_start(self); }), ckpt_drain_handler(self),
+    ckpt_state_handler([=] { return save_sgp(self->state); }));
+}
+
+/// Node `id`'s worker; a replacement (`joining`, after a crash) keeps every
+/// message until the supervisor starts it (join_sgp_worker) and appears in
+/// the probe only then.
+sgp_worker_actor::behavior_type sgp_worker(sgp_ptr self, std::uint32_t id, context_ptr ctx,
+                                           bool joining) {
   auto show = [self, ctx, id] {
     if (!ctx->probe)
       return;
     self->state.ps.record = true;
     run_probe::show_state<pushsum_node>(ctx->probe, self, id, &self->state.ps);
   };
-  const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
-  if (saved)
-    restore_sgp(st, id, *saved);
+  const auto* saved = setup_sgp(self, id, *ctx, joining);
   if (!joining)
     show();
-  caf::behavior running =
-    gossip::start_handlers(self, saved != nullptr, [=] { try_start(self); })
-      .or_else(caf::message_handler{
-        [=](wake_atom, std::uint64_t step) {
-          ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
-          on_wake(self, *ctx, id);
-        },
-        [=](deliver_atom, const packet& p) { on_deliver(self, *ctx, id, p); },
-        [=](ckpt_pause_atom) {
-          auto& st = self->state;
-          st.hold.requested = true;
-          st.hold.held = !st.computing;  // idle at a boundary (waiting for a message): holds now
-        },
-        [=](restart_atom, std::uint32_t k) { return fence_for(self, *ctx, id, k); },
-        [=](donate_atom, std::uint32_t k) { return donate(self, *ctx, id, k); },
-        [=](model_atom) {
-          const auto& st = self->state;
-          auto s = make_snapshot(id, *st.cu, st.out, st.staleness,
-                                 std::vector<float>(st.ps.x.begin(), st.ps.x.end()));
-          s.weight = st.ps.w;
-          return s;
-        },
-        [=](stats_atom) { return gossip::stats(self->state); },
-      }
-                 .or_else(barrier_handlers(
-                   self, [=] { try_start(self); }, [=] { return save_sgp(self->state); })));
+  auto running = sgp_running(self, id, ctx, saved != nullptr);
   if (!joining)
     return running;
   self->set_default_handler(caf::skip);
-  return {
-    [=](start_atom, std::uint64_t step, const double_blob& x, double w,
-        const std::vector<std::uint64_t>& fence, const std::vector<caf::actor>& routes,
-        std::uint32_t donor) mutable {
-      join(self, step, x, w, fence, donor);
-      gossip::take_routes(self->state, routes);
-      show();
-      self->set_default_handler(caf::print_and_drop);
-      self->become(std::move(running));
-      try_start(self);
-    },
-  };
+  return waiting_for<sgp_worker_actor>([=](start_atom, std::uint64_t step, const double_blob& x,
+                                           double w, const std::vector<std::uint64_t>& fence,
+                                           const std::vector<caf::actor>& routes,
+                                           std::uint32_t donor) mutable {
+    join(self, step, x, w, fence, donor);
+    gossip::take_routes(self->state, routes);
+    show();
+    self->set_default_handler(caf::print_and_drop);
+    self->become(std::move(running));
+    try_start(self);
+  });
 }
 
 }  // namespace
@@ -350,12 +366,13 @@ caf::behavior sgp_worker(sgp_ptr self, std::uint32_t id, context_ptr ctx, bool j
 
 node_actors spawn_sgp_node(caf::event_based_actor* parent, const context_ptr& ctx,
                            std::uint32_t i) {
-  return gossip::one_actor_node(parent->spawn(sgp_detail::sgp_worker, i, ctx, false));
+  return gossip::one_actor_node(
+    caf::actor_cast<caf::actor>(parent->spawn(sgp_detail::sgp_worker, i, ctx, false)));
 }
 
 caf::actor spawn_sgp_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
                                  std::uint32_t k) {
-  return sup->spawn(sgp_detail::sgp_worker, k, ctx, true);
+  return caf::actor_cast<caf::actor>(sup->spawn(sgp_detail::sgp_worker, k, ctx, true));
 }
 
 void wire_sgp(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<node_actors>& nodes,

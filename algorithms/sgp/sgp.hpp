@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/node_actor.hpp"
 #include "atrain/messages/wire.hpp"
 
 namespace atrain {
@@ -14,6 +15,29 @@ namespace atrain {
 /// Packet stream of push-sum: (x_i/2, w_i/2) of the sender's step s,
 /// seq = s + 1, the numerator half in `d`, the weight half in scalars[0].
 enum pushsum_stream : std::uint32_t { pushsum_mass = 31 };
+
+/// Restart: (sgp_donate_atom, k) asks a live node for half of its (x, w).
+using sgp_donate_atom = caf::atom_constant<caf::atom("sgpdonate")>;
+
+/// A worker (SGP or OSGP; also its node's buffer for the evaluator):
+/// node_actor's messages and
+using sgp_worker_actor = node_actor::extend<
+  // the supervisor's wiring (gossip::wire_nodes): routes to the out-neighbours, the start;
+  caf::reacts_to<init_atom, std::vector<caf::actor>>, caf::reacts_to<start_atom>,
+  // its own gradient's timer (its step count);
+  caf::reacts_to<wake_atom, std::uint64_t>,
+  // push-sum messages (the in-neighbours' links, or they themselves);
+  caf::reacts_to<deliver_atom, packet>,
+  // the evaluator, asking the node's buffer: (messages, bytes, rejected);
+  caf::replies_to<stats_atom>::with<std::uint64_t, std::uint64_t, std::uint64_t>,
+  // the supervisor restarting out-neighbour k: (steps, messages and weight
+  // sent to k since it last joined); and asking a donor for half its (x, w):
+  // (x/2, w/2, steps);
+  caf::replies_to<restart_atom, std::uint32_t>::with<std::uint64_t, std::uint64_t, double>,
+  caf::replies_to<sgp_donate_atom, std::uint32_t>::with<double_blob, double, std::uint64_t>,
+  // and a replacement's join: (start, step, x, w, fences per in-slot, routes, donor).
+  caf::reacts_to<start_atom, std::uint64_t, double_blob, double, std::vector<std::uint64_t>,
+                 std::vector<caf::actor>, std::uint32_t>>;
 
 /// m = ceil(log2 n): the period of the rotation (0 for n = 1, no messages).
 [[nodiscard]] std::uint32_t pushsum_period(std::uint32_t n);

@@ -32,10 +32,10 @@ struct sgp_state : gossip::node_base {
   std::vector<double> sent_w;
   static inline const char* name = "atrain_sgp_worker";
 };
-using sgp_ptr = caf::stateful_actor<sgp_state>*;
+using sgp_ptr = sgp_worker_actor::stateful_pointer<sgp_state>;
 
 /// Restart: (donate_atom, k) asks a live node for half of its (x, w).
-using donate_atom = caf::atom_constant<caf::atom("sgpdonate")>;
+using donate_atom = sgp_donate_atom;
 
 /// The in-slot of an incoming seq: the sender's step s = seq - 1 mod m.
 [[nodiscard]] inline std::size_t in_slot(const sgp_state& st, std::uint64_t seq) {

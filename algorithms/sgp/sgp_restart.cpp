@@ -92,7 +92,9 @@ void find_donor(caf::event_based_actor* sup, const context_ptr& ctx, const worke
     return done(double_blob{std::vector<double>(ctx->plan->x0.begin(), ctx->plan->x0.end())}, 1.0,
                 r.node, "x^0 with a fresh weight 1 (no live node to take half from)");
   const auto j = (*candidates)[next];
-  sup->request(r.nodes.at(j).worker, ctx->reply_timeout(), sgp_detail::donate_atom::value, r.node)
+  sup
+    ->request(caf::actor_cast<sgp_worker_actor>(r.nodes.at(j).worker), ctx->reply_timeout(),
+              sgp_donate_atom::value, r.node)
     .then(
       [=](const double_blob& x, double w, std::uint64_t steps) {
         std::ostringstream text;
@@ -129,8 +131,8 @@ void join_sgp_worker(caf::event_based_actor* sup, const context_ptr& ctx, const 
     const std::uint64_t step = js->any_sent ? js->last_sent : 0;
     find_donor(sup, ctx, r, candidates, 0,
                [=](double_blob x, double w, std::uint32_t donor, std::string source) {
-                 sup->send(r.replacement, start_atom::value, step, std::move(x), w, js->fence,
-                           r.nodes.at(k).worker_routes, donor);
+                 sup->send(caf::actor_cast<sgp_worker_actor>(r.replacement), start_atom::value,
+                           step, std::move(x), w, js->fence, r.nodes.at(k).worker_routes, donor);
                  std::ostringstream text;
                  text.precision(17);
                  text << source << ", joining at step " << step << "; lost with the dead worker: "
@@ -166,7 +168,9 @@ void join_sgp_worker(caf::event_based_actor* sup, const context_ptr& ctx, const 
   // highest seq its link to node k took).
   for (std::uint32_t a = 0; a < m; ++a) {
     const auto j = pushsum_source(k, a, n);
-    sup->request(r.nodes.at(j).worker, ctx->reply_timeout(), restart_atom::value, k)
+    sup
+      ->request(caf::actor_cast<sgp_worker_actor>(r.nodes.at(j).worker), ctx->reply_timeout(),
+                restart_atom::value, k)
       .then(
         [=](std::uint64_t steps, std::uint64_t count, double w) {
           js->fence[a] = steps;
