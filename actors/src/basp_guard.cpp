@@ -25,6 +25,7 @@
 #include <caf/io/basp_broker.hpp>
 #include <caf/io/network/interfaces.hpp>
 
+#include "atrain/actors/exceptions.hpp"
 #include "atrain/messages/wire.hpp"
 #include "guard_tls.hpp"
 
@@ -337,6 +338,7 @@ void hand_to_basp(guard_ptr self, const std::shared_ptr<relay>& p, const int (&p
 
 caf::behavior guard(guard_ptr self, caf::io::doorman_ptr door, basp_guard_options opts,
                     caf::actor basp) {
+  name_exceptions(self);
   self->state.opts = std::move(opts);
   self->state.basp = std::move(basp);
   self->state.port = door->port();

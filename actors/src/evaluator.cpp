@@ -11,6 +11,7 @@
 #include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
+#include "atrain/actors/exceptions.hpp"
 #include "atrain/actors/progress.hpp"
 #include "atrain/actors/run_log.hpp"
 #include "atrain/kernels/vector_ops.hpp"
@@ -405,6 +406,7 @@ evaluator_actor::behavior_type evaluator_impl(eval_ptr self, context_ptr ctx,
                                               std::vector<node_actors> nodes, link_list links,
                                               caf::actor server, caf::actor supervisor,
                                               bool progress) {
+  name_exceptions(self);
   auto& st = self->state;
   const auto& plan = *ctx->plan;
   st.ctx = ctx;

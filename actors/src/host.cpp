@@ -10,6 +10,7 @@
 #include "atrain/actors/algorithms.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/exceptions.hpp"
 #include "atrain/messages/spec.hpp"
 
 namespace atrain {
@@ -51,6 +52,7 @@ struct keeper_state {
 
 caf::behavior run_keeper(caf::stateful_actor<keeper_state>* self, std::vector<caf::actor> actors,
                          context_ptr ctx, caf::actor supervisor, caf::actor spawner) {
+  name_exceptions(self);
   self->state.actors = std::move(actors);
   self->state.ctx = std::move(ctx);
   self->attach_functor([actors = self->state.actors] {
@@ -146,6 +148,7 @@ caf::expected<context_ptr> admit(spawner_ptr self, const spawn_request& r) {
 }
 
 caf::behavior spawner(spawner_ptr self, host_options opts) {
+  name_exceptions(self);
   self->state.opts = std::move(opts);
   // A host shutting down ends the runs it serves (their keepers end the nodes).
   self->attach_functor([keepers = self->state.keepers] {

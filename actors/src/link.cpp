@@ -8,6 +8,7 @@
 
 #include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/checkpoint.hpp"
+#include "atrain/actors/exceptions.hpp"
 #include "atrain/actors/network.hpp"
 #include "atrain/kernels/rng.hpp"
 
@@ -353,6 +354,7 @@ void restore_link(link_state& st, const proto::Checkpoint& ck) {
 
 link_actor::behavior_type link_impl(link_actor_ptr self, std::uint32_t from, std::uint32_t to,
                                     caf::actor dest, context_ptr ctx) {
+  name_exceptions(self);
   auto& st = self->state;
   st.stats.from = from;
   st.stats.to = to;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "atrain/actors/exceptions.hpp"
 #include "atrain/messages/json.hpp"
 
 namespace atrain {
@@ -76,6 +77,7 @@ std::string evaluation_event(const metric_sample& m, bool replaces) {
 }
 
 caf::behavior run_log_actor(caf::stateful_actor<log_state>* self, run_log_files files) {
+  name_exceptions(self);
   self->state.files = std::move(files);
   self->set_down_handler([self](caf::down_msg&) { self->quit(); });
   return {

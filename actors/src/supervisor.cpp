@@ -10,6 +10,7 @@
 #include "atrain/actors/algorithms.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/evaluator.hpp"
+#include "atrain/actors/exceptions.hpp"
 #include "atrain/actors/run_log.hpp"
 #include "atrain/messages/json.hpp"
 #include "atrain/version.hpp"
@@ -443,6 +444,7 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, link_list links, ca
 
 caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listener,
                                std::shared_ptr<run_sink> sink, bool progress) {
+  name_exceptions(self);
   auto& st = self->state;
   st.progress = progress;
   st.ctx = ctx;

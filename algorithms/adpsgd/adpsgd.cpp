@@ -38,6 +38,7 @@
 #include "algorithms/adpsgd/adpsgd.hpp"
 
 #include "atrain/actors/algorithm.hpp"
+#include "atrain/actors/exceptions.hpp"
 
 #include <tuple>
 #include <utility>
@@ -288,6 +289,7 @@ adpsgd_worker_actor::behavior_type adpsgd_running(adpsgd_ptr self, std::uint32_t
 /// its routes.
 adpsgd_worker_actor::behavior_type adpsgd_worker(adpsgd_ptr self, std::uint32_t id, bool active,
                                                  context_ptr ctx, std::uint64_t incarnation) {
+  name_exceptions(self);
   const auto* saved = setup_adpsgd(self, id, active, *ctx, incarnation);
   auto running = adpsgd_running(self, id, ctx, saved != nullptr);
   if (incarnation == 0)

@@ -48,6 +48,7 @@
 #include "algorithms/async_ps/async_ps.hpp"
 
 #include "atrain/actors/algorithm.hpp"
+#include "atrain/actors/exceptions.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -144,6 +145,7 @@ void restore_server(server_state& st, const proto::AsyncPsServerState& ps) {
 
 async_ps_server_actor::behavior_type server_actor(server_ptr self, std::uint32_t node,
                                                   context_ptr ctx) {
+  name_exceptions(self);
   const auto& plan = *ctx->plan;
   const auto& algo = plan.config<async_ps_config>();
   auto& st = self->state;
@@ -254,6 +256,7 @@ void restore_worker(worker_state& st, const proto::NodeState& s) {
 async_ps_worker_actor::behavior_type worker_actor(worker_ptr self, std::uint32_t id,
                                                   std::uint32_t server, context_ptr ctx,
                                                   bool joining) {
+  name_exceptions(self);
   const auto& plan = *ctx->plan;
   auto& st = self->state;
   st.cu.emplace(*ctx, id);

@@ -14,6 +14,7 @@
 #include "algorithms/centralized/centralized.hpp"
 
 #include "atrain/actors/algorithm.hpp"
+#include "atrain/actors/exceptions.hpp"
 
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
@@ -60,6 +61,7 @@ void restore_sgd(sgd_state& st, const proto::NodeState& s) {
 /// supervisor starts it with a checkpoint's state (join_centralized_worker).
 centralized_worker_actor::behavior_type sgd_worker(sgd_ptr self, context_ptr ctx,
                                                    bool replacement) {
+  name_exceptions(self);
   const auto& plan = *ctx->plan;
   const auto& algo = plan.config<centralized_config>();
   self->state.cu.emplace(*ctx, 0);

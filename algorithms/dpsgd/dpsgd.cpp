@@ -43,6 +43,7 @@
 #include "algorithms/dpsgd/dpsgd.hpp"
 
 #include "atrain/actors/algorithm.hpp"
+#include "atrain/actors/exceptions.hpp"
 
 #include <algorithm>
 #include <map>
@@ -353,6 +354,7 @@ dpsgd_worker_actor::behavior_type dpsgd_running(dpsgd_ptr self, std::uint32_t id
 dpsgd_worker_actor::behavior_type dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
                                                std::shared_ptr<const weight_matrix> mixing,
                                                bool joining) {
+  name_exceptions(self);
   const auto* saved = setup_dpsgd(self, id, *ctx, *mixing, joining);
   auto running = dpsgd_running(self, id, ctx, saved != nullptr);
   if (!joining)

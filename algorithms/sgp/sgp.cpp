@@ -54,6 +54,7 @@
 #include "algorithms/sgp/sgp.hpp"
 
 #include "atrain/actors/algorithm.hpp"
+#include "atrain/actors/exceptions.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -334,6 +335,7 @@ sgp_worker_actor::behavior_type sgp_running(sgp_ptr self, std::uint32_t id, cont
 /// the probe only then.
 sgp_worker_actor::behavior_type sgp_worker(sgp_ptr self, std::uint32_t id, context_ptr ctx,
                                            bool joining) {
+  name_exceptions(self);
   auto show = [self, ctx, id] {
     if (!ctx->probe)
       return;
