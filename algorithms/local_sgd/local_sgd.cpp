@@ -35,7 +35,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "algorithms/gossip/gossip.hpp"
 #include "algorithms/ring/ring.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 
