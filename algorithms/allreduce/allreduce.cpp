@@ -55,7 +55,7 @@ struct allreduce_state : ring_worker_state {
   std::vector<allreduce_step> ledger;
   static inline const char* name = "atrain_allreduce_worker";
 };
-using allreduce_ptr = caf::stateful_actor<allreduce_state>*;
+using allreduce_ptr = ring_worker_actor::stateful_pointer<allreduce_state>;
 
 void descend(allreduce_ptr self, run_context& ctx);
 
@@ -107,8 +107,8 @@ void descend(allreduce_ptr self, run_context& ctx) {
 }
 
 /// `joining`: a replacement after a crash (ring_joining).
-caf::behavior allreduce_worker(allreduce_ptr self, std::uint32_t id, context_ptr ctx,
-                               bool joining) {
+ring_worker_actor::behavior_type allreduce_worker(allreduce_ptr self, std::uint32_t id,
+                                                  context_ptr ctx, bool joining) {
   const auto& algo = ctx->plan->config<allreduce_config>();
   auto& st = self->state;
   st.skip = algo.stragglers == straggler_policy::skip;
@@ -141,19 +141,19 @@ caf::behavior allreduce_worker(allreduce_ptr self, std::uint32_t id, context_ptr
 }  // namespace
 
 std::vector<allreduce_step> allreduce_take_steps(const caf::actor_addr& worker) {
-  return gossip::take_from_worker(worker, &allreduce_state::ledger);
+  return ring_take(worker, &allreduce_state::ledger);
 }
 
 node_actors spawn_allreduce_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                  std::uint32_t i) {
   node_actors out;
-  out.worker = parent->spawn(allreduce_worker, i, ctx, false);
+  out.worker = caf::actor_cast<caf::actor>(parent->spawn(allreduce_worker, i, ctx, false));
   return out;
 }
 
 caf::actor spawn_allreduce_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
                                        std::uint32_t k) {
-  return sup->spawn(allreduce_worker, k, ctx, true);
+  return caf::actor_cast<caf::actor>(sup->spawn(allreduce_worker, k, ctx, true));
 }
 
 // ---- the descriptor the runtime reads (registry.cpp lists it)

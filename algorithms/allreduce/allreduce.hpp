@@ -5,9 +5,14 @@
 #include <memory>
 #include <vector>
 
+#include "algorithms/ring/ring_actor.hpp"
 #include "atrain/actors/context.hpp"
 
 namespace atrain {
+
+/// Its worker: a ring worker (ring_actor.hpp: node_actor, the wiring, the
+/// wake, the chunks, a restart's freeze and a replacement's join), as Local SGD's.
+using allreduce_worker_actor = ring_worker_actor;
 
 /// One step of one node as it happened (test hook, recorded with a probe):
 /// what it put into the ring and what came out.

@@ -35,7 +35,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "algorithms/gossip/gossip.hpp"
 #include "algorithms/ring/ring.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 
@@ -52,8 +51,9 @@ struct local_sgd_state : ring_worker_state {
 };
 
 /// `joining`: a replacement after a crash (ring_joining).
-caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::uint32_t id,
-                               context_ptr ctx, bool joining) {
+ring_worker_actor::behavior_type
+local_sgd_worker(ring_worker_actor::stateful_pointer<local_sgd_state> self, std::uint32_t id,
+                 context_ptr ctx, bool joining) {
   const auto& algo = ctx->plan->config<local_sgd_config>();
   const double gamma0 = algo.step_size;
   const double decay = algo.decay;
@@ -126,19 +126,19 @@ caf::behavior local_sgd_worker(caf::stateful_actor<local_sgd_state>* self, std::
 }  // namespace
 
 std::vector<local_sgd_average> local_sgd_take_averages(const caf::actor_addr& worker) {
-  return gossip::take_from_worker(worker, &local_sgd_state::ledger);
+  return ring_take(worker, &local_sgd_state::ledger);
 }
 
 node_actors spawn_local_sgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                                  std::uint32_t i) {
   node_actors out;
-  out.worker = parent->spawn(local_sgd_worker, i, ctx, false);
+  out.worker = caf::actor_cast<caf::actor>(parent->spawn(local_sgd_worker, i, ctx, false));
   return out;
 }
 
 caf::actor spawn_local_sgd_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
                                        std::uint32_t k) {
-  return sup->spawn(local_sgd_worker, k, ctx, true);
+  return caf::actor_cast<caf::actor>(sup->spawn(local_sgd_worker, k, ctx, true));
 }
 
 // ---- the descriptor the runtime reads (registry.cpp lists it)

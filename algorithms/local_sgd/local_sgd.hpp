@@ -5,9 +5,15 @@
 #include <memory>
 #include <vector>
 
+#include "algorithms/ring/ring_actor.hpp"
 #include "atrain/actors/context.hpp"
 
 namespace atrain {
+
+/// Its worker: a ring worker (ring_actor.hpp: node_actor, the wiring, the
+/// wake, the chunks, a restart's freeze and a replacement's join), as
+/// Ring-AllReduce SGD's.
+using local_sgd_worker_actor = ring_worker_actor;
 
 /// One average of one node as it happened (test hook, recorded with a probe).
 struct local_sgd_average {

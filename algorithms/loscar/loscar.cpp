@@ -173,7 +173,7 @@ struct loscar_worker_state : gossip::node_base {
   barrier_hold hold;  // checkpoints
   static inline const char* name = "atrain_loscar_worker";
 };
-using worker_ptr = caf::stateful_actor<loscar_worker_state>*;
+using worker_ptr = loscar_worker_actor::stateful_pointer<loscar_worker_state>;
 
 /// Starts the next gradient, unless a checkpoint holds the worker here.
 void next_gradient(worker_ptr self) {
@@ -182,7 +182,7 @@ void next_gradient(worker_ptr self) {
     return;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);
   st.hold.wake_due = self->clock().now() + to_timespan(wait);
-  send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value, st.steps);
+  send_after(self, caf::actor_cast<loscar_worker_actor>(self), wait, wake_atom::value, st.steps);
 }
 
 void begin_round(worker_ptr self, const run_plan& plan) {  // 1.
@@ -295,10 +295,59 @@ void restore_worker(loscar_worker_state& st, const proto::NodeState& s, const ru
   st.hold.held = st.at != phase::waiting;
 }
 
+/// The worker's drain answer (< 0: quiet). Node a's also holds the
+/// aggregator's (its route is the aggregator itself).
+caf::result<double> drain(worker_ptr self, const context_ptr& ctx, std::uint32_t id) {
+  const auto& st = self->state;
+  // Waiting for m_r: no gradient in flight, nothing to do until it comes.
+  const double mine = st.at == phase::waiting ? -1.0 : st.hold.busy_for(self);
+  if (id != st.aggregator)
+    return mine;
+  auto rp = self->make_response_promise<double>();
+  self
+    ->request(caf::actor_cast<loscar_aggregator_actor>(st.out.routes.front().second),
+              ctx->reply_timeout(), ckpt_drain_atom::value)
+    .then([rp, mine](double hub) mutable { rp.deliver(std::max(mine, hub)); },
+          [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+  return rp;
+}
+
+/// The running worker: wiring, wakes, means and node_actor's messages.
+loscar_worker_actor::behavior_type running_worker(worker_ptr self, std::uint32_t id,
+                                                  const context_ptr& ctx, bool restored) {
+  return compose<loscar_worker_actor::behavior_type>(
+    [=](init_atom, const caf::actor& route) {
+      self->state.out.routes.emplace_back(self->state.aggregator, route);
+    },
+    [=](start_atom) {
+      if (!restored)  // restored: holds until the supervisor's go
+        begin_round(self, *ctx->plan);
+    },
+    [=](wake_atom, std::uint64_t step) {
+      ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
+      on_wake(self, *ctx, id);
+    },
+    [=](deliver_atom, const packet& p) {
+      ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
+      on_mean(self, *ctx, id, p);
+    },
+    [=](model_atom) {
+      auto s = gossip::snapshot(self->state, id);
+      s.rejected = self->state.rejected;  // no buffer of its own reports them
+      return s;
+    },
+    [=](ckpt_drain_atom) { return drain(self, ctx, id); },
+    // A replacement's join after it started (never sent twice): nothing.
+    [](start_atom, std::uint64_t, const float_blob&, const caf::actor&) {},
+    ckpt_go_handler(self, [=] { next_gradient(self); }), ckpt_pause_handler(self),
+    ckpt_state_handler([=] { return save_worker(self->state); }));
+}
+
 /// Worker `id`; a replacement (`joining`, after a crash) keeps every
 /// message until the aggregator starts it: (start_atom, round, A, route).
-caf::behavior loscar_worker(worker_ptr self, std::uint32_t id, loscar_steps counts, context_ptr ctx,
-                            bool joining) {
+loscar_worker_actor::behavior_type loscar_worker(worker_ptr self, std::uint32_t id,
+                                                 loscar_steps counts, context_ptr ctx,
+                                                 bool joining) {
   const auto& plan = *ctx->plan;
   const auto& algo = plan.config<loscar_config>();
   auto& st = self->state;
@@ -317,48 +366,11 @@ caf::behavior loscar_worker(worker_ptr self, std::uint32_t id, loscar_steps coun
     restore_worker(st, *saved, plan);
   if (!joining)
     run_probe::show_model(ctx->probe, self, id, &self->state.x);
-  caf::behavior running =
-    caf::message_handler{
-      [=](init_atom, const caf::actor& route) {
-        self->state.out.routes.emplace_back(self->state.aggregator, route);
-      },
-      [=](start_atom) {
-        if (!saved)  // restored: holds until the supervisor's go
-          begin_round(self, *ctx->plan);
-      },
-      [=](wake_atom, std::uint64_t step) {
-        ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
-        on_wake(self, *ctx, id);
-      },
-      [=](deliver_atom, const packet& p) {
-        ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
-        on_mean(self, *ctx, id, p);
-      },
-      [=](model_atom) {
-        auto s = gossip::snapshot(self->state, id);
-        s.rejected = self->state.rejected;  // no buffer of its own reports them
-        return s;
-      },
-      [=](ckpt_drain_atom) -> caf::result<double> {
-        const auto& st = self->state;
-        // Waiting for m_r: no gradient in flight, nothing to do until it comes.
-        const double mine = st.at == phase::waiting ? -1.0 : st.hold.busy_for(self);
-        if (id != st.aggregator)
-          return mine;
-        // Node a: the aggregator's answer too (its route is the aggregator).
-        auto rp = self->make_response_promise<double>();
-        self->request(st.out.routes.front().second, ctx->reply_timeout(), ckpt_drain_atom::value)
-          .then([rp, mine](double hub) mutable { rp.deliver(std::max(mine, hub)); },
-                [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
-        return rp;
-      },
-    }
-      .or_else(barrier_handlers(
-        self, [=] { next_gradient(self); }, [=] { return save_worker(self->state); }));
+  auto running = running_worker(self, id, ctx, saved != nullptr);
   if (!joining)
     return running;
   self->set_default_handler(caf::skip);
-  return {
+  return waiting_for<loscar_worker_actor>(
     [=](start_atom, std::uint64_t round, const float_blob& x, const caf::actor& route) mutable {
       auto& st = self->state;
       st.round = round;
@@ -368,8 +380,7 @@ caf::behavior loscar_worker(worker_ptr self, std::uint32_t id, loscar_steps coun
       self->become(std::move(running));
       run_probe::show_model(ctx->probe, self, id, &self->state.x);
       begin_round(self, *ctx->plan);
-    },
-  };
+    });
 }
 
 }  // namespace
@@ -434,9 +445,10 @@ node_actors spawn_loscar_node(caf::event_based_actor* parent, const context_ptr&
   const auto& plan = *ctx->plan;
   const auto schedule = shared_schedule(ctx);
   node_actors node;
-  node.worker = parent->spawn(loscar_detail::loscar_worker, i, schedule->at(i), ctx, false);
+  node.worker = caf::actor_cast<caf::actor>(
+    parent->spawn(loscar_detail::loscar_worker, i, schedule->at(i), ctx, false));
   if (i == plan.config<loscar_config>().aggregator) {
-    node.hub = parent->spawn(loscar_detail::loscar_aggregator, ctx);
+    node.hub = caf::actor_cast<caf::actor>(parent->spawn(loscar_detail::loscar_aggregator, ctx));
     node.buffer = node.hub;
   }
   return node;
@@ -444,7 +456,8 @@ node_actors spawn_loscar_node(caf::event_based_actor* parent, const context_ptr&
 
 caf::actor spawn_loscar_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
                                     std::uint32_t k) {
-  return sup->spawn(loscar_detail::loscar_worker, k, shared_schedule(ctx)->at(k), ctx, true);
+  return caf::actor_cast<caf::actor>(
+    sup->spawn(loscar_detail::loscar_worker, k, shared_schedule(ctx)->at(k), ctx, true));
 }
 
 void wire_loscar(caf::event_based_actor* sup, const context_ptr& ctx,

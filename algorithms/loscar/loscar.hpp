@@ -9,8 +9,39 @@
 #include <vector>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/node_actor.hpp"
 
 namespace atrain {
+
+/// A worker: node_actor's messages (its drain poll also asks the aggregator
+/// on node a) and
+using loscar_worker_actor = node_actor::extend<
+  // the wiring (wire_star): its route to the aggregator, then its start;
+  caf::reacts_to<init_atom, caf::actor>, caf::reacts_to<start_atom>,
+  // its gradient's wake (its own timer: the step count it was started at);
+  caf::reacts_to<wake_atom, std::uint64_t>,
+  // the aggregator's means (a link, or the aggregator itself on node a);
+  caf::reacts_to<deliver_atom, packet>,
+  // a replacement's join, from the aggregator: the round, the aggregator's
+  // average A, its route to the aggregator.
+  caf::reacts_to<start_atom, std::uint64_t, float_blob, caf::actor>>;
+
+/// The root aggregator (node a's hub and buffer). No worker, so not
+/// node_actor.
+using loscar_aggregator_actor = caf::typed_actor<
+  // The wiring (wire_star): its routes to every worker (index = node).
+  caf::reacts_to<init_atom, std::vector<caf::actor>>,
+  // The workers' vectors (their links; worker a directly).
+  caf::reacts_to<deliver_atom, packet>,
+  // The evaluator: (messages, bytes, rejected).
+  caf::replies_to<stats_atom>::with<std::uint64_t, std::uint64_t, std::uint64_t>,
+  // Worker a's drain poll (< 0: quiet); the checkpoint barrier's state request.
+  caf::replies_to<ckpt_drain_atom>::with<double>,
+  caf::replies_to<ckpt_state_atom>::with<std::string>,
+  // Supervision (join_loscar_worker): worker k (dead incarnation, its
+  // replacement, the replacement's route here) -> (round it joins, dropped).
+  caf::replies_to<restart_atom, std::uint32_t, caf::actor_addr, caf::actor,
+                  caf::actor>::with<std::uint64_t, bool>>;
 
 /// Packet streams of LOSCAR-SGD (seq = round + 1 on both): a worker's
 /// y_i[S_r] to the aggregator, and the aggregator's mean m_r to every worker.

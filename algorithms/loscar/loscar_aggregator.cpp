@@ -89,7 +89,8 @@ void complete_round(aggregator_ptr self, run_context& ctx) {
   st.dropped_count = 0;
   ++st.round;
   for (const auto& [node, w] : std::exchange(st.joining, {}))
-    self->send(w.first, start_atom::value, st.round, float_blob{st.average}, w.second);
+    self->send(caf::actor_cast<loscar_worker_actor>(w.first), start_atom::value, st.round,
+               float_blob{st.average}, w.second);
 }
 
 /// Worker k's replacement `w` (route: its route to the aggregator) joins:
@@ -146,7 +147,7 @@ void restore_aggregator(loscar_aggregator_state& st, const proto::LoscarAggregat
 
 }  // namespace
 
-caf::behavior loscar_aggregator(aggregator_ptr self, context_ptr ctx) {
+loscar_aggregator_actor::behavior_type loscar_aggregator(aggregator_ptr self, context_ptr ctx) {
   const auto& plan = *ctx->plan;
   const auto& algo = plan.config<loscar_config>();
   auto& st = self->state;
@@ -194,7 +195,9 @@ void join_loscar_worker(caf::event_based_actor* sup, const context_ptr& ctx,
   const auto a = ctx->plan->config<loscar_config>().aggregator;
   const auto& hub = r.nodes.at(a).hub;
   const auto route = r.nodes.at(r.node).worker_routes.at(0);
-  sup->request(hub, ctx->reply_timeout(), restart_atom::value, r.node, r.dead, r.replacement, route)
+  sup
+    ->request(caf::actor_cast<loscar_aggregator_actor>(hub), ctx->reply_timeout(),
+              restart_atom::value, r.node, r.dead, r.replacement, route)
     .then([=](std::uint64_t round, bool dropped) {
       std::string how = "the aggregator's average after round " + std::to_string(round - 1) +
                         ", joining round " + std::to_string(round);

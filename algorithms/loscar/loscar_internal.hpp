@@ -36,9 +36,9 @@ struct loscar_aggregator_state {
   std::map<std::uint32_t, std::pair<caf::actor, caf::actor>> joining;
   static inline const char* name = "atrain_loscar_aggregator";
 };
-using aggregator_ptr = caf::stateful_actor<loscar_aggregator_state>*;
+using aggregator_ptr = loscar_aggregator_actor::stateful_pointer<loscar_aggregator_state>;
 
 /// The root aggregator on node a (loscar_aggregator.cpp).
-caf::behavior loscar_aggregator(aggregator_ptr self, context_ptr ctx);
+loscar_aggregator_actor::behavior_type loscar_aggregator(aggregator_ptr self, context_ptr ctx);
 
 }  // namespace atrain::loscar_detail

@@ -139,38 +139,21 @@ ring_allreduce::verdict ring_allreduce::offer(std::uint64_t round, std::uint32_t
 
 // ---------------------------------------------------------------- endpoint
 
-void ring_endpoint::emit(caf::event_based_actor* self, run_context& ctx,
+packet ring_endpoint::to_packet(ring_allreduce::send& s) const {
+  packet p;
+  p.from = rank_;
+  p.kind = 1 + s.step;
+  p.seq = s.round;
+  p.f = std::move(s.chunk);
+  if (counted_)
+    p.scalars.push_back(s.count);
+  return p;
+}
+
+bool ring_endpoint::take(caf::local_actor* self, run_context& ctx, const packet& p,
                          std::vector<ring_allreduce::send>& sends) {
-  for (auto& s : sends) {
-    packet p;
-    p.from = rank_;
-    p.kind = 1 + s.step;
-    p.seq = s.round;
-    p.f = std::move(s.chunk);
-    if (counted_)
-      p.scalars.push_back(s.count);
-    out_.broadcast(self, ctx, std::move(p));
-  }
-}
-
-bool ring_endpoint::begin(caf::event_based_actor* self, run_context& ctx, const float* v,
-                          double count) {
-  const auto before = ring_.round();
-  auto sends = ring_.begin(v, count);
-  emit(self, ctx, sends);
-  return ring_.round() != before;
-}
-
-void ring_endpoint::skip_to(caf::event_based_actor* self, run_context& ctx, std::uint64_t round) {
-  auto sends = ring_.skip_to(round);
-  emit(self, ctx, sends);
-}
-
-bool ring_endpoint::deliver(caf::event_based_actor* self, run_context& ctx, const packet& p) {
   ctx.events.record(ctx.ns(self), rank_, event_kind::receive, p.from, p.seq);
   const auto n = static_cast<std::uint32_t>(ctx.plan->nodes());
-  const auto before = ring_.round();
-  std::vector<ring_allreduce::send> sends;
   const bool known = p.from == (rank_ + n - 1) % n && p.kind >= 1 && p.d.empty() &&
                      p.scalars.size() == (counted_ ? 1U : 0U);
   const auto count = counted_ && known ? std::optional<double>{p.scalars.front()} : std::nullopt;
@@ -180,8 +163,7 @@ bool ring_endpoint::deliver(caf::event_based_actor* self, run_context& ctx, cons
     ctx.events.record(ctx.ns(self), rank_, event_kind::reject, p.from, p.seq);
     return false;
   }
-  emit(self, ctx, sends);
-  return ring_.round() != before;
+  return true;
 }
 
 // ---------------------------------------------------------------- wiring
@@ -199,7 +181,7 @@ void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<
     if (n > 1)
       out.push_back(net.route(i, (i + 1) % n));
     nodes[i].worker_routes = out;
-    sup->send(workers[i], start_atom::value, std::move(out));
+    sup->send(caf::actor_cast<ring_worker_actor>(workers[i]), start_atom::value, std::move(out));
   }
 }
 
@@ -248,10 +230,11 @@ void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx, const
       if (a->got[j]) {
         if (m > 0 && std::get<0>(*a->got[j]) + 1 == m)
           ++completed;
-        sup->send(r.nodes[j].worker, resume_atom::value, m, sum, count);
+        sup->send(caf::actor_cast<ring_worker_actor>(r.nodes[j].worker), resume_atom::value, m, sum,
+                  count);
       }
-    sup->send(r.replacement, start_atom::value, r.nodes.at(r.node).worker_routes, x, steps,
-              averages, m + 1);
+    sup->send(caf::actor_cast<ring_worker_actor>(r.replacement), start_atom::value,
+              r.nodes.at(r.node).worker_routes, x, steps, averages, m + 1);
     std::string how = "round " + std::to_string(m) + " begun again as " + std::to_string(m + 1);
     if (completed > 0)
       how = std::to_string(completed) + " rank(s) finished round " + std::to_string(m - 1) +
@@ -267,7 +250,9 @@ void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx, const
       if (--a->pending == 0)
         decide();
     };
-    sup->request(r.nodes[j].worker, ctx->reply_timeout(), restart_atom::value, r.node)
+    sup
+      ->request(caf::actor_cast<ring_worker_actor>(r.nodes[j].worker), ctx->reply_timeout(),
+                restart_atom::value, r.node)
       .then(
         [a, j, one](std::uint64_t rounds, const float_blob& sum, double count, const float_blob& x,
                     std::uint64_t steps, std::uint64_t averages) {

@@ -28,10 +28,12 @@
 #include <utility>
 #include <vector>
 
+#include "algorithms/ring/ring_actor.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/context.hpp"
 #include "atrain/actors/network.hpp"
+#include "atrain/actors/node_actor.hpp"
 #include "atrain/messages/wire.hpp"
 
 namespace atrain {
@@ -137,9 +139,24 @@ public:
   }
   /// Starts a round with v; true when it finished at once (only for n = 1:
   /// the predecessor's step n-1 chunk needs our step-0 chunk first).
-  bool begin(caf::event_based_actor* self, run_context& ctx, const float* v, double count = 1);
+  /// `Self`: the sending actor, typed or not (its outbox's routes).
+  template <class Self>
+  bool begin(Self* self, run_context& ctx, const float* v, double count = 1) {
+    const auto before = ring_.round();
+    auto sends = ring_.begin(v, count);
+    emit(self, ctx, sends);
+    return ring_.round() != before;
+  }
   /// Handles a delivered packet; true when it finished the round.
-  bool deliver(caf::event_based_actor* self, run_context& ctx, const packet& p);
+  template <class Self>
+  bool deliver(Self* self, run_context& ctx, const packet& p) {
+    const auto before = ring_.round();
+    std::vector<ring_allreduce::send> sends;
+    if (!take(self, ctx, p, sends))
+      return false;
+    emit(self, ctx, sends);
+    return ring_.round() != before;
+  }
 
   [[nodiscard]] const std::vector<float>& sum() const noexcept { return ring_.sum(); }
   [[nodiscard]] double count() const noexcept { return ring_.count(); }
@@ -150,7 +167,11 @@ public:
   [[nodiscard]] std::uint64_t rejected() const noexcept { return rejected_; }
   [[nodiscard]] ring_allreduce& state() noexcept { return ring_; }
   /// Restart: ring_allreduce::skip_to, sending what it begins again.
-  void skip_to(caf::event_based_actor* self, run_context& ctx, std::uint64_t round);
+  template <class Self>
+  void skip_to(Self* self, run_context& ctx, std::uint64_t round) {
+    auto sends = ring_.skip_to(round);
+    emit(self, ctx, sends);
+  }
   [[nodiscard]] std::uint64_t round() const noexcept { return ring_.round(); }
   /// A resumed run: round and counters as a checkpoint saved them.
   void restore(std::uint64_t round, std::uint64_t messages, std::uint64_t bytes,
@@ -162,7 +183,17 @@ public:
   }
 
 private:
-  void emit(caf::event_based_actor* self, run_context& ctx, std::vector<ring_allreduce::send>& s);
+  /// Traces `p`, checks it and offers it to the ring (`sends`: the chunks
+  /// that became ready); false, counted and traced, when it is rejected.
+  bool take(caf::local_actor* self, run_context& ctx, const packet& p,
+            std::vector<ring_allreduce::send>& sends);
+  /// The packet carrying `s` (its chunk moved out).
+  [[nodiscard]] packet to_packet(ring_allreduce::send& s) const;
+  template <class Self>
+  void emit(Self* self, run_context& ctx, std::vector<ring_allreduce::send>& sends) {
+    for (auto& s : sends)
+      out_.broadcast(self, ctx, to_packet(s));
+  }
 
   ring_allreduce ring_;
   std::uint32_t rank_;
@@ -209,14 +240,15 @@ struct ring_worker_state {
 };
 
 /// Starts g = gradient at x; the worker wakes when it counts as done.
-template <class State>
-void ring_compute_next(caf::stateful_actor<State>* self) {
+/// `Self`: a ring worker, a ring_worker_actor::stateful_impl<State>.
+template <class Self>
+void ring_compute_next(Self* self) {
   auto& st = self->state;
   st.computing = true;
   st.read_at = st.steps;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);
   st.hold.wake_due = self->clock().now() + to_timespan(wait);
-  send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value);
+  send_after(self, caf::actor_cast<ring_worker_actor>(self), wait, wake_atom::value);
 }
 
 /// Restart (supervision): the decision after a freeze. The highest number
@@ -226,9 +258,9 @@ void ring_compute_next(caf::stateful_actor<State>* self) {
 /// there (its chunks may have gone to the dead rank, and the replacement
 /// joins at m+1). Every rank thus ends round m-1 with the same sum, and no
 /// chunk of round m is ever mixed with one of the redo.
-template <class State, class OnSum>
-void ring_resume(caf::stateful_actor<State>* self, run_context& ctx, std::uint64_t m,
-                 const float_blob& sum, double count, const OnSum& on_sum) {
+template <class Self, class OnSum>
+void ring_resume(Self* self, run_context& ctx, std::uint64_t m, const float_blob& sum, double count,
+                 const OnSum& on_sum) {
   auto& st = self->state;
   self->unbecome();
   self->set_default_handler(caf::print_and_drop);
@@ -244,26 +276,40 @@ void ring_resume(caf::stateful_actor<State>* self, run_context& ctx, std::uint64
 /// Restart: a replacement rank keeps every message until the supervisor
 /// starts it with its route, a donor's model and counters, and the round to
 /// join; then it runs `running` and computes.
-template <class State>
-caf::behavior ring_joining(caf::stateful_actor<State>* self, std::uint32_t id,
-                           const context_ptr& ctx, caf::behavior running) {
+template <class Self>
+ring_worker_actor::behavior_type ring_joining(Self* self, std::uint32_t id, const context_ptr& ctx,
+                                              ring_worker_actor::behavior_type running) {
   const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
   self->set_default_handler(caf::skip);
-  return {
-    [=](start_atom, const std::vector<caf::actor>& out, const float_blob& x, std::uint64_t steps,
-        std::uint64_t averages, std::uint64_t round) mutable {
-      auto& st = self->state;
-      for (const auto& route : out)
-        st.ring->connect((id + 1) % n, route);
-      st.x = x.vec();
-      st.steps = steps;
-      st.averages = averages;
-      st.ring->skip_to(self, *ctx, round);
-      self->set_default_handler(caf::print_and_drop);
-      self->become(std::move(running));
-      ring_compute_next(self);
-    },
-  };
+  return waiting_for<ring_worker_actor>([=](start_atom, const std::vector<caf::actor>& out,
+                                            const float_blob& x, std::uint64_t steps,
+                                            std::uint64_t averages, std::uint64_t round) mutable {
+    auto& st = self->state;
+    for (const auto& route : out)
+      st.ring->connect((id + 1) % n, route);
+    st.x = x.vec();
+    st.steps = steps;
+    st.averages = averages;
+    st.ring->skip_to(self, *ctx, round);
+    self->set_default_handler(caf::print_and_drop);
+    self->become(std::move(running));
+    ring_compute_next(self);
+  });
+}
+
+/// Test hook body (virtual clock, between two scheduler steps): moves
+/// `field` out of the state of the ring worker at `worker`; a default T
+/// when the actor is gone or not a ring worker with that State.
+template <class State, class T>
+[[nodiscard]] T ring_take(const caf::actor_addr& worker, T State::*field) {
+  auto handle = caf::actor_cast<caf::actor>(worker);
+  if (!handle)
+    return {};
+  auto* w = dynamic_cast<ring_worker_actor::stateful_pointer<State>>(
+    caf::actor_cast<caf::abstract_actor*>(handle));
+  if (w == nullptr)
+    return {};
+  return std::exchange(w->state.*field, T{});
 }
 
 /// Supervision: freezes every live rank, decides the round (ring_resume),
@@ -311,33 +357,19 @@ void restore_ring_worker(State& st, const proto::NodeState& s) {
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
-/// The behaviour of a ring worker (State derives from ring_worker_state):
-/// `on_wake()` runs when a gradient is done (after the trace event),
-/// `on_sum()` when a round of the all-reduce is done (the sum is in
-/// state.ring->sum()), `on_called()` when a chunk of a round this rank has
-/// not begun arrives (the ring waits for it: straggler_policy SKIP may join
-/// at once). `counted`: the chunks carry contribution counts; `joining`: a
-/// replacement (its state comes with the join, not from a checkpoint). Wiring,
-/// packets and model snapshots are common; the first gradient starts with
-/// the wiring.
-template <class State, class OnWake, class OnSum, class OnCalled>
-caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
-                          const context_ptr& ctx, bool counted, bool joining, OnWake on_wake,
-                          OnSum on_sum, OnCalled on_called) {
-  const auto& plan = *ctx->plan;
-  const auto n = static_cast<std::uint32_t>(plan.nodes());
-  auto& st = self->state;
-  st.cu.emplace(*ctx, id);
-  st.ring.emplace(id, n, plan.dim(), counted);
-  st.x = plan.x0;
-  const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
-  if (saved)
-    restore_ring_worker(st, *saved);
-  return caf::message_handler{
+namespace ring_detail {
+
+/// A running ring worker's wiring, wake and packets (ring_worker).
+/// `restored`: resumed from a checkpoint, it holds until the supervisor's go.
+template <class Self, class OnWake, class OnSum, class OnCalled>
+[[nodiscard]] auto run_handlers(Self* self, std::uint32_t id, const context_ptr& ctx, bool restored,
+                                OnWake on_wake, OnSum on_sum, OnCalled on_called) {
+  const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
+  return std::make_tuple(
     [=](start_atom, const std::vector<caf::actor>& out) {
       for (const auto& route : out)
         self->state.ring->connect((id + 1) % n, route);
-      if (!saved)  // restored: holds until the supervisor's go
+      if (!restored)
         ring_compute_next(self);
     },
     [=](wake_atom) {
@@ -362,7 +394,14 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
           on_called();
         }
       }
-    },
+    });
+}
+
+/// A running ring worker's side of a restart (join_ring_worker).
+template <class Self, class OnSum>
+[[nodiscard]] auto restart_handlers(Self* self, std::uint32_t id, const context_ptr& ctx,
+                                    OnSum on_sum) {
+  return std::make_tuple(
     // Ring rank k is being restarted (supervision): freeze (every other
     // message waits) and report this rank's rounds, last sum and model.
     [=](restart_atom, std::uint32_t k) {
@@ -370,13 +409,26 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
       const auto& ring = st.ring->state();
       ctx->events.record(ctx->ns(self), id, event_kind::restart, k, ring.round());
       self->set_default_handler(caf::skip);
-      self->become(caf::keep_behavior, caf::behavior{[=](resume_atom, std::uint64_t m,
-                                                         const float_blob& sum, double count) {
-                     ring_resume(self, *ctx, m, sum, count, on_sum);
-                   }});
+      self->become(caf::keep_behavior,
+                   waiting_for<ring_worker_actor>(
+                     [=](resume_atom, std::uint64_t m, const float_blob& sum, double count) {
+                       ring_resume(self, *ctx, m, sum, count, on_sum);
+                     }));
       return std::make_tuple(ring.round(), float_blob{ring.last_sum()}, ring.last_count(),
                              float_blob{st.x}, st.steps, st.averages);
     },
+    // The end of a freeze and a replacement's join come only while the
+    // worker waits for them (every one sent once): nothing here.
+    [](resume_atom, std::uint64_t, const float_blob&, double) {},
+    [](start_atom, const std::vector<caf::actor>&, const float_blob&, std::uint64_t, std::uint64_t,
+       std::uint64_t) {});
+}
+
+/// A ring worker's answers to node_actor: the barrier (its drain and go
+/// differ from the common ones: the ring must be idle too) and the model.
+template <class Self>
+[[nodiscard]] auto node_handlers(Self* self, std::uint32_t id) {
+  return std::make_tuple(
     [=](ckpt_drain_atom) {
       const auto& st = self->state;
       const bool idle = !st.ring->active() && !st.ring->called();
@@ -391,6 +443,7 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
       if (st.hold.go() || (st.skip && !st.computing))
         ring_compute_next(self);
     },
+    ckpt_pause_handler(self), ckpt_state_handler([=] { return save_ring_worker(self->state); }),
     [=](model_atom) {
       const auto& st = self->state;
       auto s = compute_snapshot(id, *st.cu, st.x);
@@ -402,9 +455,37 @@ caf::behavior ring_worker(caf::stateful_actor<State>* self, std::uint32_t id,
       s.staleness_count = st.staleness.count;
       s.late = st.late;
       return s;
-    },
-  }
-    .or_else(barrier_handlers(self, [=] { return save_ring_worker(self->state); }));
+    });
+}
+
+}  // namespace ring_detail
+
+/// The behaviour of a ring worker (`Self`: a
+/// ring_worker_actor::stateful_impl<State>, State derived from
+/// ring_worker_state): `on_wake()` runs when a gradient is done (after the
+/// trace event), `on_sum()` when a round of the all-reduce is done (the sum
+/// is in state.ring->sum()), `on_called()` when a chunk of a round this rank
+/// has not begun arrives (the ring waits for it: straggler_policy SKIP may
+/// join at once). `counted`: the chunks carry contribution counts;
+/// `joining`: a replacement (its state comes with the join, not from a
+/// checkpoint). Wiring, packets and model snapshots are common; the first
+/// gradient starts with the wiring.
+template <class Self, class OnWake, class OnSum, class OnCalled>
+ring_worker_actor::behavior_type ring_worker(Self* self, std::uint32_t id, const context_ptr& ctx,
+                                             bool counted, bool joining, OnWake on_wake,
+                                             OnSum on_sum, OnCalled on_called) {
+  const auto& plan = *ctx->plan;
+  const auto n = static_cast<std::uint32_t>(plan.nodes());
+  auto& st = self->state;
+  st.cu.emplace(*ctx, id);
+  st.ring.emplace(id, n, plan.dim(), counted);
+  st.x = plan.x0;
+  const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
+  if (saved)
+    restore_ring_worker(st, *saved);
+  return compose<ring_worker_actor::behavior_type>(
+    ring_detail::run_handlers(self, id, ctx, saved != nullptr, on_wake, on_sum, on_called),
+    ring_detail::restart_handlers(self, id, ctx, on_sum), ring_detail::node_handlers(self, id));
 }
 
 }  // namespace atrain
