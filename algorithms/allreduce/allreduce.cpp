@@ -36,6 +36,7 @@
 #include "algorithms/allreduce/allreduce.hpp"
 
 #include "atrain/actors/algorithm.hpp"
+#include "atrain/actors/exceptions.hpp"
 
 #include <utility>
 
@@ -109,6 +110,7 @@ void descend(allreduce_ptr self, run_context& ctx) {
 /// `joining`: a replacement after a crash (ring_joining).
 ring_worker_actor::behavior_type allreduce_worker(allreduce_ptr self, std::uint32_t id,
                                                   context_ptr ctx, bool joining) {
+  name_exceptions(self);
   const auto& algo = ctx->plan->config<allreduce_config>();
   auto& st = self->state;
   st.skip = algo.stragglers == straggler_policy::skip;

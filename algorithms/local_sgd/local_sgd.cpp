@@ -31,6 +31,7 @@
 #include "algorithms/local_sgd/local_sgd.hpp"
 
 #include "atrain/actors/algorithm.hpp"
+#include "atrain/actors/exceptions.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -54,6 +55,7 @@ struct local_sgd_state : ring_worker_state {
 ring_worker_actor::behavior_type
 local_sgd_worker(ring_worker_actor::stateful_pointer<local_sgd_state> self, std::uint32_t id,
                  context_ptr ctx, bool joining) {
+  name_exceptions(self);
   const auto& algo = ctx->plan->config<local_sgd_config>();
   const double gamma0 = algo.step_size;
   const double decay = algo.decay;

@@ -68,6 +68,7 @@
 #include "algorithms/loscar/loscar.hpp"
 
 #include "atrain/actors/algorithm.hpp"
+#include "atrain/actors/exceptions.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -348,6 +349,7 @@ loscar_worker_actor::behavior_type running_worker(worker_ptr self, std::uint32_t
 loscar_worker_actor::behavior_type loscar_worker(worker_ptr self, std::uint32_t id,
                                                  loscar_steps counts, context_ptr ctx,
                                                  bool joining) {
+  name_exceptions(self);
   const auto& plan = *ctx->plan;
   const auto& algo = plan.config<loscar_config>();
   auto& st = self->state;

@@ -23,6 +23,7 @@
 #include "algorithms/loscar/loscar_internal.hpp"
 #include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/checkpoint.hpp"
+#include "atrain/actors/exceptions.hpp"
 
 namespace atrain {
 
@@ -148,6 +149,7 @@ void restore_aggregator(loscar_aggregator_state& st, const proto::LoscarAggregat
 }  // namespace
 
 loscar_aggregator_actor::behavior_type loscar_aggregator(aggregator_ptr self, context_ptr ctx) {
+  name_exceptions(self);
   const auto& plan = *ctx->plan;
   const auto& algo = plan.config<loscar_config>();
   auto& st = self->state;
