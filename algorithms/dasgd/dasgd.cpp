@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 
 #include "algorithms/dasgd/dasgd_internal.hpp"
 #include "algorithms/gossip/gossip.hpp"
@@ -255,14 +254,7 @@ dasgd_worker_actor::behavior_type dasgd_worker(dasgd_ptr self, std::uint32_t id,
 }  // namespace dasgd_detail
 
 dasgd_ledger dasgd_take_ledger(const caf::actor_addr& worker) {
-  // gossip::take_from_worker's body for a typed worker (its state type differs).
-  auto handle = caf::actor_cast<caf::actor>(worker);
-  if (!handle)
-    return {};
-  auto* w = dynamic_cast<dasgd_detail::dasgd_ptr>(caf::actor_cast<caf::abstract_actor*>(handle));
-  if (w == nullptr)
-    return {};
-  return std::exchange(w->state.ledger, dasgd_ledger{});
+  return gossip::take_from_worker<dasgd_worker_actor>(worker, &dasgd_detail::dasgd_state::ledger);
 }
 
 node_actors spawn_dasgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
