@@ -65,7 +65,8 @@ void begin_cycle(dasgd_ptr self, run_context& ctx) {
   st.used_at_read = st.used_total;
   const double wait = std::max(st.cu->gradient(self, st.x.data(), st.g), min_wait);
   st.hold.wake_due = self->clock().now() + to_timespan(wait);
-  self->delayed_send(self, to_timespan(wait), wake_atom::value, st.steps);
+  self->delayed_send(caf::actor_cast<dasgd_worker_actor>(self), to_timespan(wait), wake_atom::value,
+                     st.steps);
 }
 
 void wake(dasgd_ptr self, run_context& ctx, std::uint32_t id) {
@@ -157,8 +158,9 @@ void deliver(dasgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p
 
 /// Node `id`'s worker; a replacement (`joining`, after a crash) keeps every
 /// message until the supervisor starts it with a donor's state.
-caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
-                           std::shared_ptr<creation_record> created, bool joining) {
+dasgd_worker_actor::behavior_type dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
+                                               std::shared_ptr<creation_record> created,
+                                               bool joining) {
   const auto& plan = *ctx->plan;
   const auto& algo = plan.config<dasgd_config>();
   auto& st = self->state;
@@ -181,50 +183,51 @@ caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
   };
   if (!joining)
     show_model();
-  caf::behavior running =
-    caf::message_handler{
-      [=](init_atom, const std::vector<caf::actor>& routes) {
-        // routes: to every other node in increasing id order
-        auto& st = self->state;
-        for (std::uint32_t j = 0, k = 0; j < st.n; ++j)
-          if (j != id)
-            st.out.routes.emplace_back(j, routes.at(k++));
-      },
-      [=](start_atom) {
-        if (!saved)  // restored: holds until the supervisor's go
-          begin_cycle(self, *ctx);
-      },
-      [=](wake_atom, std::uint64_t step) {
-        ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
-        wake(self, *ctx, id);
-      },
-      [=](deliver_atom, const packet& p) { deliver(self, *ctx, id, p); },
-      [=](model_atom) { return gossip::snapshot(self->state, id); },
-      [=](stats_atom) { return gossip::stats(self->state); },
-      // Node k is being restarted (its dead worker sent gradients up to
-      // `sent`, made up to `made`): this node is its donor ...
-      [=](restart_atom, std::uint32_t k, std::uint64_t sent, std::uint64_t made) {
-        return donate(self, *ctx, id, k, sent, made);
-      },
-      // ... and relays up to these fences (per origin) ...
-      [=](restart_atom, std::uint32_t k, std::vector<std::uint64_t> until) {
-        relay_until(self, *ctx, id, k, std::move(until));
-      },
-      // ... or, not the donor, fences its own stream.
-      [=](dasgd_fence_atom, std::uint32_t k, std::uint64_t sent, std::uint64_t made) {
-        mark_lost(self->state, k, sent + 1, made);
-        return fence_stream(self, *ctx, id, k);
-      },
-    }
-      .or_else(barrier_handlers(
-        self, [=] { begin_cycle(self, *ctx); }, [=] { return save_dasgd(self->state, id); }));
+  auto running = compose<dasgd_worker_actor::behavior_type>(
+    [=](init_atom, const std::vector<caf::actor>& routes) {
+      // routes: to every other node in increasing id order
+      auto& st = self->state;
+      for (std::uint32_t j = 0, k = 0; j < st.n; ++j)
+        if (j != id)
+          st.out.routes.emplace_back(j, routes.at(k++));
+    },
+    [=](start_atom) {
+      if (!saved)  // restored: holds until the supervisor's go
+        begin_cycle(self, *ctx);
+    },
+    [=](wake_atom, std::uint64_t step) {
+      ctx->events.record(ctx->ns(self), id, event_kind::wake, step);
+      wake(self, *ctx, id);
+    },
+    [=](deliver_atom, const packet& p) { deliver(self, *ctx, id, p); },
+    [=](model_atom) { return gossip::snapshot(self->state, id); },
+    [=](stats_atom) { return gossip::stats(self->state); },
+    // Node k is being restarted (its dead worker sent gradients up to
+    // `sent`, made up to `made`): this node is its donor ...
+    [=](restart_atom, std::uint32_t k, std::uint64_t sent, std::uint64_t made) {
+      return donate(self, *ctx, id, k, sent, made);
+    },
+    // ... and relays up to these fences (per origin) ...
+    [=](restart_atom, std::uint32_t k, std::vector<std::uint64_t> until) {
+      relay_until(self, *ctx, id, k, std::move(until));
+    },
+    // ... or, not the donor, fences its own stream.
+    [=](dasgd_fence_atom, std::uint32_t k, std::uint64_t sent, std::uint64_t made) {
+      mark_lost(self->state, k, sent + 1, made);
+      return fence_stream(self, *ctx, id, k);
+    },
+    // A replacement's join after it started (never sent twice): nothing.
+    [](start_atom, const float_blob&, const dasgd_numbers&, const dasgd_numbers&,
+       const std::vector<packet>&, std::uint64_t, const std::vector<caf::actor>&,
+       const std::vector<std::uint64_t>&) {},
+    checkpoint_handlers(
+      self, [=] { begin_cycle(self, *ctx); }, [=] { return save_dasgd(self->state, id); }));
   if (!joining)
     return running;
   self->set_default_handler(caf::skip);
-  return {
-    [=](start_atom, const float_blob& x, const std::vector<std::vector<std::uint64_t>>& record,
-        const std::vector<std::vector<std::uint64_t>>& lost, const std::vector<packet>& inbox,
-        std::uint64_t made, const std::vector<caf::actor>& routes,
+  return waiting_for<dasgd_worker_actor>(
+    [=](start_atom, const float_blob& x, const dasgd_numbers& record, const dasgd_numbers& lost,
+        const std::vector<packet>& inbox, std::uint64_t made, const std::vector<caf::actor>& routes,
         const std::vector<std::uint64_t>& fence) mutable {
       adopt(self, x, record, lost, inbox, made, fence);
       auto& st = self->state;
@@ -235,8 +238,7 @@ caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
       self->become(std::move(running));
       show_model();
       begin_cycle(self, *ctx);
-    },
-  };
+    });
 }
 
 }  // namespace
@@ -252,21 +254,22 @@ caf::behavior dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
 }  // namespace dasgd_detail
 
 dasgd_ledger dasgd_take_ledger(const caf::actor_addr& worker) {
-  return gossip::take_from_worker(worker, &dasgd_detail::dasgd_state::ledger);
+  return gossip::take_from_worker<dasgd_worker_actor>(worker, &dasgd_detail::dasgd_state::ledger);
 }
 
 node_actors spawn_dasgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                              std::uint32_t i) {
   node_actors node;
-  node.worker =
-    parent->spawn(dasgd_detail::dasgd_worker, i, ctx, dasgd_detail::shared_record(ctx), false);
+  node.worker = caf::actor_cast<caf::actor>(
+    parent->spawn(dasgd_detail::dasgd_worker, i, ctx, dasgd_detail::shared_record(ctx), false));
   node.buffer = node.worker;  // answers stats_atom with its rejected count
   return node;
 }
 
 caf::actor spawn_dasgd_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
                                    std::uint32_t k) {
-  return sup->spawn(dasgd_detail::dasgd_worker, k, ctx, dasgd_detail::shared_record(ctx), true);
+  return caf::actor_cast<caf::actor>(
+    sup->spawn(dasgd_detail::dasgd_worker, k, ctx, dasgd_detail::shared_record(ctx), true));
 }
 
 void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
@@ -285,12 +288,12 @@ void wire_dasgd(caf::event_based_actor* sup, const context_ptr& ctx,
       if (j != i)
         routes.push_back(net.route(i, j));
     nodes[i].worker_routes = routes;  // for a replacement
-    sup->send(workers[i], init_atom::value, std::move(routes));
+    sup->send(caf::actor_cast<dasgd_worker_actor>(workers[i]), init_atom::value, std::move(routes));
   }
   // Every worker knows its routes before any starts (real clock: an early
   // starter may already send to one not yet started).
   for (const auto& w : workers)
-    sup->send(w, start_atom::value);
+    sup->send(caf::actor_cast<dasgd_worker_actor>(w), start_atom::value);
 }
 
 // ---- the descriptor the runtime reads (registry.cpp lists it)

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/node_actor.hpp"
+#include "atrain/messages/wire.hpp"
 
 namespace atrain {
 
@@ -18,6 +20,34 @@ namespace atrain {
 /// earlier packet (the shapes differ). `dasgd_relayed`: a packet a restart
 /// donor passes on to a replacement, `from` still its origin.
 enum dasgd_stream : std::uint32_t { dasgd_gradients = 31, dasgd_relayed = 32 };
+
+/// Restart: a live node other than the donor fences its gradient stream.
+using dasgd_fence_atom = caf::atom_constant<caf::atom("dfence")>;
+
+/// Per origin node: gradient numbers (a donor's record, or the ones lost).
+using dasgd_numbers = std::vector<std::vector<std::uint64_t>>;
+
+/// A worker (also its node's "buffer" for the evaluator): node_actor's
+/// messages and the groups below, each with who sends it.
+using dasgd_worker_actor = node_actor::extend<
+  // The supervisor's wiring: routes to every other node in id order, then the start.
+  caf::reacts_to<init_atom, std::vector<caf::actor>>, caf::reacts_to<start_atom>,
+  // Its own gradient's wake (the step number); the links' packets.
+  caf::reacts_to<wake_atom, std::uint64_t>, caf::reacts_to<deliver_atom, packet>,
+  // The evaluator: (messages, bytes, rejected), its traffic being in its snapshot.
+  caf::replies_to<stats_atom>::with<std::uint64_t, std::uint64_t, std::uint64_t>,
+  // The supervisor's restart hand-over (dasgd_restart.cpp): donate to node k's
+  // replacement (k, sent, made) -> (model, record, lost, inbox, own fence), relay
+  // up to the fences (k, per origin), or fence its own stream (k, sent, made) -> fence.
+  caf::replies_to<restart_atom, std::uint32_t, std::uint64_t, std::uint64_t>::with<
+    float_blob, dasgd_numbers, dasgd_numbers, std::vector<packet>, std::uint64_t>,
+  caf::reacts_to<restart_atom, std::uint32_t, std::vector<std::uint64_t>>,
+  caf::replies_to<dasgd_fence_atom, std::uint32_t, std::uint64_t,
+                  std::uint64_t>::with<std::uint64_t>,
+  // A replacement's join (the supervisor): model, record, lost, inbox, made,
+  // routes, fences.
+  caf::reacts_to<start_atom, float_blob, dasgd_numbers, dasgd_numbers, std::vector<packet>,
+                 std::uint64_t, std::vector<caf::actor>, std::vector<std::uint64_t>>>;
 
 /// What a DASGD node did, recorded only when the run has a run_probe.
 struct dasgd_ledger {

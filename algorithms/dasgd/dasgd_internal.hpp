@@ -99,9 +99,6 @@ private:
   std::uint64_t total_ = 0;
 };
 
-/// Restart: a live node other than the donor fences its gradient stream.
-using dasgd_fence_atom = caf::atom_constant<caf::atom("dfence")>;
-
 struct dasgd_state : gossip::node_base {
   std::shared_ptr<creation_record> created;  // null: staleness not measured (multi-process)
   double seq_rate = 0;                       // see future_seq_rate
@@ -144,7 +141,7 @@ struct dasgd_state : gossip::node_base {
   std::vector<relay> relays;
   static inline const char* name = "atrain_dasgd_worker";
 };
-using dasgd_ptr = caf::stateful_actor<dasgd_state>*;
+using dasgd_ptr = dasgd_worker_actor::stateful_pointer<dasgd_state>;
 
 /// The first gradient number packet `p` covers.
 [[nodiscard]] inline std::uint64_t first_of(const packet& p) {

@@ -242,9 +242,10 @@ void read_links(caf::event_based_actor* sup, const context_ptr& ctx, const link_
 /// donor up to where to relay, and reports the hand-over.
 void finish_join(caf::event_based_actor* sup, const join_ptr& j) {
   const auto& r = j->r;
-  sup->send(r.replacement, start_atom::value, j->x, j->record, j->lost, j->inbox, j->made,
-            r.nodes.at(r.node).worker_routes, j->fence);
-  sup->send(r.nodes.at(j->donor).worker, restart_atom::value, r.node, j->fence);
+  sup->send(caf::actor_cast<dasgd_worker_actor>(r.replacement), start_atom::value, j->x, j->record,
+            j->lost, j->inbox, j->made, r.nodes.at(r.node).worker_routes, j->fence);
+  sup->send(caf::actor_cast<dasgd_worker_actor>(r.nodes.at(j->donor).worker), restart_atom::value,
+            r.node, j->fence);
   std::uint64_t seen = 0;
   for (std::size_t o = 0; o < j->record.size(); ++o) {
     const auto& per = j->record[o];
@@ -285,8 +286,8 @@ void fence_others(caf::event_based_actor* sup, const context_ptr& ctx, const joi
     if (o == j->r.node || o == j->donor)
       continue;
     sup
-      ->request(j->r.nodes.at(o).worker, ctx->reply_timeout(), dasgd_fence_atom::value, j->r.node,
-                j->sent, j->made)
+      ->request(caf::actor_cast<dasgd_worker_actor>(j->r.nodes.at(o).worker), ctx->reply_timeout(),
+                dasgd_fence_atom::value, j->r.node, j->sent, j->made)
       .then(
         [=](std::uint64_t sent) {
           j->fence[o] = sent;
@@ -314,14 +315,14 @@ void ask_donor(caf::event_based_actor* sup, const context_ptr& ctx, const join_p
     std::vector<std::vector<std::uint64_t>> lost(n);
     for (auto s = j->sent + 1; s <= j->made; ++s)
       lost[r.node].push_back(s);
-    sup->send(r.replacement, start_atom::value, float_blob{ctx->plan->x0},
-              std::vector<std::vector<std::uint64_t>>{}, lost, std::vector<packet>{}, j->made,
+    sup->send(caf::actor_cast<dasgd_worker_actor>(r.replacement), start_atom::value,
+              float_blob{ctx->plan->x0}, dasgd_numbers{}, lost, std::vector<packet>{}, j->made,
               r.nodes.at(r.node).worker_routes, std::vector<std::uint64_t>(n, 0));
     return j->started("x^0 (no live node to copy from)");
   }
   sup
-    ->request(r.nodes.at(candidate).worker, ctx->reply_timeout(), restart_atom::value, r.node,
-              j->sent, j->made)
+    ->request(caf::actor_cast<dasgd_worker_actor>(r.nodes.at(candidate).worker),
+              ctx->reply_timeout(), restart_atom::value, r.node, j->sent, j->made)
     .then(
       [=](const float_blob& x, const std::vector<std::vector<std::uint64_t>>& record,
           const std::vector<std::vector<std::uint64_t>>& lost, const std::vector<packet>& inbox,

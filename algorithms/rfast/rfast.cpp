@@ -1,6 +1,7 @@
 /// R-FAST: robust fully-asynchronous stochastic gradient tracking (docs/ALGORITHMS.md
 /// §1, the cycle's steps 1-5), as a worker actor and a gradient-buffer actor per
-/// node; the tracker's arithmetic is in rfast_tracker.cpp.
+/// node. This file: the worker (steps 1 and 2), spawning and wiring; the buffer
+/// (steps 3-5) is in rfast_buffer.cpp, the tracker's arithmetic in rfast_tracker.cpp.
 #include "algorithms/rfast/rfast.hpp"
 
 #include "atrain/actors/algorithm.hpp"
@@ -9,6 +10,7 @@
 #include <cmath>
 
 #include "algorithms/rfast/rfast_epoch.hpp"
+#include "algorithms/rfast/rfast_internal.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/network.hpp"
@@ -16,45 +18,15 @@
 
 namespace atrain {
 
-// ---------------------------------------------------------------- actors
+// ---------------------------------------------------------------- the worker
 
 namespace {
-
-[[nodiscard]] bool finite(const float* x, std::size_t n) {
-  return vec::all_finite(x, n);
-}
-
-[[nodiscard]] bool finite(const double* x, std::size_t n) {
-  for (std::size_t k = 0; k < n; ++k)
-    if (!std::isfinite(x[k]))
-      return false;
-  return true;
-}
-
-struct buffer_state {
-  std::optional<rfast_tracker> tracker;
-  outbox out_c;
-  std::vector<std::uint32_t> in_r;
-  /// Pull weights (r_ii first, then r_ij aligned with in_r): handed to the
-  /// worker with every step, so a new epoch's weights come with its models.
-  std::vector<double> r_weights;
-  /// Newest model per G_R in-neighbour; empty = none yet in this epoch (the
-  /// worker uses its own x instead).
-  std::vector<float_blob> v_hat;
-  std::vector<std::uint64_t> v_seq;
-  std::vector<std::uint64_t> v_age;  // own wakes since v^_j was refreshed
-  std::uint64_t rejected = 0;
-  std::uint64_t old_epoch = 0;  // packets dropped for another tracking epoch
-  std::uint64_t tracks = 0;     // wakes served (a restarted worker resumes from it)
-  double seq_rate = 0;          // see future_seq_rate
-  static inline const char* name = "atrain_rfast_buffer";
-};
 
 struct worker_state {
   std::optional<compute_unit> cu;
   std::vector<float> x;
   std::vector<float> g;
-  caf::actor buffer;
+  rfast_buffer_actor buffer;
   outbox out_r;
   std::uint32_t epoch = 0;  // stamped on every model packet
   double gamma = 0;
@@ -66,63 +38,9 @@ struct worker_state {
   static inline const char* name = "atrain_rfast_worker";
 };
 
-/// A new epoch's routes. Packets still queued for a remote receiver belong to
-/// the old epoch: dropped here. The queues' slots stay (answers to packets in
-/// flight still arrive and free them).
-void set_routes(outbox& out, const rfast_epoch& e) {
-  out.routes.clear();
-  for (std::size_t k = 0; k < e.out.size(); ++k)
-    out.routes.emplace_back(e.out[k], e.routes.at(k));
-  for (auto& w : out.waiting)
-    w.queue.clear();
-}
+using worker_ptr = rfast_worker_actor::stateful_pointer<worker_state>;
 
-/// Step 5: push the tracker's running sums to the G_C out-neighbours.
-void push_mass(caf::stateful_actor<buffer_state>* self, std::uint32_t id, run_context& ctx) {
-  auto& st = self->state;
-  auto& tr = *st.tracker;
-  packet p;
-  p.from = id;
-  p.kind = rfast_mass;
-  p.d = tr.push();
-  p.seq = tr.pushes();
-  p.scalars = {tr.sigma_sent()};
-  p.epoch = tr.epoch();
-  st.out_c.broadcast(self, ctx, std::move(p));
-}
-
-// ---- checkpoints: the buffer's and the worker's parts of NodeState
-
-void save_buffer(const buffer_state& st, proto::NodeState& s) {
-  auto& r = *s.mutable_rfast();
-  st.tracker->save(r);
-  for (std::size_t k = 0; k < st.in_r.size(); ++k) {
-    auto* m = r.add_model_in();
-    m->set_node(st.in_r[k]);
-    m->set_seq(st.v_seq[k]);
-    m->set_age(st.v_age[k]);
-    *m->mutable_params() = {st.v_hat[k].vec().begin(), st.v_hat[k].vec().end()};
-  }
-  r.set_buffer_messages(st.out_c.messages);
-  r.set_buffer_bytes(st.out_c.bytes);
-  s.set_rejected(st.rejected);
-  r.set_tracks(st.tracks);
-}
-
-void restore_buffer(buffer_state& st, const proto::NodeState& s) {
-  const auto& r = s.rfast();
-  st.tracker->restore(r);
-  for (std::size_t k = 0; k < st.in_r.size(); ++k) {
-    const auto& m = r.model_in(static_cast<int>(k));
-    st.v_seq[k] = m.seq();
-    st.v_age[k] = m.age();
-    st.v_hat[k] = float_blob{{m.params().begin(), m.params().end()}};
-  }
-  st.out_c.messages = r.buffer_messages();
-  st.out_c.bytes = r.buffer_bytes();
-  st.rejected = s.rejected();
-  st.tracks = r.tracks();
-}
+// ---- checkpoints: the worker's part of NodeState
 
 void save_worker(const worker_state& st, proto::NodeState& s) {
   *s.mutable_params() = {st.x.begin(), st.x.end()};
@@ -143,234 +61,137 @@ void restore_worker(worker_state& st, const proto::NodeState& s) {
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
-/// `fresh`: a whole node restarted (respawn_rfast_node): never from a
-/// checkpoint, whatever the run resumed from.
-caf::behavior rfast_buffer(caf::stateful_actor<buffer_state>* self, std::uint32_t id,
-                           context_ptr ctx, bool fresh) {
-  const auto& plan = *ctx->plan;
-  const auto& topo = *plan.topo;
-  const auto& algo = plan.config<rfast_config>();
-  auto& st = self->state;
-  std::vector<rfast_tracker::in_neighbour> in_c;
-  for (auto j : topo.g_c.in(id))
-    in_c.push_back({j, topo.c(id, j), 0, {}, 0, {}, 0});  // blobs set by the tracker
-  st.tracker.emplace(id, plan.dim(), topo.c(id, id), std::move(in_c), algo.phi_scaled,
-                     algo.phi_min);
-  st.in_r = topo.g_r.in(id);
-  st.r_weights = {topo.r(id, id)};
-  for (auto j : st.in_r)
-    st.r_weights.push_back(topo.r(id, j));
-  st.v_hat.assign(st.in_r.size(), float_blob{plan.x0});
-  st.v_seq.assign(st.in_r.size(), 0);
-  st.v_age.assign(st.in_r.size(), 0);
-  st.seq_rate = future_seq_rate(plan);
-  if (const auto* saved = fresh ? nullptr : resumed_node(*ctx, id))
-    restore_buffer(st, *saved);
-  run_probe::show_state<rfast_tracker>(ctx->probe, self, id, &*st.tracker);
-  const std::size_t dim = plan.dim();
-  return {
-    [=](start_atom, const std::vector<caf::actor>& out) {
-      const auto& targets = ctx->plan->topo->g_c.out(id);
-      for (std::size_t k = 0; k < targets.size(); ++k)
-        self->state.out_c.routes.emplace_back(targets[k], out.at(k));
-    },
-    [=](init_atom, const float_blob& g0) { self->state.tracker->init(g0.ptr()); },
-    [=](deliver_atom, const packet& p) {
-      auto& st = self->state;
-      auto reject = [&] {
-        ++st.rejected;
-        ctx->events.record(ctx->ns(self), id, event_kind::reject, p.from, p.seq);
-      };
-      ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
-      if (p.epoch != st.tracker->epoch()) {
-        // Sent before a re-rooting (or, briefly, after it by a node that
-        // switched first): its sums and models belong to another graph.
-        ++st.old_epoch;
-        ctx->events.record(ctx->ns(self), id, event_kind::old_epoch, p.from, p.epoch);
-        return;
-      }
-      if (from_the_future(p.seq, st.seq_rate, ctx->seconds(self)))
-        return reject();
-      if (p.kind == rfast_model) {
-        auto it = std::find(st.in_r.begin(), st.in_r.end(), p.from);
-        if (it == st.in_r.end() || p.f.size() != dim || !finite(p.f.ptr(), dim))
-          return reject();
-        auto k = static_cast<std::size_t>(it - st.in_r.begin());
-        if (p.seq > st.v_seq[k]) {
-          st.v_seq[k] = p.seq;
-          st.v_hat[k] = p.f;
-          st.v_age[k] = 0;
-        }
-      } else if (p.kind == rfast_mass) {
-        if (p.d.size() != dim || p.scalars.size() != 1 || !finite(p.d.ptr(), dim) ||
-            !std::isfinite(p.scalars[0]))
-          return reject();
-        bool known = false;
-        for (const auto& nb : st.tracker->in_c())
-          known = known || nb.node == p.from;
-        if (!known)
-          return reject();
-        st.tracker->receive(p.from, p.seq, p.d, p.scalars[0]);
-      } else {
-        reject();
-      }
-    },
-    [=](track_atom, const float_blob& g) {
-      auto& st = self->state;
-      auto& tr = *st.tracker;
-      ++st.tracks;
-      tr.correct(g.ptr());                  // 4
-      push_mass(self, id, *ctx);            // 5
-      auto d = float_blob{tr.direction()};  // (for 1)
-      tr.absorb();                          // 3
-      std::vector<std::uint64_t> ages = st.v_age;
-      for (auto& a : st.v_age)
-        ++a;
-      return caf::make_message(std::move(d), st.v_hat, std::move(ages), st.r_weights);
-    },
-    // A re-rooting: new neighbours, weights and routes; the tracker starts
-    // the epoch from z = g_prev (the model stays with the worker).
-    [=](epoch_atom, const rfast_epoch& e) {
-      auto& st = self->state;
-      std::vector<rfast_tracker::in_neighbour> in_c;
-      for (std::size_t k = 0; k < e.in_c.size(); ++k)
-        in_c.push_back({e.in_c[k], e.c_in[k], 0, {}, 0, {}, 0});
-      st.tracker->reset_epoch(e.epoch, e.c_self, std::move(in_c));
-      st.in_r = e.in_r;
-      st.r_weights = {e.r_self};
-      st.r_weights.insert(st.r_weights.end(), e.r_in.begin(), e.r_in.end());
-      st.v_hat.assign(st.in_r.size(), float_blob{});
-      st.v_seq.assign(st.in_r.size(), 0);
-      st.v_age.assign(st.in_r.size(), 0);
-      set_routes(st.out_c, e);
-      ctx->events.record(ctx->ns(self), id, event_kind::reroot, e.epoch, e.in_c.size());
-    },
-    [=](mass_atom) { return self->state.tracker->account(); },
-    [=](resume_atom) {
-      return caf::make_message(self->state.tracks, self->state.tracker->epoch());
-    },
-    // The worker is lost for good: withdraw this node's gradient from the
-    // tracked sum (correct with g = 0, so the others track the remaining
-    // nodes' objective) and keep relaying tracker mass every tau, so the mass
-    // that reaches this buffer is not stuck here.
-    [=](retire_atom) {
-      auto& st = self->state;
-      const std::vector<float> zero(dim, 0.0f);
-      st.tracker->correct(zero.data());
-      self->send(self, relay_atom::value);
-    },
-    [=](relay_atom) {
-      auto& st = self->state;
-      push_mass(self, id, *ctx);
-      st.tracker->absorb();
-      send_after(self, caf::actor_cast<caf::actor>(self), ctx->plan->tau.at(id), relay_atom::value);
-    },
-    [=](stats_atom, epoch_atom) {
-      return std::make_tuple(self->state.out_c.messages, self->state.out_c.bytes,
-                             self->state.rejected, self->state.old_epoch);
-    },
-    [=](ckpt_state_atom) {
-      proto::NodeState s;
-      save_buffer(self->state, s);
-      return s.SerializeAsString();
-    },
-  };
-}
+// ---- the worker
 
-void schedule_next(caf::stateful_actor<worker_state>* self) {
+void schedule_next(worker_ptr self) {
   auto& st = self->state;
   const double wait = st.cu->gradient(self, st.x.data(), st.g);
   st.hold.wake_due = self->clock().now() + to_timespan(wait);
-  send_after(self, caf::actor_cast<caf::actor>(self), wait, wake_atom::value, float_blob{st.g});
+  send_after(self, caf::actor_cast<rfast_worker_actor>(self), wait, wake_atom::value,
+             float_blob{st.g});
 }
 
-/// `x_start` empty: a fresh worker (x = x^0, initialises the tracker);
-/// otherwise a restarted one (see respawn_rfast_worker).
-caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_t id,
-                           caf::actor buffer, context_ptr ctx, std::vector<float> x_start) {
-  const auto& plan = *ctx->plan;
+/// The worker at its spawn; returns its saved state in a resumed run (null
+/// in a fresh run and for a restarted worker, which starts from `x_start`).
+const proto::NodeState* init_worker(worker_ptr self, std::uint32_t id, const run_context& ctx,
+                                    rfast_buffer_actor buffer, std::vector<float> x_start) {
+  const auto& plan = *ctx.plan;
   const auto& algo = plan.config<rfast_config>();
   auto& st = self->state;
-  st.cu.emplace(*ctx, id);
+  st.cu.emplace(ctx, id);
   const bool restarted = !x_start.empty();
   st.x = restarted ? std::move(x_start) : plan.x0;
-  const auto* saved = restarted ? nullptr : resumed_node(*ctx, id);  // a replacement joins
+  const auto* saved = restarted ? nullptr : resumed_node(ctx, id);  // a replacement joins
   if (saved)
     restore_worker(st, *saved);
-  run_probe::show_model(ctx->probe, self, id, &st.x);
+  run_probe::show_model(ctx.probe, self, id, &st.x);
   st.buffer = std::move(buffer);
   st.gamma = algo.step_size;
   st.decay = algo.decay;
   st.stale_limit = algo.stale_model_wakes;
-  const std::size_t dim = plan.dim();
-  return caf::message_handler{
+  return saved;
+}
+
+/// (start_atom, G_R out-routes): a restored worker holds until the
+/// supervisor's go, a restarted one asks its buffer where to go on, a
+/// fresh one initialises the tracker with g_i(x^0).
+void worker_start(worker_ptr self, std::uint32_t id, const run_context& ctx,
+                  const std::vector<caf::actor>& out, bool restored, bool restarted) {
+  auto& st = self->state;
+  const auto& targets = ctx.plan->topo->g_r.out(id);
+  for (std::size_t k = 0; k < out.size(); ++k)  // none: an epoch view follows
+    st.out_r.routes.emplace_back(targets.at(k), out[k]);
+  if (restored)
+    return;  // restored from a checkpoint: holds until the supervisor's go
+  if (restarted) {
+    // Receivers keep the newest model by sequence number: continue above
+    // every number the crashed worker may have used.
+    self->request(st.buffer, caf::infinite, resume_atom::value)
+      .then([=](std::uint64_t tracks, std::uint32_t epoch) {
+        self->state.seq = tracks;
+        self->state.epoch = epoch;
+        schedule_next(self);
+      });
+    return;
+  }
+  (void)st.cu->gradient(self, st.x.data(), st.g);  // g_i(x^0) initialises the tracker
+  self->send(st.buffer, init_atom::value, float_blob{st.g});
+  schedule_next(self);
+}
+
+/// Step 1: the local descent v = x - gamma_k d, sent at once to the G_R
+/// out-neighbours; returns v.
+std::vector<float> descend_and_send(worker_ptr self, std::uint32_t id, run_context& ctx,
+                                    const float_blob& d) {
+  auto& st = self->state;
+  const std::size_t dim = st.x.size();
+  const double gamma = st.gamma / (1.0 + st.decay * static_cast<double>(st.seq));
+  std::vector<float> v(dim);
+  const float* dir = d.ptr();
+  const auto step = static_cast<float>(gamma);
+  for (std::size_t k = 0; k < dim; ++k)
+    v[k] = st.x[k] - step * dir[k];
+  packet p;
+  p.from = id;
+  p.kind = rfast_model;
+  p.seq = ++st.seq;
+  p.f = float_blob{v};
+  p.epoch = st.epoch;
+  st.out_r.broadcast(self, ctx, p);
+  return v;
+}
+
+/// Step 2: x = r_ii v + sum_j r_ij v^_j over the in-neighbours kept (a
+/// stale one is left out and the weights scaled back to a row sum of 1).
+void pull_consensus(worker_state& st, std::vector<float> v, const std::vector<float_blob>& v_hat,
+                    const std::vector<std::uint64_t>& ages, const std::vector<double>& r) {
+  const std::size_t dim = st.x.size();
+  std::vector<const float*> parts{v.data()};
+  std::vector<double> weights{r.at(0)};
+  double kept = r[0];
+  // A new epoch's in-neighbour that has sent nothing yet counts as
+  // this node's own x (pre-descent; copied: x is overwritten below).
+  std::vector<float> own;
+  for (std::size_t k = 0; k < v_hat.size(); ++k) {
+    st.staleness.add(static_cast<double>(ages[k]));
+    if (st.stale_limit > 0 && ages[k] > st.stale_limit)
+      continue;  // silent in-neighbour: its model would only drag x back
+    if (v_hat[k].empty() && own.empty())
+      own = st.x;
+    parts.push_back(v_hat[k].empty() ? own.data() : v_hat[k].ptr());
+    weights.push_back(r.at(k + 1));
+    kept += r[k + 1];
+  }
+  if (!(kept > 0)) {
+    st.x = std::move(v);  // a tree child cut off from its parent keeps its model
+    return;
+  }
+  if (weights.size() < v_hat.size() + 1)
+    for (auto& w : weights)
+      w /= kept;  // row stochastic again over the neighbours kept
+  vec::weighted_sum(parts, weights, st.x.data(), dim);
+}
+
+/// `x_start` empty: a fresh worker (x = x^0, initialises the tracker);
+/// otherwise a restarted one (see respawn_rfast_worker).
+rfast_worker_actor::behavior_type rfast_worker(worker_ptr self, std::uint32_t id,
+                                               rfast_buffer_actor buffer, context_ptr ctx,
+                                               std::vector<float> x_start) {
+  const bool restarted = !x_start.empty();
+  const auto* saved = init_worker(self, id, *ctx, std::move(buffer), std::move(x_start));
+  return compose<rfast_worker_actor::behavior_type>(
     [=](start_atom, const std::vector<caf::actor>& out) {
-      auto& st = self->state;
-      const auto& targets = ctx->plan->topo->g_r.out(id);
-      for (std::size_t k = 0; k < out.size(); ++k)  // none: an epoch view follows
-        st.out_r.routes.emplace_back(targets.at(k), out[k]);
-      if (saved)
-        return;  // restored from a checkpoint: holds until the supervisor's go
-      if (restarted) {
-        // Receivers keep the newest model by sequence number: continue above
-        // every number the crashed worker may have used.
-        self->request(st.buffer, caf::infinite, resume_atom::value)
-          .then([=](std::uint64_t tracks, std::uint32_t epoch) {
-            self->state.seq = tracks;
-            self->state.epoch = epoch;
-            schedule_next(self);
-          });
-        return;
-      }
-      (void)st.cu->gradient(self, st.x.data(), st.g);  // g_i(x^0) initialises the tracker
-      self->send(st.buffer, init_atom::value, float_blob{st.g});
-      schedule_next(self);
+      worker_start(self, id, *ctx, out, saved != nullptr, restarted);
     },
     [=](wake_atom, const float_blob& g) {
       ctx->events.record(ctx->ns(self), id, event_kind::wake, self->state.seq);
       self->request(self->state.buffer, caf::infinite, track_atom::value, g)
         .then([=](const float_blob& d, const std::vector<float_blob>& v_hat,
                   const std::vector<std::uint64_t>& ages, const std::vector<double>& r) {
-          auto& st = self->state;
-          const double gamma = st.gamma / (1.0 + st.decay * static_cast<double>(st.seq));
-          std::vector<float> v(dim);  // 1. local descent
-          const float* dir = d.ptr();
-          const auto step = static_cast<float>(gamma);
-          for (std::size_t k = 0; k < dim; ++k)
-            v[k] = st.x[k] - step * dir[k];
-          packet p;
-          p.from = id;
-          p.kind = rfast_model;
-          p.seq = ++st.seq;
-          p.f = float_blob{v};
-          p.epoch = st.epoch;
-          st.out_r.broadcast(self, *ctx, p);          //    send v at once
-          std::vector<const float*> parts{v.data()};  // 2. pull consensus
-          std::vector<double> weights{r.at(0)};
-          double kept = r[0];
-          // A new epoch's in-neighbour that has sent nothing yet counts as
-          // this node's own x (pre-descent; copied: x is overwritten below).
-          std::vector<float> own;
-          for (std::size_t k = 0; k < v_hat.size(); ++k) {
-            st.staleness.add(static_cast<double>(ages[k]));
-            if (st.stale_limit > 0 && ages[k] > st.stale_limit)
-              continue;  // silent in-neighbour: its model would only drag x back
-            if (v_hat[k].empty() && own.empty())
-              own = st.x;
-            parts.push_back(v_hat[k].empty() ? own.data() : v_hat[k].ptr());
-            weights.push_back(r.at(k + 1));
-            kept += r[k + 1];
-          }
-          if (!(kept > 0))
-            st.x = std::move(v);  // a tree child cut off from its parent keeps its model
-          else {
-            if (weights.size() < v_hat.size() + 1)
-              for (auto& w : weights)
-                w /= kept;  // row stochastic again over the neighbours kept
-            vec::weighted_sum(parts, weights, st.x.data(), dim);
-          }
-          if (!st.hold.stop_here())  // (a checkpoint holds here)
-            schedule_next(self);     // next gradient at x
+          auto v = descend_and_send(self, id, *ctx, d);               // 1
+          pull_consensus(self->state, std::move(v), v_hat, ages, r);  // 2
+          if (!self->state.hold.stop_here())                          // (a checkpoint holds here)
+            schedule_next(self);                                      // next gradient at x
         });
     },
     [=](model_atom) {
@@ -380,10 +201,9 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
     [=](epoch_atom, const rfast_epoch& e) {  // a re-rooting: new G_R out-neighbours
       auto& st = self->state;
       st.epoch = e.epoch;
-      set_routes(st.out_r, e);
+      rfast_detail::set_routes(st.out_r, e);
     },
-  }
-    .or_else(barrier_handlers(
+    checkpoint_handlers(
       self, [=] { schedule_next(self); },
       [=] {
         proto::NodeState s;
@@ -397,8 +217,10 @@ caf::behavior rfast_worker(caf::stateful_actor<worker_state>* self, std::uint32_
 node_actors spawn_rfast_node(caf::event_based_actor* parent, const context_ptr& ctx,
                              std::uint32_t i) {
   node_actors node;
-  node.buffer = parent->spawn(rfast_buffer, i, ctx, false);
-  node.worker = parent->spawn(rfast_worker, i, node.buffer, ctx, std::vector<float>{});
+  auto buffer = rfast_detail::spawn_rfast_buffer(parent, ctx, i, false);
+  node.buffer = caf::actor_cast<caf::actor>(buffer);
+  node.worker =
+    caf::actor_cast<caf::actor>(parent->spawn(rfast_worker, i, buffer, ctx, std::vector<float>{}));
   return node;
 }
 
@@ -424,9 +246,11 @@ void wire_rfast(caf::event_based_actor* sup, const context_ptr& ctx,
       out_c.push_back(net.route(i, j));
     for (auto j : topo.g_r.out(i))
       out_r.push_back(net.route(i, j));
-    sup->send(nodes[i].buffer, start_atom::value, std::move(out_c));
+    sup->send(caf::actor_cast<rfast_buffer_actor>(nodes[i].buffer), start_atom::value,
+              std::move(out_c));
     nodes[i].worker_routes = out_r;
-    sup->send(nodes[i].worker, start_atom::value, std::move(out_r));
+    sup->send(caf::actor_cast<rfast_worker_actor>(nodes[i].worker), start_atom::value,
+              std::move(out_r));
   }
 }
 
@@ -434,7 +258,8 @@ caf::actor respawn_rfast_worker(caf::event_based_actor* sup, const context_ptr& 
                                 std::uint32_t id, const node_actors& node, std::vector<float> x) {
   if (x.empty())
     x = ctx->plan->x0;
-  auto w = sup->spawn(rfast_worker, id, node.buffer, ctx, std::move(x));
+  auto w = sup->spawn(rfast_worker, id, caf::actor_cast<rfast_buffer_actor>(node.buffer), ctx,
+                      std::move(x));
   const auto table = rfast_route_table(*ctx);
   if (auto view = table->worker_view.find(id); view != table->worker_view.end()) {
     // Re-rooted since the spec's graph pair: the current epoch's routes.
@@ -443,7 +268,7 @@ caf::actor respawn_rfast_worker(caf::event_based_actor* sup, const context_ptr& 
   } else {
     sup->send(w, start_atom::value, node.worker_routes);
   }
-  return w;
+  return caf::actor_cast<caf::actor>(w);
 }
 
 node_actors respawn_rfast_node(caf::event_based_actor* sup, const context_ptr& ctx,
@@ -451,14 +276,17 @@ node_actors respawn_rfast_node(caf::event_based_actor* sup, const context_ptr& c
   if (x.empty())
     x = ctx->plan->x0;
   node_actors node;
-  node.buffer = sup->spawn(rfast_buffer, id, ctx, true);
-  node.worker = sup->spawn(rfast_worker, id, node.buffer, ctx, std::move(x));
+  auto buffer = rfast_detail::spawn_rfast_buffer(sup, ctx, id, true);
+  node.buffer = caf::actor_cast<caf::actor>(buffer);
+  node.worker =
+    caf::actor_cast<caf::actor>(sup->spawn(rfast_worker, id, buffer, ctx, std::move(x)));
   return node;
 }
 
 void start_respawned_rfast_node(caf::event_based_actor* sup, const node_actors& node) {
   // No routes here: the epoch view sent before carries them.
-  sup->send(node.worker, start_atom::value, std::vector<caf::actor>{});
+  sup->send(caf::actor_cast<rfast_worker_actor>(node.worker), start_atom::value,
+            std::vector<caf::actor>{});
 }
 
 // ---- the descriptor the runtime reads (registry.cpp lists it)

@@ -6,12 +6,46 @@
 #include <vector>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/node_actor.hpp"
 #include "atrain/messages/wire.hpp"
 
 namespace atrain {
 
 /// Packet streams of R-FAST.
 enum rfast_stream : std::uint32_t { rfast_model = 1, rfast_mass = 2 };
+
+/// A node's gradient buffer, holding its tracker. No worker (the barrier
+/// asks it only for its state), so not node_actor. Handles to it stay
+/// caf::actor in node_actors and routes (they cross processes).
+using rfast_buffer_actor = caf::typed_actor<
+  // The supervisor's wiring: routes to its G_C out-neighbours.
+  caf::reacts_to<start_atom, std::vector<caf::actor>>,
+  // Its worker: the first gradient; each wake's gradient -> (descent direction,
+  // newest model per G_R in-neighbour, their ages, pull weights); where a
+  // restarted worker goes on -> (wakes served, tracking epoch).
+  caf::reacts_to<init_atom, float_blob>,
+  caf::replies_to<track_atom, float_blob>::with<float_blob, std::vector<float_blob>,
+                                                std::vector<std::uint64_t>, std::vector<double>>,
+  caf::replies_to<resume_atom>::with<std::uint64_t, std::uint32_t>,
+  // Links (or, over perfect links, the senders): models and tracker mass.
+  caf::reacts_to<deliver_atom, packet>,
+  // The supervisor (rfast_epoch.cpp, rfast_supervision.cpp): a new tracking
+  // epoch's view; its worker lost for good; then its own relay timer.
+  caf::reacts_to<epoch_atom, rfast_epoch>, caf::reacts_to<retire_atom>, caf::reacts_to<relay_atom>,
+  // The evaluator: its mass account; (messages, bytes, rejected, dropped for another epoch).
+  caf::replies_to<mass_atom>::with<mass_account>,
+  caf::replies_to<stats_atom, epoch_atom>::with<std::uint64_t, std::uint64_t, std::uint64_t,
+                                                std::uint64_t>,
+  // The checkpoint barrier: its part of the node's state.
+  caf::replies_to<ckpt_state_atom>::with<std::string>>;
+
+/// A node's worker: node_actor's messages and the groups below.
+using rfast_worker_actor = node_actor::extend<
+  // The supervisor (wiring, a restart, an epoch's start): its G_R out-routes
+  // (none: an epoch view follows) and the start; a tracking epoch's view.
+  caf::reacts_to<start_atom, std::vector<caf::actor>>, caf::reacts_to<epoch_atom, rfast_epoch>,
+  // Its own gradient's wake.
+  caf::reacts_to<wake_atom, float_blob>>;
 
 /// The durable state of node i: z, g_prev, rho, rho~ per in-neighbour (float64),
 /// the optional push-sum weight phi with sigma and sigma~.

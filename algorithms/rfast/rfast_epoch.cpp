@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "algorithms/rfast/rfast.hpp"
 #include "atrain/actors/network.hpp"
 
 namespace atrain {
@@ -250,13 +251,15 @@ void start_rfast_epoch(caf::event_based_actor* sup, const context_ptr& ctx,
     auto to_buffer = view;
     to_buffer.out = run_ids(t.g_c.out(k), ids);
     to_buffer.routes = routes_to(id, to_buffer.out);
-    sup->send(nodes[id].buffer, epoch_atom::value, std::move(to_buffer));
+    sup->send(caf::actor_cast<rfast_buffer_actor>(nodes[id].buffer), epoch_atom::value,
+              std::move(to_buffer));
     view.out = run_ids(t.g_r.out(k), ids);
     view.routes = routes_to(id, view.out);
     nodes[id].worker_routes = view.routes;
     table->worker_view[id] = view;
     if (worker_up.at(id))
-      sup->send(nodes[id].worker, epoch_atom::value, std::move(view));
+      sup->send(caf::actor_cast<rfast_worker_actor>(nodes[id].worker), epoch_atom::value,
+                std::move(view));
   }
 }
 

@@ -141,7 +141,8 @@ std::optional<loss_outcome> rfast_recovery::lose(supervision& s, const node_loss
                  "go on (" + why + no_renewal + ")";
     } else {
       for (auto k : gone)
-        s.self()->send(s.nodes()[k].buffer, retire_atom::value);
+        s.self()->send(caf::actor_cast<rfast_buffer_actor>(s.nodes()[k].buffer),
+                       retire_atom::value);
       o.effect = "; worker lost for good: its gradient buffer withdrew the node's gradient from "
                  "the tracked sum and relays tracker mass, the others go on (" +
                  why + ")";
@@ -228,7 +229,8 @@ void rfast_recovery::restart(supervision& s, int crash) {
     return;
   }
   s.self()
-    ->request(nodes[donor].worker, caf::infinite, model_atom::value)
+    ->request(caf::actor_cast<rfast_worker_actor>(nodes[donor].worker), caf::infinite,
+              model_atom::value)
     .then(
       [respawn, donor](const model_snapshot& m) {
         respawn(m.params.vec(), "node " + std::to_string(donor) + "'s model");

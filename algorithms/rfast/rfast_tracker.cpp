@@ -1,5 +1,6 @@
 /// R-FAST's tracker (rfast.hpp: the buffer's gradient-tracking arithmetic) and
-/// the mass residual: plain computation with no actor, apart from rfast.cpp's actors.
+/// the mass residual: plain computation with no actor, apart from the actors
+/// (rfast.cpp: the worker; rfast_buffer.cpp: the gradient buffer).
 #include "algorithms/rfast/rfast.hpp"
 
 #include <algorithm>
