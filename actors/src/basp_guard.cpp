@@ -336,6 +336,60 @@ void hand_to_basp(guard_ptr self, const std::shared_ptr<relay>& p, const int (&p
   // The authentication timeout, when it fires, goes on as the idle check.
 }
 
+/// A new connection: refused over the limit of unauthenticated ones, else
+/// its challenge (secret) or its TLS handshake begins, within the timeout.
+void on_connection(guard_ptr self, const caf::io::new_connection_msg& msg) {
+  auto& st = self->state;
+  const auto peer =
+    self->remote_addr(msg.handle) + ":" + std::to_string(self->remote_port(msg.handle));
+  auto p = std::make_shared<relay>(msg.handle, peer, ++st.serials, st.opts.max_payload);
+  st.relays.emplace(msg.handle, p);
+  ++st.unauthenticated;
+  ++st.stats.accepted;
+  count_open(st);
+  if (st.unauthenticated > st.opts.max_unauthenticated) {
+    refuse(self, p, st.stats.too_many,
+           "too many connections waiting to authenticate (limit " +
+             std::to_string(st.opts.max_unauthenticated) + ")");
+    return;
+  }
+  if (st.opts.tls) {  // the peer speaks first: its ClientHello
+    p->tls = std::make_unique<guard_tls::session>(st.opts.tls.get());
+    self->configure_read(msg.handle, caf::io::receive_policy::at_most(chunk_bytes));
+    arm_timeout(self, *p, st.opts.auth_timeout);
+    return;
+  }
+  std::vector<char> hello(auth::magic, auth::magic + sizeof auth::magic);
+  hello.insert(hello.end(), p->host_nonce.begin(), p->host_nonce.end());
+  self->write(msg.handle, hello.size(), hello.data());
+  self->flush(msg.handle);
+  self->configure_read(msg.handle, caf::io::receive_policy::exactly(auth::response_size));
+  arm_timeout(self, *p, st.opts.auth_timeout);
+}
+
+/// Bytes from the peer (authentication, then BASP to check and relay) or
+/// from CAF's end of the socket pair (relayed to the peer, within the bound).
+void on_data(guard_ptr self, const caf::io::new_data_msg& msg) {
+  auto& st = self->state;
+  auto i = st.relays.find(msg.handle);
+  if (i == st.relays.end())
+    return;
+  auto p = i->second;
+  const bool from_client = msg.handle == p->client;
+  if (from_client && p->tls)
+    return on_tls_bytes(self, p, msg.buf);
+  if (!p->authenticated)
+    return on_response(self, p, msg.buf);
+  if (from_client)
+    return from_peer(self, p, msg.buf);
+  if (p->tls && !p->tls->write(msg.buf.data(), msg.buf.size()))
+    return refuse(self, p, st.stats.basp, "TLS session failed: " + p->tls->reason());
+  if (p->tls ? !flush_tls(self, *p) : !forward(self, *p, false, msg.buf))
+    refuse(self, p, st.stats.buffered,
+           "more than " + std::to_string(st.opts.max_buffered) +
+             " bytes waiting to be sent to the peer");
+}
+
 caf::behavior guard(guard_ptr self, caf::io::doorman_ptr door, basp_guard_options opts,
                     caf::actor basp) {
   name_exceptions(self);
@@ -344,54 +398,8 @@ caf::behavior guard(guard_ptr self, caf::io::doorman_ptr door, basp_guard_option
   self->state.port = door->port();
   self->add_doorman(std::move(door));
   return {
-    [=](const caf::io::new_connection_msg& msg) {
-      auto& st = self->state;
-      const auto peer =
-        self->remote_addr(msg.handle) + ":" + std::to_string(self->remote_port(msg.handle));
-      auto p = std::make_shared<relay>(msg.handle, peer, ++st.serials, st.opts.max_payload);
-      st.relays.emplace(msg.handle, p);
-      ++st.unauthenticated;
-      ++st.stats.accepted;
-      count_open(st);
-      if (st.unauthenticated > st.opts.max_unauthenticated) {
-        refuse(self, p, st.stats.too_many,
-               "too many connections waiting to authenticate (limit " +
-                 std::to_string(st.opts.max_unauthenticated) + ")");
-        return;
-      }
-      if (st.opts.tls) {  // the peer speaks first: its ClientHello
-        p->tls = std::make_unique<guard_tls::session>(st.opts.tls.get());
-        self->configure_read(msg.handle, caf::io::receive_policy::at_most(chunk_bytes));
-        arm_timeout(self, *p, st.opts.auth_timeout);
-        return;
-      }
-      std::vector<char> hello(auth::magic, auth::magic + sizeof auth::magic);
-      hello.insert(hello.end(), p->host_nonce.begin(), p->host_nonce.end());
-      self->write(msg.handle, hello.size(), hello.data());
-      self->flush(msg.handle);
-      self->configure_read(msg.handle, caf::io::receive_policy::exactly(auth::response_size));
-      arm_timeout(self, *p, st.opts.auth_timeout);
-    },
-    [=](const caf::io::new_data_msg& msg) {
-      auto& st = self->state;
-      auto i = st.relays.find(msg.handle);
-      if (i == st.relays.end())
-        return;
-      auto p = i->second;
-      const bool from_client = msg.handle == p->client;
-      if (from_client && p->tls)
-        return on_tls_bytes(self, p, msg.buf);
-      if (!p->authenticated)
-        return on_response(self, p, msg.buf);
-      if (from_client)
-        return from_peer(self, p, msg.buf);
-      if (p->tls && !p->tls->write(msg.buf.data(), msg.buf.size()))
-        return refuse(self, p, st.stats.basp, "TLS session failed: " + p->tls->reason());
-      if (p->tls ? !flush_tls(self, *p) : !forward(self, *p, false, msg.buf))
-        refuse(self, p, st.stats.buffered,
-               "more than " + std::to_string(st.opts.max_buffered) +
-                 " bytes waiting to be sent to the peer");
-    },
+    [=](const caf::io::new_connection_msg& msg) { on_connection(self, msg); },
+    [=](const caf::io::new_data_msg& msg) { on_data(self, msg); },
     [=](const caf::io::data_transferred_msg& msg) {
       auto& st = self->state;
       auto i = st.relays.find(msg.handle);

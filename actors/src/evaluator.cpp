@@ -40,6 +40,145 @@ using eval::settle_lost_node;
 using eval::subset;
 using eval::summarize_rows;
 
+/// One answer of a gathering in; the last one completes it.
+void finish_one(const gathering_ptr& g) {
+  if (--g->pending == 0)
+    g->done(*g);
+}
+
+void fail(const gathering_ptr& g, const std::string& what, const caf::error& err) {
+  g->errors.push_back(what + ": " + error_text(err));
+  finish_one(g);
+}
+
+/// An actor on a host that was just lost, or killed by an injected crash,
+/// answers request_receiver_down, which may come before the supervisor's
+/// crash_atom (real clock: the kill and the crash_atom race with this
+/// request); not an evaluation failure.
+bool lost_meanwhile(eval_ptr self, const caf::error& e) {
+  const auto& ctx = *self->state.ctx;
+  return (ctx.spans_processes || !ctx.plan->crashes.empty()) &&
+         e == caf::sec::request_receiver_down;
+}
+
+/// Node i's worker: its model snapshot (or its counters alone when down).
+void ask_worker(eval_ptr self, const gathering_ptr& g, std::size_t i) {
+  auto& st = self->state;
+  if (st.worker_down[i]) {
+    g->models[i] = retired_only(st, i);
+    return;
+  }
+  await_node(*g, i, true);
+  self
+    ->request(caf::actor_cast<node_actor>(st.nodes[i].worker), st.ctx->reply_timeout(),
+              model_atom::value)
+    .then(
+      [self, g, i](model_snapshot& s) {
+        if (!answered(*g, i, true))
+          return;
+        auto& st = self->state;
+        st.last[i] = s;
+        g->models[i] = add_counters(std::move(s), st.retired[i]);
+        finish_one(g);
+      },
+      [self, g, i](caf::error& e) {
+        if (!answered(*g, i, true))
+          return;
+        auto& st = self->state;
+        if (st.worker_down[i]) {
+          g->models[i] = retired_only(st, i);  // crashed meanwhile
+        } else if (lost_meanwhile(self, e)) {
+          // left out of this evaluation; its counters as of the last one
+          g->models[i] = add_counters(retired_only(st, i), st.last[i]);
+        } else {
+          return fail(g, "node " + std::to_string(i) + " worker", e);
+        }
+        finish_one(g);
+      });
+}
+
+/// A buffer's failed answer: an error unless the buffer went down meanwhile.
+auto buffer_failed(eval_ptr self, const gathering_ptr& g, std::size_t i) {
+  return [self, g, i](caf::error& e) {
+    if (!answered(*g, i, false))
+      return;
+    if (!self->state.buffer_down[i] && !lost_meanwhile(self, e))
+      return fail(g, "node " + std::to_string(i) + " buffer", e);
+    finish_one(g);
+  };
+}
+
+/// Node i's gradient buffer, if it has one: its traffic, and its mass
+/// account when `with_mass`.
+void ask_buffer(eval_ptr self, const gathering_ptr& g, std::size_t i, bool with_mass) {
+  auto& st = self->state;
+  if (!st.nodes[i].buffer || st.buffer_down[i])
+    return;
+  await_node(*g, i, false);
+  auto add_stats = [g, i](std::uint64_t msgs, std::uint64_t bytes, std::uint64_t rejected,
+                          std::uint64_t old_epoch) {
+    if (!answered(*g, i, false))
+      return;
+    g->buffer_messages += msgs;
+    g->buffer_bytes += bytes;
+    g->node_buffer_messages[i] += msgs;
+    g->node_buffer_bytes[i] += bytes;
+    g->rejected += rejected;
+    g->old_epoch += old_epoch;
+    finish_one(g);
+  };
+  // Buffers with a mass account also count the packets dropped for another epoch.
+  if (st.ctx->plan->algorithm().evaluation.mass_residual)
+    self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value, epoch_atom::value)
+      .then(add_stats, buffer_failed(self, g, i));
+  else
+    self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value)
+      .then([add_stats](std::uint64_t msgs, std::uint64_t bytes,
+                        std::uint64_t rejected) { add_stats(msgs, bytes, rejected, 0); },
+            buffer_failed(self, g, i));
+  if (!with_mass)
+    return;
+  await_node(*g, i, false);
+  self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), mass_atom::value)
+    .then(
+      [g, i](mass_account& a) {
+        if (!answered(*g, i, false))
+          return;
+        g->masses.push_back(std::move(a));
+        finish_one(g);
+      },
+      buffer_failed(self, g, i));
+}
+
+/// The hub's model (a parameter server) and every link's counters.
+void ask_hub_and_links(eval_ptr self, const gathering_ptr& g) {
+  auto& st = self->state;
+  if (st.server) {
+    ++g->pending;
+    self->request(st.server, st.ctx->reply_timeout(), model_atom::value)
+      .then(
+        [g](model_snapshot& s) {
+          g->server = std::move(s);
+          finish_one(g);
+        },
+        [self, g](caf::error& e) {
+          fail(g, self->state.ctx->plan->algorithm().evaluation.hub_label, e);
+        });
+  }
+  for (const auto& link : st.links) {
+    ++g->pending;
+    self->request(link, st.ctx->reply_timeout(), stats_atom::value)
+      .then(
+        [g](link_stats& s) {
+          g->links.push_back(s);
+          finish_one(g);
+        },
+        [g](caf::error& e) { fail(g, "link", e); });
+  }
+}
+
+/// Asks every node, the hub and the links for what an evaluation needs;
+/// `done(self, all)` once every answer (or its failure) is in.
 template <class Done>
 void gather(eval_ptr self, bool with_mass, Done done) {
   auto& st = self->state;
@@ -53,128 +192,11 @@ void gather(eval_ptr self, bool with_mass, Done done) {
   g->done = [self, done](const gathering& all) mutable { done(self, all); };
   forget_finished(st);
   st.open.push_back(g);
-  auto finish_one = [g] {
-    if (--g->pending == 0)
-      g->done(*g);
-  };
-  auto fail = [g, finish_one](const std::string& what, const caf::error& err) {
-    g->errors.push_back(what + ": " + error_text(err));
-    finish_one();
-  };
-  /// An actor on a host that was just lost, or killed by an injected crash,
-  /// answers request_receiver_down, which may come before the supervisor's
-  /// crash_atom (real clock: the kill and the crash_atom race with this
-  /// request); not an evaluation failure.
-  const auto lost_meanwhile = [self](const caf::error& e) {
-    const auto& ctx = *self->state.ctx;
-    return (ctx.spans_processes || !ctx.plan->crashes.empty()) &&
-           e == caf::sec::request_receiver_down;
-  };
   for (std::size_t i = 0; i < st.nodes.size(); ++i) {
-    if (st.worker_down[i]) {
-      g->models[i] = retired_only(st, i);
-    } else {
-      await_node(*g, i, true);
-      self
-        ->request(caf::actor_cast<node_actor>(st.nodes[i].worker), st.ctx->reply_timeout(),
-                  model_atom::value)
-        .then(
-          [self, g, i, finish_one](model_snapshot& s) {
-            if (!answered(*g, i, true))
-              return;
-            auto& st = self->state;
-            st.last[i] = s;
-            g->models[i] = add_counters(std::move(s), st.retired[i]);
-            finish_one();
-          },
-          [self, g, i, fail, finish_one, lost_meanwhile](caf::error& e) {
-            if (!answered(*g, i, true))
-              return;
-            auto& st = self->state;
-            if (st.worker_down[i]) {
-              g->models[i] = retired_only(st, i);  // crashed meanwhile
-            } else if (lost_meanwhile(e)) {
-              // left out of this evaluation; its counters as of the last one
-              g->models[i] = add_counters(retired_only(st, i), st.last[i]);
-            } else {
-              return fail("node " + std::to_string(i) + " worker", e);
-            }
-            finish_one();
-          });
-    }
-    if (!st.nodes[i].buffer || st.buffer_down[i])
-      continue;
-    await_node(*g, i, false);
-    auto add_stats = [g, i, finish_one](std::uint64_t msgs, std::uint64_t bytes,
-                                        std::uint64_t rejected, std::uint64_t old_epoch) {
-      if (!answered(*g, i, false))
-        return;
-      g->buffer_messages += msgs;
-      g->buffer_bytes += bytes;
-      g->node_buffer_messages[i] += msgs;
-      g->node_buffer_bytes[i] += bytes;
-      g->rejected += rejected;
-      g->old_epoch += old_epoch;
-      finish_one();
-    };
-    auto stats_failed = [self, g, i, fail, finish_one, lost_meanwhile](caf::error& e) {
-      if (!answered(*g, i, false))
-        return;
-      if (!self->state.buffer_down[i] && !lost_meanwhile(e))
-        return fail("node " + std::to_string(i) + " buffer", e);
-      finish_one();
-    };
-    // Buffers with a mass account also count the packets dropped for another epoch.
-    if (st.ctx->plan->algorithm().evaluation.mass_residual)
-      self
-        ->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value, epoch_atom::value)
-        .then(add_stats, stats_failed);
-    else
-      self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value)
-        .then([add_stats](std::uint64_t msgs, std::uint64_t bytes,
-                          std::uint64_t rejected) { add_stats(msgs, bytes, rejected, 0); },
-              stats_failed);
-    if (!with_mass)
-      continue;
-    await_node(*g, i, false);
-    self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), mass_atom::value)
-      .then(
-        [g, i, finish_one](mass_account& a) {
-          if (!answered(*g, i, false))
-            return;
-          g->masses.push_back(std::move(a));
-          finish_one();
-        },
-        [self, g, i, fail, finish_one, lost_meanwhile](caf::error& e) {
-          if (!answered(*g, i, false))
-            return;
-          if (!self->state.buffer_down[i] && !lost_meanwhile(e))
-            return fail("node " + std::to_string(i) + " buffer", e);
-          finish_one();
-        });
+    ask_worker(self, g, i);
+    ask_buffer(self, g, i, with_mass);
   }
-  if (st.server) {
-    ++g->pending;
-    self->request(st.server, st.ctx->reply_timeout(), model_atom::value)
-      .then(
-        [g, finish_one](model_snapshot& s) {
-          g->server = std::move(s);
-          finish_one();
-        },
-        [self, fail](caf::error& e) {
-          fail(self->state.ctx->plan->algorithm().evaluation.hub_label, e);
-        });
-  }
-  for (const auto& link : st.links) {
-    ++g->pending;
-    self->request(link, st.ctx->reply_timeout(), stats_atom::value)
-      .then(
-        [g, finish_one](link_stats& s) {
-          g->links.push_back(s);
-          finish_one();
-        },
-        [fail](caf::error& e) { fail("link", e); });
-  }
+  ask_hub_and_links(self, g);
   // Nothing to ask (a single node whose only worker is down).
   if (g->pending == 0)
     g->done(*g);
@@ -402,6 +424,80 @@ void eval_gathered(eval_ptr self) {
     rp.deliver(save_evaluator(st));
 }
 
+/// A periodic evaluation: gather, then a metrics row (or the run stops
+/// with the reason an answer failed). False once the run is finished.
+bool evaluate_now(eval_ptr self) {
+  if (self->state.finished)
+    return false;
+  ++self->state.gathering;
+  gather(self, false, [](eval_ptr self, const gathering& g) {
+    eval_gathered(self);
+    if (self->state.finished)
+      return;
+    for (const auto& e : g.errors)
+      self->send(self->state.supervisor, stop_atom::value, "evaluation failed: " + e);
+    if (!g.errors.empty())
+      return;
+    const auto row = evaluate(self, g);
+    detect_stragglers(self, self->state, g, row.time_seconds);
+    log_faults_acting(self, g);
+    record_row(self, row, false);
+  });
+  return true;
+}
+
+/// Node k's worker is down (an injected crash, or its host lost: unplanned).
+void node_crashed(eval_ptr self, std::uint32_t k, bool buffer_gone, std::uint64_t fault,
+                  std::string& effect) {
+  auto& st = self->state;
+  st.worker_down.at(k) = true;
+  st.buffer_down.at(k) = st.buffer_down.at(k) || buffer_gone;
+  st.retired[k] = add_counters(st.retired[k], st.last[k]);
+  st.last[k] = {};
+  if (fault == unplanned_fault) {
+    proto::FaultRecord f;
+    f.set_kind("host_lost");
+    f.set_what("node " + std::to_string(k));
+    f.set_from_seconds(st.ctx->seconds(self));
+    // The supervisor's text: "host HOST:PORT lost at ..."
+    if (effect.rfind("host ", 0) == 0)
+      f.set_host(effect.substr(5, effect.find(' ', 5) - 5));
+    log_event(self, *st.ctx, "host_lost",
+              "\"node\": " + std::to_string(k) + ", \"host\": " + json::quote(f.host()) +
+                ", \"effect\": " + json::quote(effect));
+    f.set_effect(std::move(effect));
+    st.unplanned.push_back(std::move(f));
+    settle_lost_node(st, k);
+  } else {
+    log_event(self, *st.ctx, "crash",
+              "\"node\": " + std::to_string(k) + ", \"effect\": " + json::quote(effect));
+    st.fault_effects[fault] = std::move(effect);
+  }
+}
+
+/// The last evaluation (with the mass accounts where the algorithm keeps
+/// them), then the whole report.
+caf::typed_response_promise<report_bytes> final_report(eval_ptr self) {
+  auto rp = self->make_response_promise<report_bytes>();
+  self->state.finished = true;
+  const bool mass = self->state.ctx->plan->algorithm().evaluation.mass_residual;
+  gather(self, mass, [rp](eval_ptr self, const gathering& g) mutable {
+    metric_sample row;
+    if (g.errors.empty()) {
+      row = evaluate(self, g);
+      const auto& rows = self->state.report.metrics();
+      const bool same_time =
+        !rows.empty() && rows[rows.size() - 1].time_seconds() == row.time_seconds;
+      record_row(self, row, true, same_time);
+    }
+    fill_report(self->state, g, row);
+    report_bytes out;
+    self->state.report.SerializeToString(&out.bytes);
+    rp.deliver(std::move(out));
+  });
+  return rp;
+}
+
 evaluator_actor::behavior_type evaluator_impl(eval_ptr self, context_ptr ctx,
                                               std::vector<node_actors> nodes, link_list links,
                                               caf::actor server, caf::actor supervisor,
@@ -430,49 +526,11 @@ evaluator_actor::behavior_type evaluator_impl(eval_ptr self, context_ptr ctx,
     restore_evaluator(self);
   return {
     [=](eval_atom) {
-      if (self->state.finished)
-        return;
-      ++self->state.gathering;
-      gather(self, false, [](eval_ptr self, const gathering& g) {
-        eval_gathered(self);
-        if (self->state.finished)
-          return;
-        for (const auto& e : g.errors)
-          self->send(self->state.supervisor, stop_atom::value, "evaluation failed: " + e);
-        if (!g.errors.empty())
-          return;
-        const auto row = evaluate(self, g);
-        detect_stragglers(self, self->state, g, row.time_seconds);
-        log_faults_acting(self, g);
-        record_row(self, row, false);
-      });
-      arm_eval(self, to_timespan(period));
+      if (evaluate_now(self))
+        arm_eval(self, to_timespan(period));
     },
     [=](crash_atom, std::uint32_t k, bool buffer_gone, std::uint64_t fault, std::string& effect) {
-      auto& st = self->state;
-      st.worker_down.at(k) = true;
-      st.buffer_down.at(k) = st.buffer_down.at(k) || buffer_gone;
-      st.retired[k] = add_counters(st.retired[k], st.last[k]);
-      st.last[k] = {};
-      if (fault == unplanned_fault) {
-        proto::FaultRecord f;
-        f.set_kind("host_lost");
-        f.set_what("node " + std::to_string(k));
-        f.set_from_seconds(st.ctx->seconds(self));
-        // The supervisor's text: "host HOST:PORT lost at ..."
-        if (effect.rfind("host ", 0) == 0)
-          f.set_host(effect.substr(5, effect.find(' ', 5) - 5));
-        log_event(self, *st.ctx, "host_lost",
-                  "\"node\": " + std::to_string(k) + ", \"host\": " + json::quote(f.host()) +
-                    ", \"effect\": " + json::quote(effect));
-        f.set_effect(std::move(effect));
-        st.unplanned.push_back(std::move(f));
-        settle_lost_node(st, k);
-      } else {
-        log_event(self, *st.ctx, "crash",
-                  "\"node\": " + std::to_string(k) + ", \"effect\": " + json::quote(effect));
-        st.fault_effects[fault] = std::move(effect);
-      }
+      node_crashed(self, k, buffer_gone, fault, effect);
     },
     [=](restart_atom, std::uint32_t k, caf::actor& worker, std::uint64_t fault,
         std::string& effect) {
@@ -531,26 +589,7 @@ evaluator_actor::behavior_type evaluator_impl(eval_ptr self, context_ptr ctx,
       st.state_waiting.push_back(self->make_response_promise());
       return caf::delegated<std::string>{};
     },
-    [=](final_atom) {
-      auto rp = self->make_response_promise<report_bytes>();
-      self->state.finished = true;
-      const bool mass = self->state.ctx->plan->algorithm().evaluation.mass_residual;
-      gather(self, mass, [rp](eval_ptr self, const gathering& g) mutable {
-        metric_sample row;
-        if (g.errors.empty()) {
-          row = evaluate(self, g);
-          const auto& rows = self->state.report.metrics();
-          const bool same_time =
-            !rows.empty() && rows[rows.size() - 1].time_seconds() == row.time_seconds;
-          record_row(self, row, true, same_time);
-        }
-        fill_report(self->state, g, row);
-        report_bytes out;
-        self->state.report.SerializeToString(&out.bytes);
-        rp.deliver(std::move(out));
-      });
-      return rp;
-    },
+    [=](final_atom) { return final_report(self); },
   };
 }
 

@@ -4,6 +4,7 @@
 #include "algorithms/dasgd/dasgd.hpp"
 
 #include "atrain/actors/algorithm.hpp"
+#include "atrain/actors/exceptions.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -161,6 +162,7 @@ void deliver(dasgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p
 dasgd_worker_actor::behavior_type dasgd_worker(dasgd_ptr self, std::uint32_t id, context_ptr ctx,
                                                std::shared_ptr<creation_record> created,
                                                bool joining) {
+  name_exceptions(self);
   const auto& plan = *ctx->plan;
   const auto& algo = plan.config<dasgd_config>();
   auto& st = self->state;

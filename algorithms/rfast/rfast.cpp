@@ -5,6 +5,7 @@
 #include "algorithms/rfast/rfast.hpp"
 
 #include "atrain/actors/algorithm.hpp"
+#include "atrain/actors/exceptions.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -177,6 +178,7 @@ void pull_consensus(worker_state& st, std::vector<float> v, const std::vector<fl
 rfast_worker_actor::behavior_type rfast_worker(worker_ptr self, std::uint32_t id,
                                                rfast_buffer_actor buffer, context_ptr ctx,
                                                std::vector<float> x_start) {
+  name_exceptions(self);
   const bool restarted = !x_start.empty();
   const auto* saved = init_worker(self, id, *ctx, std::move(buffer), std::move(x_start));
   return compose<rfast_worker_actor::behavior_type>(

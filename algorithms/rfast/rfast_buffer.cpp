@@ -8,6 +8,7 @@
 #include "algorithms/rfast/rfast.hpp"
 #include "algorithms/rfast/rfast_internal.hpp"
 #include "atrain/actors/checkpoint.hpp"
+#include "atrain/actors/exceptions.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 
 namespace atrain::rfast_detail {
@@ -220,6 +221,7 @@ void buffer_adopt_epoch(buffer_ptr self, std::uint32_t id, run_context& ctx, con
 /// checkpoint, whatever the run resumed from.
 rfast_buffer_actor::behavior_type rfast_buffer(buffer_ptr self, std::uint32_t id, context_ptr ctx,
                                                bool fresh) {
+  name_exceptions(self);
   init_buffer(self->state, id, *ctx, fresh);
   run_probe::show_state<rfast_tracker>(ctx->probe, self, id, &*self->state.tracker);
   return {

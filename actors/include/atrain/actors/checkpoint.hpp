@@ -100,21 +100,6 @@ template <class Self, class Resume, class Save>
                         checkpoint_handlers(self, std::move(save)));
 }
 
-/// The same handlers for a dynamically typed worker, composed after its own
-/// (caf::message_handler::or_else), so a handler of its own for one of
-/// these messages, where its barrier differs, matches first.
-template <class State, class Save>
-[[nodiscard]] caf::message_handler barrier_handlers(caf::stateful_actor<State>* self, Save save) {
-  return compose<caf::message_handler>(checkpoint_handlers(self, std::move(save)));
-}
-
-template <class State, class Resume, class Save>
-[[nodiscard]] caf::message_handler barrier_handlers(caf::stateful_actor<State>* self, Resume resume,
-                                                    Save save) {
-  return compose<caf::message_handler>(
-    checkpoint_handlers(self, std::move(resume), std::move(save)));
-}
-
 /// Generator state to and from its proto form (4 words).
 void save_rng(const rng& gen, google::protobuf::RepeatedField<std::uint64_t>* out);
 [[nodiscard]] rng load_rng(const google::protobuf::RepeatedField<std::uint64_t>& in);
