@@ -349,9 +349,7 @@ caf::expected<void> write_outputs(const proto::RunReport& report, const std::str
   };
   std::string csv = metrics_csv_header();
   for (const auto& m : report.metrics())
-    csv += metrics_csv_line(metric_sample{m.time_seconds(), m.gradients(), m.train_loss(),
-                                          m.test_accuracy(), m.consensus_error(), m.messages(),
-                                          m.bytes(), m.dropped()});
+    csv += metrics_csv_line(sample_of(m));
   std::string pb;
   report.SerializeToString(&pb);
   if (auto r = write("report.json", report_to_json(report)); !r)

@@ -12,6 +12,7 @@
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/exceptions.hpp"
+#include "atrain/actors/node_scores.hpp"
 #include "atrain/actors/progress.hpp"
 #include "atrain/actors/run_log.hpp"
 #include "atrain/kernels/vector_ops.hpp"
@@ -289,6 +290,7 @@ metric_sample evaluate(eval_ptr self, const gathering& g) {
   }
   row.train_loss = st.m->loss(whole(st.train_subset), evaluated.data());
   row.test_accuracy = st.m->accuracy(whole(*plan.test), evaluated.data());
+  score_nodes(*st.m, *plan.test, st.train_subset, alive, plan.eval.node_models, row);
   return row;
 }
 
@@ -345,14 +347,7 @@ void record_row(eval_ptr self, const metric_sample& row, bool last, bool replace
   auto* m = replace && st.report.metrics_size() > 0
               ? st.report.mutable_metrics(st.report.metrics_size() - 1)
               : st.report.add_metrics();
-  m->set_time_seconds(row.time_seconds);
-  m->set_gradients(row.gradients);
-  m->set_train_loss(row.train_loss);
-  m->set_test_accuracy(row.test_accuracy);
-  m->set_consensus_error(row.consensus_error);
-  m->set_messages(row.messages);
-  m->set_bytes(row.bytes);
-  m->set_dropped(row.dropped);
+  set_row(*m, row);
   st.ctx->events.record(st.ctx->ns(self), 0, event_kind::evaluate, row.gradients,
                         static_cast<std::uint64_t>(row.test_accuracy * 1e9));
   for (auto& r : st.recoveries)

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "atrain/actors/checkpoint.hpp"
+#include "atrain/actors/run_log.hpp"
 #include "evaluator_state.hpp"
 
 namespace atrain::eval {
@@ -103,10 +104,7 @@ void restore_evaluator(eval_ptr self) {
     st.fault_effects[f.fault()] = f.effect();
   if (st.log)  // the rows so far, so that the live file holds the whole run
     for (const auto& m : st.report.metrics())
-      self->send(st.log, metric_atom::value,
-                 metric_sample{m.time_seconds(), m.gradients(), m.train_loss(), m.test_accuracy(),
-                               m.consensus_error(), m.messages(), m.bytes(), m.dropped()},
-                 false);
+      self->send(st.log, metric_atom::value, sample_of(m), false);
   const auto due = saved.next_eval_ns() - st.ctx->ns(self);
   arm_eval(self, caf::timespan{std::max<std::int64_t>(0, due)});
   const auto& stop = st.ctx->plan->stop;

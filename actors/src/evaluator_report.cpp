@@ -100,6 +100,11 @@ void fill_report(eval_state& st, const gathering& g, const metric_sample& row) {
   auto& r = st.report;
   r.mutable_final()->set_train_loss(row.train_loss);
   r.mutable_final()->set_test_accuracy(row.test_accuracy);
+  r.mutable_final()->set_nodes_evaluated(row.nodes_evaluated);
+  r.mutable_final()->set_node_test_accuracy_mean(row.node_test_accuracy_mean);
+  r.mutable_final()->set_node_test_accuracy_min(row.node_test_accuracy_min);
+  r.mutable_final()->set_node_train_loss_max(row.node_train_loss_max);
+  r.mutable_final()->set_worst_node(row.worst_node);
   r.set_gradients_total(row.gradients);
   r.set_messages_sent(row.messages);
   r.set_bytes_sent(row.bytes);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "atrain.pb.h"
 #include "atrain/actors/exceptions.hpp"
 #include "atrain/messages/json.hpp"
 
@@ -13,17 +14,58 @@ namespace atrain {
 
 const char* metrics_csv_header() {
   return "time_seconds,gradients,train_loss,test_accuracy,consensus_error,messages,bytes,"
-         "dropped\n";
+         "dropped,node_test_accuracy_mean,node_test_accuracy_min,node_train_loss_max,"
+         "worst_node\n";
 }
 
 std::string metrics_csv_line(const metric_sample& m) {
   char line[512];
-  std::snprintf(line, sizeof line, "%.9g,%llu,%.9g,%.9g,%.9g,%llu,%llu,%llu\n", m.time_seconds,
-                static_cast<unsigned long long>(m.gradients), m.train_loss, m.test_accuracy,
-                m.consensus_error, static_cast<unsigned long long>(m.messages),
-                static_cast<unsigned long long>(m.bytes),
-                static_cast<unsigned long long>(m.dropped));
+  const int n = std::snprintf(
+    line, sizeof line, "%.9g,%llu,%.9g,%.9g,%.9g,%llu,%llu,%llu,", m.time_seconds,
+    static_cast<unsigned long long>(m.gradients), m.train_loss, m.test_accuracy, m.consensus_error,
+    static_cast<unsigned long long>(m.messages), static_cast<unsigned long long>(m.bytes),
+    static_cast<unsigned long long>(m.dropped));
+  if (m.nodes_evaluated == 0)
+    std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), ",,,\n");
+  else
+    std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), "%.9g,%.9g,%.9g,%u\n",
+                  m.node_test_accuracy_mean, m.node_test_accuracy_min, m.node_train_loss_max,
+                  m.worst_node);
   return line;
+}
+
+metric_sample sample_of(const proto::MetricRow& m) {
+  metric_sample r;
+  r.time_seconds = m.time_seconds();
+  r.gradients = m.gradients();
+  r.train_loss = m.train_loss();
+  r.test_accuracy = m.test_accuracy();
+  r.consensus_error = m.consensus_error();
+  r.messages = m.messages();
+  r.bytes = m.bytes();
+  r.dropped = m.dropped();
+  r.nodes_evaluated = m.nodes_evaluated();
+  r.node_test_accuracy_mean = m.node_test_accuracy_mean();
+  r.node_test_accuracy_min = m.node_test_accuracy_min();
+  r.node_train_loss_max = m.node_train_loss_max();
+  r.worst_node = m.worst_node();
+  return r;
+}
+
+void set_row(proto::MetricRow& m, const metric_sample& row) {
+  m.set_time_seconds(row.time_seconds);
+  m.set_gradients(row.gradients);
+  m.set_train_loss(row.train_loss);
+  m.set_test_accuracy(row.test_accuracy);
+  m.set_consensus_error(row.consensus_error);
+  m.set_messages(row.messages);
+  m.set_bytes(row.bytes);
+  m.set_dropped(row.dropped);
+  m.set_nodes_evaluated(row.nodes_evaluated);
+  m.set_node_test_accuracy_mean(row.node_test_accuracy_mean);
+  m.set_node_test_accuracy_min(row.node_test_accuracy_min);
+  m.set_node_train_loss_max(row.node_train_loss_max);
+  m.set_worst_node(row.worst_node);
 }
 
 caf::expected<run_log_files> open_run_log(const std::string& dir) {
@@ -64,6 +106,17 @@ void put(std::FILE* f, const std::string& line) {
   std::fflush(f);
 }
 
+/// The node columns of an evaluation event, when measured.
+std::string node_fields(const metric_sample& m) {
+  if (m.nodes_evaluated == 0)
+    return {};
+  return ", \"nodes_evaluated\": " + json::integer(std::uint64_t{m.nodes_evaluated}) +
+         ", \"node_test_accuracy_mean\": " + json::number(m.node_test_accuracy_mean) +
+         ", \"node_test_accuracy_min\": " + json::number(m.node_test_accuracy_min) +
+         ", \"node_train_loss_max\": " + json::number(m.node_train_loss_max) +
+         ", \"worst_node\": " + json::integer(std::uint64_t{m.worst_node});
+}
+
 std::string evaluation_event(const metric_sample& m, bool replaces) {
   using json::integer;
   using json::number;
@@ -72,7 +125,7 @@ std::string evaluation_event(const metric_sample& m, bool replaces) {
          ", \"test_accuracy\": " + number(m.test_accuracy) +
          ", \"consensus_error\": " + number(m.consensus_error) +
          ", \"messages\": " + integer(m.messages) + ", \"bytes\": " + integer(m.bytes) +
-         ", \"dropped\": " + integer(m.dropped) +
+         ", \"dropped\": " + integer(m.dropped) + node_fields(m) +
          (replaces ? ", \"replaces_previous\": true}\n" : "}\n");
 }
 

@@ -1,6 +1,8 @@
 /// settings_of: the spec's common settings, read once (settings.hpp).
 #include "atrain/actors/settings.hpp"
 
+#include "atrain/messages/spec.hpp"
+
 #include "atrain.pb.h"
 
 namespace atrain {
@@ -69,6 +71,8 @@ run_settings settings_of(const proto::ExperimentSpec& spec) {
   const auto& stop = spec.stop();
   s.stop = {stop.time_seconds(), stop.gradients(), stop.target_accuracy(), stop.stop_at_target()};
   s.eval.period_seconds = spec.eval().period_seconds();
+  s.eval.node_models =
+    spec.eval().has_node_models() ? spec.eval().node_models() : limits::default_node_models;
   const auto& cost = spec.cost();
   s.cost.tau_seconds = cost.tau_seconds();
   s.cost.tau_per_node.assign(cost.tau_per_node().begin(), cost.tau_per_node().end());

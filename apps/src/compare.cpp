@@ -79,6 +79,8 @@ run_figures figures_of(const proto::RunReport& r) {
     f.time_to_target = r.time_to_target();
   f.final_accuracy = r.final().test_accuracy();
   f.final_train_loss = r.final().train_loss();
+  if (r.final().nodes_evaluated() > 0)
+    f.worst_node_accuracy = r.final().node_test_accuracy_min();
   f.gradients = static_cast<double>(r.gradients_total());
   f.bytes_per_node = static_cast<double>(r.bytes_sent()) / std::max<std::uint32_t>(1, r.nodes());
   f.messages = static_cast<double>(r.messages_sent());
@@ -97,7 +99,7 @@ run_figures figures_of(const proto::RunReport& r) {
 
 void aggregate(std::vector<algorithm_result>& results) {
   for (auto& a : results) {
-    std::vector<double> ttt, acc, loss, grads, bytes, stale;
+    std::vector<double> ttt, acc, loss, worst, grads, bytes, stale;
     a.completed = a.failed = a.reached = 0;
     a.node_staleness.clear();
     std::vector<std::size_t> node_count;
@@ -113,6 +115,8 @@ void aggregate(std::vector<algorithm_result>& results) {
       }
       acc.push_back(r.final_accuracy);
       loss.push_back(r.final_train_loss);
+      if (r.worst_node_accuracy)
+        worst.push_back(*r.worst_node_accuracy);
       grads.push_back(r.gradients);
       bytes.push_back(r.bytes_per_node);
       stale.push_back(r.staleness_mean);
@@ -130,6 +134,7 @@ void aggregate(std::vector<algorithm_result>& results) {
     a.time_to_target = summarize(ttt);
     a.final_accuracy = summarize(acc);
     a.final_train_loss = summarize(loss);
+    a.worst_node_accuracy = summarize(worst);
     a.gradients = summarize(grads);
     a.bytes_per_node = summarize(bytes);
     a.staleness_mean = summarize(stale);
@@ -158,8 +163,8 @@ std::string markdown_table(const std::vector<algorithm_result>& results, double 
   std::ostringstream out;
   const std::string ttt = target > 0 ? "time to " + fixed(target, 3) + " (s)" : "time to target";
   out << "| algorithm | runs | " << ttt
-      << " | final accuracy | gradients | bytes per node | speed-up vs allreduce |\n"
-      << "|---|---:|---:|---:|---:|---:|---:|\n";
+      << " | final accuracy | worst node | gradients | bytes per node | speed-up vs allreduce |\n"
+      << "|---|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& a : results) {
     out << "| " << a.name << " | " << a.completed;
     if (a.failed > 0)
@@ -173,10 +178,11 @@ std::string markdown_table(const std::vector<algorithm_result>& results, double 
       out << "not reached (" << a.completed - a.reached << "/" << a.completed << ")";
     out << " | ";
     if (a.completed == 0)
-      out << "— | — | — | ";
+      out << "— | — | — | — | ";
     else
-      out << mean_std(a.final_accuracy, 4) << " | " << fixed(a.gradients.mean, 0) << " | "
-          << human_bytes(a.bytes_per_node.mean, 2) << " | ";
+      out << mean_std(a.final_accuracy, 4) << " | "
+          << (a.worst_node_accuracy.n > 0 ? mean_std(a.worst_node_accuracy, 4) : "—") << " | "
+          << fixed(a.gradients.mean, 0) << " | " << human_bytes(a.bytes_per_node.mean, 2) << " | ";
     out << (a.speedup ? fixed(*a.speedup, 2) + "×" : "—") << " |\n";
   }
   return out.str();

@@ -33,6 +33,9 @@ struct run_figures {
   std::optional<double> time_to_target;
   double final_accuracy = 0;
   double final_train_loss = 0;
+  /// The least test accuracy of the nodes' own models at the stop (absent
+  /// when the run scored none: eval.node_models 0).
+  std::optional<double> worst_node_accuracy;
   double gradients = 0;
   double bytes_per_node = 0;
   double messages = 0;
@@ -61,6 +64,7 @@ struct algorithm_result {
   summary time_to_target;  ///< over the runs that reached the target
   summary final_accuracy;
   summary final_train_loss;
+  summary worst_node_accuracy;  ///< over the runs that scored their nodes
   summary gradients;
   summary bytes_per_node;
   summary staleness_mean;

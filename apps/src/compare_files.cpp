@@ -61,6 +61,8 @@ std::string run_json(const run_figures& r, const std::string& name) {
     << (r.time_to_target ? json_number(*r.time_to_target) : "null")
     << ", \"final_accuracy\": " << json_number(r.final_accuracy)
     << ", \"final_train_loss\": " << json_number(r.final_train_loss)
+    << ", \"worst_node_accuracy\": "
+    << (r.worst_node_accuracy ? json_number(*r.worst_node_accuracy) : "null")
     << ",\n         \"gradients\": " << json_count(r.gradients)
     << ", \"bytes_per_node\": " << json_number(r.bytes_per_node)
     << ", \"messages\": " << json_count(r.messages)
@@ -93,6 +95,7 @@ std::string compare_json(const compare_args& a, const std::vector<algorithm_resu
       << ",\n     \"time_to_target\": " << json_summary(r.time_to_target)
       << ",\n     \"final_accuracy\": " << json_summary(r.final_accuracy)
       << ",\n     \"final_train_loss\": " << json_summary(r.final_train_loss)
+      << ",\n     \"worst_node_accuracy\": " << json_summary(r.worst_node_accuracy)
       << ",\n     \"gradients\": " << json_summary(r.gradients)
       << ",\n     \"bytes_per_node\": " << json_summary(r.bytes_per_node)
       << ",\n     \"staleness_mean\": " << json_summary(r.staleness_mean)

@@ -126,6 +126,11 @@ void print_summary(const proto::RunReport& r, std::ostream& out) {
   if (r.metrics_size() > 0 && r.best_test_accuracy() > r.final().test_accuracy())
     out << "best            test_accuracy=" << r.best_test_accuracy()
         << " at t=" << r.best_test_accuracy_seconds() << " s\n";
+  if (const auto& f = r.final(); f.nodes_evaluated() > 0)
+    out << "nodes' own      test_accuracy mean=" << f.node_test_accuracy_mean()
+        << " min=" << f.node_test_accuracy_min() << " (node " << f.worst_node()
+        << "), train_loss max=" << f.node_train_loss_max() << " (" << f.nodes_evaluated()
+        << " nodes scored)\n";
   if (r.target_accuracy() > 0) {
     out << "time to " << r.target_accuracy() << "  ";
     if (r.has_time_to_target())

@@ -168,6 +168,11 @@ void checker::stop_and_eval() {
         "stop.time_seconds / eval.period_seconds = " + num(st.time_seconds()) + " / " + num(every) +
           " = " + num(st.time_seconds() / every) + " evaluations; the limit is " +
           num(limits::max_evaluations));
+  const auto& ev = s_.spec.eval();
+  if (ev.has_node_models() && ev.node_models() > limits::max_node_models)
+    bad("eval.node_models", "= " + std::to_string(ev.node_models()) + "; the limit is " +
+                              std::to_string(limits::max_node_models) +
+                              " (each is one more pass over the test set per evaluation)");
 }
 
 void checker::checkpoint() {

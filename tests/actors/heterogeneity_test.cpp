@@ -116,4 +116,62 @@ BOOST_AUTO_TEST_CASE(what_the_data_makes_impossible_is_refused_naming_the_field)
   BOOST_TEST(refusal({"shard={policy: PATHOLOGICAL classes_per_node: 2}"}).empty());
 }
 
+// Node-level truth: Ring-AllReduce's nodes at rest all hold the evaluated
+// model, so their own figures are its figures; under the hardest split (PATHOLOGICAL,
+// one class per node) D-PSGD's nodes disagree, and the worst node is below
+// the mean, which stays below the best-possible 1.
+BOOST_AUTO_TEST_CASE(node_figures_are_the_nodes_own_models) {
+  const std::vector<std::string> common = {"nodes=8",
+                                           "stop.stop_at_target=false",
+                                           "stop.time_seconds=1",
+                                           "eval.period_seconds=0.25",
+                                           "progress=false",
+                                           "eval.node_models=8"};
+  auto ring = common;
+  ring.push_back("dataset.max_train_samples=4000");
+  const auto r = atrain::run_experiment(t::config("algorithms/allreduce.textproto", ring));
+  BOOST_REQUIRE(r);
+  BOOST_REQUIRE(r->metrics_size() >= 4);
+  // A row taken mid-step (some nodes have descended, some not: consensus
+  // error > 0) holds two models; at rest every node holds the evaluated one.
+  int at_rest = 0;
+  for (const auto& row : r->metrics()) {
+    BOOST_TEST(row.nodes_evaluated() == 8u);
+    BOOST_TEST(row.node_test_accuracy_min() <= row.node_test_accuracy_mean());
+    if (row.consensus_error() != 0)
+      continue;
+    ++at_rest;
+    BOOST_TEST(row.node_test_accuracy_mean() == row.test_accuracy(),
+               boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(row.node_test_accuracy_min() == row.test_accuracy(),
+               boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(row.node_train_loss_max() == row.train_loss(), boost::test_tools::tolerance(1e-12));
+  }
+  BOOST_TEST(at_rest >= 2);
+  auto gossip = common;
+  gossip.insert(gossip.end(), {"shard.policy=PATHOLOGICAL", "shard.classes_per_node=1"});
+  const auto d = atrain::run_experiment(t::config("algorithms/dpsgd.textproto", gossip));
+  BOOST_REQUIRE(d);
+  BOOST_REQUIRE(d->error().empty());
+  bool apart = false;
+  for (const auto& row : d->metrics()) {
+    BOOST_TEST(row.nodes_evaluated() == 8u);
+    BOOST_TEST(row.node_test_accuracy_min() <= row.node_test_accuracy_mean());
+    BOOST_TEST(row.worst_node() < 8u);
+    apart = apart || row.node_test_accuracy_min() < row.node_test_accuracy_mean() - 0.01;
+  }
+  BOOST_TEST(apart);
+  // Off: no node scored, the fields stay zero.
+  auto off = common;
+  off.back() = "eval.node_models=0";
+  const auto z = atrain::run_experiment(t::config("algorithms/allreduce.textproto", off));
+  BOOST_REQUIRE(z);
+  for (const auto& row : z->metrics())
+    BOOST_TEST(row.nodes_evaluated() == 0u);
+  BOOST_TEST_MESSAGE("dpsgd PATHOLOGICAL k=1 final: evaluated "
+                     << d->final().test_accuracy() << ", nodes mean "
+                     << d->final().node_test_accuracy_mean() << ", worst node "
+                     << d->final().worst_node() << " at " << d->final().node_test_accuracy_min());
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -107,7 +107,11 @@ def main():
         grads = [int(r["gradients_total"]) for r in reports]
         bpn = [int(r["bytes_sent"]) / r["nodes"] for r in reports]
         ttt = [r["time_to_target"] for r in reports if "time_to_target" in r]
-        for key, xs in (("final_accuracy", acc), ("gradients", grads),
+        # the least accuracy of the nodes' own models, where the run scored them
+        worst = [r["final"].get("node_test_accuracy_min", 0.0) for r in reports
+                 if r["final"].get("nodes_evaluated", 0) > 0]
+        for key, xs in (("final_accuracy", acc), ("worst_node_accuracy", worst),
+                        ("gradients", grads),
                         ("bytes_per_node", bpn), ("time_to_target", ttt)):
             s = a[key]
             assert s["n"] == len(xs), (a["name"], key)

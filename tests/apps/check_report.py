@@ -22,7 +22,9 @@ COUNTERS = ["seed", "gradients_total", "messages_sent", "bytes_sent", "packets_d
             "trace_events", "packets_replaced", "packets_rejected", "packets_retransmitted",
             "late_contributions", "packets_old_epoch", "nodes"]
 COLUMNS = ["time_seconds", "gradients", "train_loss", "test_accuracy", "consensus_error",
-           "messages", "bytes", "dropped"]
+           "messages", "bytes", "dropped", "node_test_accuracy_mean", "node_test_accuracy_min",
+           "node_train_loss_max", "worst_node"]
+NODE_COLUMNS = COLUMNS[8:11]
 
 
 def fail(d, why):
@@ -99,6 +101,20 @@ def check(d):
         if int(line["gradients"]) != m["gradients"] or \
                 abs(float(line["time_seconds"]) - m["time_seconds"]) > 1e-6 * max(1, m["time_seconds"]):
             fail(d, f"metrics.csv row {line} differs from {m}")
+        scored = m.get("nodes_evaluated", 0)
+        if scored == 0:
+            if any(line[c] != "" for c in NODE_COLUMNS + ["worst_node"]):
+                fail(d, f"metrics.csv row {line} has node columns but no node was scored")
+            continue
+        lo, mean = m.get("node_test_accuracy_min", 0.0), m.get("node_test_accuracy_mean", 0.0)
+        if not (0 <= lo <= mean + 1e-12 <= 1 + 1e-12) or m.get("worst_node", 0) >= r["nodes"] \
+                or scored > r["nodes"]:
+            fail(d, f"row at {m['time_seconds']} s: node figures out of order: {m}")
+        for c in NODE_COLUMNS:
+            if abs(float(line[c]) - m.get(c, 0.0)) > 1e-6 * max(1, abs(m.get(c, 0.0))):
+                fail(d, f"metrics.csv {c} {line[c]} differs from report.json {m.get(c, 0.0)}")
+        if int(line["worst_node"]) != m.get("worst_node", 0):
+            fail(d, f"metrics.csv worst_node {line['worst_node']} differs from report.json")
     events = []
     with open(os.path.join(d, "events.jsonl")) as f:
         for i, line in enumerate(f):

@@ -19,8 +19,13 @@ using log_atom = caf::atom_constant<caf::atom("log")>;
 
 /// The header of metrics.csv (the report's MetricRow names).
 [[nodiscard]] const char* metrics_csv_header();
-/// One metrics.csv line (with its newline).
+/// One metrics.csv line (with its newline). The node columns are empty
+/// when no node's own model was scored.
 [[nodiscard]] std::string metrics_csv_line(const metric_sample& row);
+
+/// A metrics row to and from its report form (every field).
+[[nodiscard]] metric_sample sample_of(const proto::MetricRow& m);
+void set_row(proto::MetricRow& m, const metric_sample& row);
 
 /// Creates DIR, opens DIR/metrics.csv and DIR/events.jsonl (truncated) and
 /// writes the CSV header; an error names the file and the reason.

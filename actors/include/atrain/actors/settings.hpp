@@ -35,7 +35,8 @@ struct stop_settings {
 /// The spec's `eval` as the evaluator reads it (train_loss_samples is
 /// already drawn: run_plan::train_eval_rows).
 struct eval_settings {
-  double period_seconds = 0;  // run-clock seconds between evaluations
+  double period_seconds = 0;      // run-clock seconds between evaluations
+  std::uint32_t node_models = 0;  // nodes whose own model each evaluation scores
 };
 
 /// The spec's `cost` beyond the per-node run_plan::tau and ::slowdown.

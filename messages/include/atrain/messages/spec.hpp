@@ -134,6 +134,9 @@ inline constexpr std::uint64_t max_run_values = std::uint64_t{1} << 29;
 inline constexpr double min_period_seconds = 1e-6;
 // stop.time_seconds / eval.period_seconds: rows of metrics.csv.
 inline constexpr double max_evaluations = 1e6;
+// eval.node_models: each is one more pass over the test set per evaluation.
+inline constexpr std::uint32_t max_node_models = 64;
+inline constexpr std::uint32_t default_node_models = 8;
 }  // namespace limits
 
 // The model's share of the bounds above once the data's dimension and class count are

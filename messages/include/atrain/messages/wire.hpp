@@ -226,12 +226,20 @@ struct metric_sample {
   std::uint64_t messages = 0;
   std::uint64_t bytes = 0;
   std::uint64_t dropped = 0;
+  // Over the nodes' own models (proto MetricRow): 0 nodes = not measured.
+  std::uint32_t nodes_evaluated = 0;
+  double node_test_accuracy_mean = 0;
+  double node_test_accuracy_min = 0;
+  double node_train_loss_max = 0;
+  std::uint32_t worst_node = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metric_sample& x) {
   return f(caf::meta::type_name("atrain_metric_sample"), x.time_seconds, x.gradients, x.train_loss,
-           x.test_accuracy, x.consensus_error, x.messages, x.bytes, x.dropped);
+           x.test_accuracy, x.consensus_error, x.messages, x.bytes, x.dropped, x.nodes_evaluated,
+           x.node_test_accuracy_mean, x.node_test_accuracy_min, x.node_train_loss_max,
+           x.worst_node);
 }
 
 /// A finished run's report, carried as serialized atrain.proto.RunReport bytes
