@@ -47,6 +47,7 @@
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
 
+#include "atrain/actors/basp_filter.hpp"
 #include "atrain/actors/basp_guard.hpp"
 #include "atrain/messages/wire.hpp"
 #include "procs.hpp"
@@ -226,6 +227,7 @@ int run_receiver(std::size_t floats, bool guard, const std::string& tls) {
     return 1;
   }
   atrain::basp_guard front;
+  caf::actor doorkeeper;
   if (guard) {
     atrain::basp_guard_options g;
     if (tls.empty()) {
@@ -239,7 +241,18 @@ int run_receiver(std::size_t floats, bool guard, const std::string& tls) {
       }
       g.tls = *ctx;
     }
-    g.target = rx;
+    // As a host's spawner does: the guard's target hands out the receiver
+    // and records it as the asking node's, so the filter lets packets to it
+    // through (basp_filter.hpp).
+    auto owners = std::make_shared<atrain::run_owners>();
+    doorkeeper = sys.spawn([owners, rx](caf::event_based_actor* self) -> caf::behavior {
+      return {[=](atrain::stats_atom) {
+        owners->add(self->current_sender()->node(), {rx.id()});
+        return rx;
+      }};
+    });
+    g.target = doorkeeper;
+    g.owners = owners;
     auto spawned = atrain::spawn_basp_guard(sys, g);
     if (!spawned) {
       std::fprintf(stderr, "receiver: guard: %s\n", sys.render(spawned.error()).c_str());
@@ -268,8 +281,10 @@ int run_receiver(std::size_t floats, bool guard, const std::string& tls) {
   ::close(listener);
   tcp.join();
   caf::anon_send_exit(rx, caf::exit_reason::user_shutdown);
-  if (front.actor)
+  if (front.actor) {
     caf::anon_send_exit(front.actor, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(doorkeeper, caf::exit_reason::user_shutdown);
+  }
   return 0;
 }
 
@@ -375,6 +390,16 @@ struct receiver_link {
     return false;
   }
   r.dst = *dst;
+  if (guard) {  // the guard's target hands out the receiver (run_receiver)
+    caf::scoped_actor self{sys};
+    bool ok = false;
+    self->request(*dst, std::chrono::seconds{10}, atrain::stats_atom::value)
+      .receive([&](caf::actor& rx) { r.dst = std::move(rx), ok = true; },
+               [&](caf::error& e) {
+                 std::fprintf(stderr, "bench_xprocess: no receiver: %s\n", sys.render(e).c_str());
+               });
+    return ok;
+  }
   return true;
 }
 

@@ -25,6 +25,7 @@
 #include <caf/io/basp_broker.hpp>
 #include <caf/io/network/interfaces.hpp>
 
+#include "atrain/actors/basp_filter.hpp"
 #include "atrain/actors/exceptions.hpp"
 #include "atrain/messages/wire.hpp"
 #include "guard_tls.hpp"
@@ -33,6 +34,10 @@ namespace atrain {
 
 bool basp_stream_checker::consume(const char* data, std::size_t n) {
   while (n > 0 && !refused()) {
+    if (prefix_want_ > 0) {
+      take_prefix(data, n);
+      continue;
+    }
     if (payload_left_ > 0) {
       const auto skip = static_cast<std::size_t>(std::min<std::uint64_t>(payload_left_, n));
       payload_left_ -= skip;
@@ -53,11 +58,37 @@ bool basp_stream_checker::consume(const char* data, std::size_t n) {
   return !refused();
 }
 
+void basp_stream_checker::take_prefix(const char*& data, std::size_t& n) {
+  const auto take = std::min(prefix_want_, n);
+  frame_.prefix.insert(frame_.prefix.end(), data, data + take);
+  prefix_want_ -= take;
+  payload_left_ -= take;
+  data += take;
+  n -= take;
+  if (prefix_want_ == 0)
+    inspect();
+}
+
+void basp_stream_checker::inspect() {
+  reason_ = inspect_(frame_);
+  filtered_ = !reason_.empty();
+}
+
+namespace {
+
+template <class T>
+[[nodiscard]] T read_network(const unsigned char* p) {
+  T x = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i)
+    x = static_cast<T>((x << 8) | p[i]);
+  return x;
+}
+
+}  // namespace
+
 void basp_stream_checker::check_header() {
   const auto op = header_[0];
-  std::uint32_t len = 0;
-  std::memcpy(&len, header_.data() + 4, sizeof len);
-  len = ntohl(len);
+  const auto len = read_network<std::uint32_t>(header_.data() + 4);
   if (op > basp_last_operation)
     reason_ =
       "unknown BASP operation " + std::to_string(op) + " in header " + std::to_string(headers_ + 1);
@@ -70,6 +101,18 @@ void basp_stream_checker::check_header() {
   else {
     ++headers_;
     payload_left_ = len;
+    if (!inspect_)
+      return;
+    frame_.operation = op;
+    frame_.flags = header_[3];
+    frame_.payload_len = len;
+    frame_.operation_data = read_network<std::uint64_t>(header_.data() + 8);
+    frame_.source_actor = read_network<std::uint64_t>(header_.data() + 16);
+    frame_.dest_actor = read_network<std::uint64_t>(header_.data() + 24);
+    frame_.prefix.clear();
+    prefix_want_ = std::min<std::size_t>(len, basp_prefix_limit);
+    if (prefix_want_ == 0)
+      inspect();
   }
 }
 
@@ -109,8 +152,8 @@ std::string counters_text(const basp_guard_stats& s) {
          " (wrong response " + std::to_string(s.wrong_mac) + ", no response in time " +
          std::to_string(s.auth_timeout) + ", TLS handshake " + std::to_string(s.tls) +
          ", too many unauthenticated " + std::to_string(s.too_many) + ", idle " +
-         std::to_string(s.idle) + ", BASP header " + std::to_string(s.basp) +
-         ", over the buffer bound " + std::to_string(s.buffered) +
+         std::to_string(s.idle) + ", BASP header " + std::to_string(s.basp) + ", message filter " +
+         std::to_string(s.filtered) + ", over the buffer bound " + std::to_string(s.buffered) +
          "), closed by the peer before authenticating " + std::to_string(s.gave_up) +
          ", open now " + std::to_string(s.open);
 }
@@ -147,8 +190,9 @@ struct relay {
   bool inner_halted = false;
   /// TLS hosts: the peer's TLS session (its handshake is the authentication).
   std::unique_ptr<guard_tls::session> tls;
-  relay(connection_handle c, std::string p, std::uint64_t s, std::uint32_t max)
-    : client{c}, peer{std::move(p)}, serial{s}, checker{max} {}
+  relay(connection_handle c, std::string p, std::uint64_t s, std::uint32_t max,
+        basp_stream_checker::inspector inspect)
+    : client{c}, peer{std::move(p)}, serial{s}, checker{max, std::move(inspect)} {}
 };
 
 struct guard_state {
@@ -156,6 +200,8 @@ struct guard_state {
   basp_guard_stats stats;
   std::uint16_t port = 0;
   caf::actor basp;
+  /// What the message filter of each connection allows (basp_filter.hpp).
+  std::shared_ptr<const std::set<std::string>> types;
   std::uint64_t serials = 0;
   std::size_t unauthenticated = 0;
   std::map<connection_handle, std::shared_ptr<relay>> relays;  // by either handle
@@ -257,7 +303,8 @@ void from_peer(guard_ptr self, const std::shared_ptr<relay>& p, const std::vecto
   auto& st = self->state;
   p->last_heard = self->clock().now();
   if (!p->checker.consume(buf.data(), buf.size()))
-    return refuse(self, p, st.stats.basp, p->checker.reason());
+    return refuse(self, p, p->checker.filtered() ? st.stats.filtered : st.stats.basp,
+                  p->checker.reason());
   if (!forward(self, *p, true, buf))
     refuse(self, p, st.stats.buffered,
            "more than " + std::to_string(st.opts.max_buffered) +
@@ -342,7 +389,10 @@ void on_connection(guard_ptr self, const caf::io::new_connection_msg& msg) {
   auto& st = self->state;
   const auto peer =
     self->remote_addr(msg.handle) + ":" + std::to_string(self->remote_port(msg.handle));
-  auto p = std::make_shared<relay>(msg.handle, peer, ++st.serials, st.opts.max_payload);
+  auto filter = std::make_shared<basp_message_filter>(self->system(), st.opts.target.id(),
+                                                      st.opts.owners, st.types);
+  auto p = std::make_shared<relay>(msg.handle, peer, ++st.serials, st.opts.max_payload,
+                                   [filter](const basp_frame& f) { return filter->judge(f); });
   st.relays.emplace(msg.handle, p);
   ++st.unauthenticated;
   ++st.stats.accepted;
@@ -395,6 +445,8 @@ caf::behavior guard(guard_ptr self, caf::io::doorman_ptr door, basp_guard_option
   name_exceptions(self);
   self->state.opts = std::move(opts);
   self->state.basp = std::move(basp);
+  self->state.types =
+    std::make_shared<const std::set<std::string>>(atrain_remote_types(self->system()));
   self->state.port = door->port();
   self->add_doorman(std::move(door));
   return {
@@ -462,9 +514,10 @@ caf::expected<std::shared_ptr<ssl_ctx_st>> make_guard_tls_context(const std::str
 }
 
 caf::expected<basp_guard> spawn_basp_guard(caf::actor_system& sys, basp_guard_options opts) {
-  if ((opts.secret.empty() && !opts.tls) || !opts.target)
+  if ((opts.secret.empty() && !opts.tls) || !opts.target || !opts.owners)
     return caf::make_error(caf::sec::invalid_argument,
-                           "the BASP guard needs a secret or a TLS context, and a target");
+                           "the BASP guard needs a secret or a TLS context, a target and the "
+                           "target's run owners");
   auto door = sys.middleman().backend().new_tcp_doorman(opts.port, opts.host.c_str(), true);
   if (!door)
     return door.error();

@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 
 #include "atrain/actors/algorithms.hpp"
+#include "atrain/actors/basp_filter.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/context.hpp"
 #include "atrain/actors/exceptions.hpp"
@@ -77,6 +79,8 @@ struct spawner_state {
   host_counters counters;
   /// Shared with the exit functor, which runs after the state is gone.
   std::shared_ptr<std::set<caf::actor>> keepers = std::make_shared<std::set<caf::actor>>();
+  /// The actor ids of each run (by its keeper's id), to forget at its end.
+  std::map<caf::actor_id, std::vector<caf::actor_id>> run_ids;
   static inline const char* name = "atrain_host_spawner";
 };
 using spawner_ptr = caf::stateful_actor<spawner_state>*;
@@ -147,6 +151,32 @@ caf::expected<context_ptr> admit(spawner_ptr self, const spawn_request& r) {
   return ctx;
 }
 
+/// The run's actors (and its keeper) belong to the requester's node: its
+/// connection may address them (basp_filter.hpp).
+void record_owner(spawner_ptr self, const spawn_reply& out) {
+  auto& st = self->state;
+  const auto& src = self->current_sender();
+  if (!st.opts.owners || !src)
+    return;
+  std::vector<caf::actor_id> ids{out.keeper.id()};
+  for (const auto& n : out.nodes)
+    for (const auto& a : {n.worker, n.buffer, n.hub})
+      if (a)
+        ids.push_back(a.id());
+  st.opts.owners->add(src->node(), ids);
+  st.run_ids[out.keeper.id()] = std::move(ids);
+}
+
+void forget_owner(spawner_ptr self, caf::actor_id keeper) {
+  auto& st = self->state;
+  auto i = st.run_ids.find(keeper);
+  if (i == st.run_ids.end())
+    return;
+  if (st.opts.owners)
+    st.opts.owners->remove(i->second);
+  st.run_ids.erase(i);
+}
+
 caf::behavior spawner(spawner_ptr self, host_options opts) {
   name_exceptions(self);
   self->state.opts = std::move(opts);
@@ -196,6 +226,7 @@ caf::behavior spawner(spawner_ptr self, host_options opts) {
       out.keeper = self->spawn(run_keeper, std::move(actors), *ctx, r.supervisor,
                                caf::actor_cast<caf::actor>(self));
       st.keepers->insert(out.keeper);
+      record_owner(self, out);
       ++st.counters.runs;
       std::string ids;
       for (auto k : r.nodes)
@@ -210,6 +241,7 @@ caf::behavior spawner(spawner_ptr self, host_options opts) {
     [=](done_atom) {
       auto& st = self->state;
       st.keepers->erase(caf::actor_cast<caf::actor>(self->current_sender()));
+      forget_owner(self, self->current_sender()->id());
       log(self, "a run ended; " + std::to_string(st.keepers->size()) + " still running");
     },
     [=](stats_atom) {

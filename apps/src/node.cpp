@@ -19,6 +19,7 @@
 
 #include <caf/io/all.hpp>
 
+#include "atrain/actors/basp_filter.hpp"
 #include "atrain/actors/basp_guard.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/deploy.hpp"
@@ -54,6 +55,7 @@ serve_through_guard(caf::actor_system& sys, const node_args& n,
     g.secret = opts.secret;
   }
   g.target = spawner;
+  g.owners = opts.owners;
   g.max_payload = n.max_message_mb << 20;
   g.auth_timeout = std::chrono::milliseconds{n.auth_timeout_ms};
   g.idle_timeout = std::chrono::seconds{n.idle_timeout_s};
@@ -140,6 +142,7 @@ int node(const node_args& n) {
     return 2;
   }
   caf::actor_system sys{cfg};
+  opts.owners = std::make_shared<run_owners>();
   auto spawner = spawn_host(sys, opts);
   const bool guarded = n.guard;  // --no-guard: loopback without TLS only (above)
   basp_guard guard;

@@ -13,6 +13,7 @@
 #include <caf/io/all.hpp>
 #include <caf/io/basp/header.hpp>
 
+#include "atrain/actors/basp_filter.hpp"
 #include "atrain/actors/basp_guard.hpp"
 #include "atrain/messages/wire.hpp"
 
@@ -157,6 +158,7 @@ BOOST_AUTO_TEST_CASE(the_guard_authenticates_then_closes_a_connection_announcing
   opts.secret = secret;
   opts.target = target;
   opts.max_payload = 1 << 20;
+  opts.owners = std::make_shared<atrain::run_owners>();
   opts.log = [&](const std::string& l) { lines.push_back(l); };  // read after the guard ends
   auto guard = atrain::spawn_basp_guard(sys, opts);
   BOOST_REQUIRE_MESSAGE(guard, (guard ? std::string{} : sys.render(guard.error())));

@@ -9,9 +9,11 @@
 ///
 /// `hostile_client spawn HOST:PORT SECRET_FILE SPEC`: a peer holding the
 /// secret (authenticated as a driver is) sends what the spawner must refuse:
-/// messages of unknown type, spawn requests with a wrong secret, a
-/// malformed spec, an invalid spec and node ids out of range are each
-/// refused with an error, and counted by the host.
+/// spawn requests with a wrong secret, a malformed spec, an invalid spec and
+/// node ids out of range are each refused with an error, and counted by the
+/// host. Then what the host's message filter refuses (basp_filter.hpp): a
+/// string and an atom the spawner does not take, an exit message to it — each ends the connection, and a
+/// new one finds the spawner alive, its counts as before.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -32,6 +34,30 @@ int failures = 0;
 void check(bool ok, const std::string& what) {
   std::cout << (ok ? "ok   " : "FAIL ") << what << std::endl;
   failures += ok ? 0 : 1;
+}
+
+/// The spawner's counts: no run, the five refused requests, no message of
+/// unexpected type (the guard keeps those away from it).
+void expect_counts(caf::actor_system& sys, caf::scoped_actor& self, const caf::actor& host,
+                   const std::string& when) {
+  self->request(host, std::chrono::seconds{10}, atrain::stats_atom::value)
+    .receive(
+      [&](std::uint64_t runs, std::uint64_t refused, std::uint64_t unexpected) {
+        check(runs == 0 && refused == 5 && unexpected == 0,
+              when + ": the host counted " + std::to_string(runs) + " runs, " +
+                std::to_string(refused) + " refused requests, " + std::to_string(unexpected) +
+                " unexpected messages");
+      },
+      [&](caf::error& e) { check(false, when + ": stats: " + sys.render(e)); });
+}
+
+caf::expected<caf::actor> connect(caf::actor_system& sys, const std::string& where,
+                                  const std::string& secret) {
+  auto hp = atrain::split_host_port(where);
+  if (!hp)
+    return hp.error();
+  return atrain::connect_authenticated(sys, hp->first, hp->second, secret,
+                                       std::chrono::seconds{10});
 }
 
 }  // namespace
@@ -90,8 +116,7 @@ int main(int argc, char** argv) {
   auto secret = atrain::read_secret_file(argv[3]);
   if (!hp || !secret)
     return 2;
-  auto host =
-    atrain::connect_authenticated(sys, hp->first, hp->second, *secret, std::chrono::seconds{10});
+  auto host = connect(sys, argv[2], *secret);
   if (!host) {
     std::cerr << "cannot connect: " << sys.render(host.error()) << "\n";
     return 1;
@@ -110,9 +135,6 @@ int main(int argc, char** argv) {
                    check(text.find(needle) != std::string::npos, what + ": " + text);
                  });
     };
-    expect_error("a message of unknown type", "unexpected_message", std::string{"hello host"});
-    expect_error("an atom it does not know", "unexpected_message", atrain::stop_atom::value,
-                 std::uint64_t{42});
     atrain::spawn_request r;
     r.secret = "guessed";
     r.spec = good;
@@ -133,15 +155,32 @@ int main(int argc, char** argv) {
     expect_error("node ids out of range", "out of range", atrain::spawn_atom::value, r);
     r.nodes = {0, 0};
     expect_error("a node requested twice", "requested twice", atrain::spawn_atom::value, r);
-    self->request(*host, timeout, atrain::stats_atom::value)
-      .receive(
-        [&](std::uint64_t runs, std::uint64_t refused, std::uint64_t unexpected) {
-          check(runs == 0 && refused == 5 && unexpected == 2,
-                "the host counted 0 runs, " + std::to_string(refused) + " refused requests, " +
-                  std::to_string(unexpected) + " unexpected messages");
-        },
-        [&](caf::error& e) { check(false, "stats: " + sys.render(e)); });
+    expect_counts(sys, self, *host, "after the bad spawn requests");
   }
+  // Each of these ends the connection (the guard refuses it before CAF):
+  // the request gets no answer; a new connection finds the spawner alive.
+  auto filtered = [&](const std::string& what, auto send) {
+    auto h = connect(sys, argv[2], *secret);
+    if (!h)
+      return check(false, what + ": cannot connect: " + sys.render(h.error()));
+    caf::scoped_actor self{sys};
+    send(self, *h);
+    self->request(*h, std::chrono::seconds{3}, atrain::stats_atom::value)
+      .receive(
+        [&](caf::message& m) { check(false, what + ": still answered " + to_string(m)); },
+        [&](caf::error& e) { check(true, what + ": connection ended (" + sys.render(e) + ")"); });
+    auto again = connect(sys, argv[2], *secret);
+    if (!again)
+      return check(false, what + ": cannot reconnect: " + sys.render(again.error()));
+    expect_counts(sys, self, *again, what);
+  };
+  filtered("a string to the spawner",
+           [](auto& self, const caf::actor& h) { self->send(h, std::string{"hello host"}); });
+  filtered("an atom the spawner does not take", [](auto& self, const caf::actor& h) {
+    self->send(h, atrain::stop_atom::value, std::uint64_t{42});
+  });
+  filtered("an exit message to the spawner",
+           [](auto&, const caf::actor& h) { caf::anon_send_exit(h, caf::exit_reason::kill); });
   if (failures > 0)
     return 1;
   std::cout << "hostile client OK" << std::endl;

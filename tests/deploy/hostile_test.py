@@ -11,8 +11,11 @@ allocates anything (memory stays flat). A plain CAF client that knows only
 the port, and atrain's own connect with a wrong secret, cannot connect at
 all (so cannot kill the spawner or reach any actor), also while a job runs
 on the host: that job reaches its target as an unattacked one does. A peer
-holding the secret gets unknown messages and bad spawn requests refused
-(hostile_client spawn). After each the host is alive and still serves a good
+holding the secret gets bad spawn requests refused, and messages of types
+atrain does not send, or to actors that are not its runs' (an exit to the
+spawner, exits to every actor id of the host while another driver's job runs
+there) refused by the guard's message filter before CAF (hostile_client
+spawn; intrude()). After each the host is alive and still serves a good
 run. Every refusal is logged once with peer, reason and a running count;
 the count is checked against this file's own tally, and the counters at
 exit. The host listens on its --listen address only (CAF itself listens
@@ -73,6 +76,43 @@ def basp_ready(address, secret):
     payload = struct.unpack(">I", hdr[4:8])[0]
     recv_exactly(s, payload)
     return s, proof == want and hdr[0] == 0
+
+
+def caf_atom(text):
+    """CAF 0.17's atom_value of `text` (6 bits a character after 0xF)."""
+    table = " 0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+    value = 0xF
+    for ch in text:
+        value = ((value << 6) | table.index(ch)) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+def basp(op, payload, dest=0, data=0):
+    """One BASP frame: the 32-byte header (big endian), then the payload."""
+    return struct.pack(">BBBBIQQQ", op, 0, 0, 0, len(payload), data, 0, dest) + payload
+
+
+def caf_message(types):
+    """The start of a direct message's payload as CAF writes it: no
+    forwarding stack, type number 0, the type names (then junk for a body:
+    the guard judges the names and never lets it through)."""
+    name = types.encode()
+    assert len(name) < 128
+    return b"\0" + struct.pack(">HB", 0, len(name)) + name + b"\0" * 48
+
+
+def intrude(address, secret, dest):
+    """Authenticated as a driver is, under a node id of its own: an exit
+    message to actor `dest`, then a message of a type atrain never sends (so
+    the host closes every connection, at the first message or the second)."""
+    s, ok = basp_ready(address, secret)
+    node = struct.pack(">QI", caf_atom("default"), 4242) + os.urandom(20)
+    async_id = 0x1000000000000000
+    s.sendall(basp(1, node) + basp(2, caf_message("@<>+@exit"), dest, async_id) +
+              basp(2, caf_message("@<>+bogus_type"), 1, async_id))
+    closed = closed_by_host(s)
+    s.close()
+    return ok and closed
 
 
 AUTH_MS, MAX_UNAUTH, IDLE = 1000, 16, 2
@@ -235,7 +275,10 @@ try:
           ("" if r.returncode == 0 else ": " + r.stderr[-300:]))
     log = h.text()
     check("refused a spawn request" in log and "wrong shared secret" in log and
-          "unexpected type" in log, "the host logged the refusals and the unknown messages")
+          "(@<>+@str) to the spawner, which takes spawn requests only" in log and
+          "(@<>+@atom+@u64) to the spawner, which takes spawn requests only" in log and
+          "(@<>+@exit) to the spawner" in log,
+          "the host logged the refused requests, and the guard the filtered messages")
     # 10. a job under attack: the attacks above while a run uses the host;
     # the run reaches its target like the unattacked one, the spawner lives
     sets = ["clock=REAL", "cost.real_min_seconds=0.002", "stop.time_seconds=30"]
@@ -249,16 +292,28 @@ try:
     s.close()
     for _ in range(50):
         socket.create_connection((host, port), timeout=5).close()
+    # an authenticated intruder (it holds the secret) sends an exit message
+    # to every actor id of the host: the guard refuses each before CAF
+    intruded_before = len(re.findall(r"@exit\) to actor \d+ of another peer's run", h.text()))
+    closed = sum(intrude(h.address, secret, dest) for dest in range(1, 161))
     rep = d.wait(timeout=90)
     calm_rep = report(os.path.join(c.dir, "calm"))
     check(attacks.returncode == 0 and d.returncode == 0 and
           rep.get("stop_reason") == calm_rep.get("stop_reason") == "target accuracy reached",
-          "attacked during the run (plain CAF, wrong secret x2, 50 connect+close): the run "
+          "attacked during the run (plain CAF, wrong secret x2, 50 connect+close, 160 exit "
+          "messages from an authenticated intruder): the run "
           "ends as the unattacked one (%s; unattacked: %s; final accuracy %.4f vs %.4f)" % (
               rep.get("stop_reason"), calm_rep.get("stop_reason"),
               rep.get("final", {}).get("test_accuracy", 0),
               calm_rep.get("final", {}).get("test_accuracy", 0)))
     log = h.text()
+    other_runs = len(re.findall(r"@exit\) to actor \d+ of another peer's run", log))
+    check(closed == 160 and other_runs - intruded_before >= 8 and
+          "@exit) to the spawner" in log and "which belongs to no run of this peer" in log and
+          "'bogus_type', which atrain does not send" in log,
+          "an authenticated intruder's exit messages to actor ids 1-160: all refused, %d of them "
+          "to the running job's actors, one to the spawner, the rest to ids of no run; then a type atrain never sends" %
+          (other_runs - intruded_before))
     check(guard_count(log) >= refused_before + 3 and "killed" not in log,
           "the host logged the attempts (%d more refusals, and the connect+close ones)" % (
               guard_count(log) - refused_before))

@@ -15,12 +15,15 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <caf/all.hpp>
 
 struct ssl_ctx_st;  // OpenSSL's SSL_CTX
 
 namespace atrain {
+
+class run_owners;  // basp_filter.hpp
 
 /// BASP framing of CAF 0.17.6 (caf/io/basp/header.hpp, written by
 /// caf::binary_serializer, integers in network byte order):
@@ -35,13 +38,35 @@ inline constexpr std::uint8_t basp_last_operation = 0x06;
 /// message (a parameter vector of 10^7 floats is 40 MB).
 inline constexpr std::uint32_t default_max_basp_payload = 256u << 20;
 
+/// One BASP header as the checker read it, with the first bytes of its
+/// payload (up to basp_prefix_limit: where CAF writes the routing, the
+/// forwarding stack and the message's type names).
+struct basp_frame {
+  std::uint8_t operation = 0;
+  std::uint8_t flags = 0;
+  std::uint32_t payload_len = 0;
+  std::uint64_t operation_data = 0;
+  std::uint64_t source_actor = 0;
+  std::uint64_t dest_actor = 0;
+  std::vector<char> prefix;
+};
+inline constexpr std::size_t basp_prefix_limit = 4096;
+
 /// Follows one client-to-host BASP byte stream, however it is split into
 /// reads: the first header must be a client handshake, every header must
 /// name a known operation and announce at most the limit. After a refusal
 /// it ignores everything else.
+/// With an inspector, each frame (with its payload prefix) is also judged
+/// by it: the message filter (basp_filter.hpp).
 class basp_stream_checker {
 public:
-  explicit basp_stream_checker(std::uint32_t max_payload) noexcept : max_payload_{max_payload} {}
+  /// Reads a frame's payload prefix and answers why it is refused ("": let
+  /// it through). Called before the prefix's last byte is relayed, so a
+  /// refused message never reaches CAF whole.
+  using inspector = std::function<std::string(const basp_frame&)>;
+
+  explicit basp_stream_checker(std::uint32_t max_payload, inspector inspect = {}) noexcept
+    : max_payload_{max_payload}, inspect_{std::move(inspect)} {}
 
   /// Consumes `n` bytes; false when a header in them breaks the rules
   /// (reason() says which).
@@ -49,18 +74,26 @@ public:
 
   [[nodiscard]] bool refused() const noexcept { return !reason_.empty(); }
   [[nodiscard]] const std::string& reason() const noexcept { return reason_; }
+  /// Whether the inspector (not the framing) refused.
+  [[nodiscard]] bool filtered() const noexcept { return filtered_; }
   /// Complete headers accepted so far.
   [[nodiscard]] std::uint64_t headers() const noexcept { return headers_; }
 
 private:
   void check_header();
+  void take_prefix(const char*& data, std::size_t& n);
+  void inspect();
 
   std::uint32_t max_payload_;
+  inspector inspect_;
   std::array<unsigned char, basp_header_size> header_{};
   std::size_t header_fill_ = 0;
   std::uint64_t payload_left_ = 0;
   std::uint64_t headers_ = 0;
+  basp_frame frame_;
+  std::size_t prefix_want_ = 0;  // bytes of frame_.prefix still to read
   std::string reason_;
+  bool filtered_ = false;
 };
 
 /// Authentication before BASP (issue 16): what a peer of a secret-mode host
@@ -122,6 +155,10 @@ struct basp_guard_options {
   std::size_t max_buffered = 16u << 20;
   /// Where refusals are written (default: stderr).
   std::function<void(const std::string&)> log;
+  /// The actors of each peer's runs (the spawner keeps them): what an
+  /// authenticated peer may address besides the spawner (basp_filter.hpp).
+  /// Required.
+  std::shared_ptr<const run_owners> owners;
 };
 
 /// The guard's counters; (stats_atom) answers them as one line of text
@@ -136,6 +173,7 @@ struct basp_guard_stats {
   std::uint64_t too_many = 0;       // over max_unauthenticated
   std::uint64_t idle = 0;           // authenticated, silent for idle_timeout
   std::uint64_t basp = 0;           // a BASP header broke the rules
+  std::uint64_t filtered = 0;       // a message atrain does not send, or not to the peer's actors
   std::uint64_t buffered = 0;       // over max_buffered
   std::uint64_t gave_up = 0;        // the peer closed before authenticating
   std::uint64_t open = 0;           // open now

@@ -12,11 +12,14 @@
 /// logged and counted; the host keeps running.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <caf/all.hpp>
 
 namespace atrain {
+
+class run_owners;  // basp_filter.hpp
 
 struct host_options {
   /// Required before anything is spawned; empty only when TLS authenticates
@@ -29,6 +32,9 @@ struct host_options {
   std::size_t max_runs = 4;
   /// Where refusals and run starts/ends are written (default: stderr).
   std::function<void(const std::string&)> log;
+  /// Where the spawner records which actors belong to which driver's runs
+  /// (its BASP guard lets a peer address only those); null: not recorded.
+  std::shared_ptr<run_owners> owners;
 };
 
 /// Counters of a spawner (stats_atom answers them).
