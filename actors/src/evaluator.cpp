@@ -15,6 +15,7 @@
 #include "atrain/actors/node_scores.hpp"
 #include "atrain/actors/progress.hpp"
 #include "atrain/actors/run_log.hpp"
+#include "atrain/actors/targets.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 #include "atrain/messages/json.hpp"
 #include "evaluator_state.hpp"
@@ -354,7 +355,7 @@ void record_row(eval_ptr self, const metric_sample& row, bool last, bool replace
     if (!r.back_at && row.time_seconds > r.lost_at && row.test_accuracy >= r.accuracy_before)
       r.back_at = row.time_seconds;
   const double target = stop.target_accuracy;
-  if (target > 0 && row.test_accuracy >= target && !st.report.has_time_to_target())
+  if (target > 0 && judged_accuracy(stop, row) >= target && !st.report.has_time_to_target())
     st.report.set_time_to_target(row.time_seconds);
   if (st.progress)  // wall time for the display only, never for the run
     print_progress(

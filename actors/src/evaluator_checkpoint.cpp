@@ -5,6 +5,7 @@
 
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/run_log.hpp"
+#include "atrain/actors/targets.hpp"
 #include "evaluator_state.hpp"
 
 namespace atrain::eval {
@@ -113,7 +114,7 @@ void restore_evaluator(eval_ptr self) {
   const auto& last = st.report.metrics(st.report.metrics_size() - 1);
   std::string reason;
   if (stop.stop_at_target && stop.target_accuracy > 0 &&
-      last.test_accuracy() >= stop.target_accuracy)
+      judged_accuracy(stop, last) >= stop.target_accuracy)
     reason = "target accuracy reached";
   else if (stop.gradients > 0 && last.gradients() >= stop.gradients)
     reason = "gradient budget spent";

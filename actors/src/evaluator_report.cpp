@@ -5,6 +5,7 @@
 
 #include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/evaluator.hpp"
+#include "atrain/actors/targets.hpp"
 #include "evaluator_state.hpp"
 
 namespace atrain::eval {
@@ -81,13 +82,11 @@ void add_recovery(proto::RunReport& r, const eval_state::recovery& rec, int plan
 
 /// From the rows as they stand (the final one may have replaced a periodic
 /// one): the first time at the target, and the best accuracy with its time.
-void summarize_rows(proto::RunReport& r, double target) {
-  r.clear_time_to_target();
+void summarize_rows(proto::RunReport& r, const stop_settings& stop) {
+  set_targets(r, stop);
   r.clear_best_test_accuracy();
   r.clear_best_test_accuracy_seconds();
   for (const auto& m : r.metrics()) {
-    if (target > 0 && m.test_accuracy() >= target && !r.has_time_to_target())
-      r.set_time_to_target(m.time_seconds());
     if (m.test_accuracy() > r.best_test_accuracy()) {
       r.set_best_test_accuracy(m.test_accuracy());
       r.set_best_test_accuracy_seconds(m.time_seconds());
@@ -192,7 +191,7 @@ void fill_report(eval_state& st, const gathering& g, const metric_sample& row) {
     }
   r.set_trace_hash(st.ctx->events.hex());
   r.set_trace_events(st.ctx->events.events());
-  summarize_rows(r, plan.stop.target_accuracy);
+  summarize_rows(r, plan.stop);
 }
 
 }  // namespace atrain::eval

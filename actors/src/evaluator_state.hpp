@@ -100,7 +100,7 @@ struct eval_state {
 
 /// From the rows as they stand (the final one may have replaced a periodic
 /// one): the first time at the target, and the best accuracy with its time.
-void summarize_rows(proto::RunReport& r, double target);
+void summarize_rows(proto::RunReport& r, const stop_settings& stop);
 
 /// The report's totals, per-node counters, evaluated model, faults,
 /// stragglers and quarantines from the final gathering and row.

@@ -69,7 +69,13 @@ run_settings settings_of(const proto::ExperimentSpec& spec) {
     s.progress = spec.progress();
   s.batch_size = spec.model().batch_size();
   const auto& stop = spec.stop();
-  s.stop = {stop.time_seconds(), stop.gradients(), stop.target_accuracy(), stop.stop_at_target()};
+  s.stop = {stop.time_seconds(),
+            stop.gradients(),
+            stop.target_accuracy(),
+            stop.stop_at_target(),
+            stop.target_basis() == proto::WORST_NODE,
+            stop.has_sustained_evaluations() ? stop.sustained_evaluations()
+                                             : limits::default_sustained_evaluations};
   s.eval.period_seconds = spec.eval().period_seconds();
   s.eval.node_models =
     spec.eval().has_node_models() ? spec.eval().node_models() : limits::default_node_models;

@@ -77,6 +77,8 @@ run_figures figures_of(const proto::RunReport& r) {
   f.error = r.error();
   if (r.has_time_to_target())
     f.time_to_target = r.time_to_target();
+  if (r.has_sustained_time_to_target())
+    f.sustained_time_to_target = r.sustained_time_to_target();
   f.final_accuracy = r.final().test_accuracy();
   f.final_train_loss = r.final().train_loss();
   if (r.final().nodes_evaluated() > 0)

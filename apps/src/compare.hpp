@@ -31,6 +31,7 @@ struct run_figures {
   bool completed = false;
   std::string error;
   std::optional<double> time_to_target;
+  std::optional<double> sustained_time_to_target;
   double final_accuracy = 0;
   double final_train_loss = 0;
   /// The least test accuracy of the nodes' own models at the stop (absent

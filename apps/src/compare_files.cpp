@@ -59,6 +59,8 @@ std::string run_json(const run_figures& r, const std::string& name) {
     << ", \"completed\": " << (r.completed ? "true" : "false")
     << ", \"error\": " << json_string(r.error) << ",\n         \"time_to_target\": "
     << (r.time_to_target ? json_number(*r.time_to_target) : "null")
+    << ", \"sustained_time_to_target\": "
+    << (r.sustained_time_to_target ? json_number(*r.sustained_time_to_target) : "null")
     << ", \"final_accuracy\": " << json_number(r.final_accuracy)
     << ", \"final_train_loss\": " << json_number(r.final_train_loss)
     << ", \"worst_node_accuracy\": "

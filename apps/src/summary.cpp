@@ -132,11 +132,18 @@ void print_summary(const proto::RunReport& r, std::ostream& out) {
         << "), train_loss max=" << f.node_train_loss_max() << " (" << f.nodes_evaluated()
         << " nodes scored)\n";
   if (r.target_accuracy() > 0) {
+    const auto basis = r.target_basis().empty() ? std::string{"evaluated model"} : r.target_basis();
     out << "time to " << r.target_accuracy() << "  ";
     if (r.has_time_to_target())
-      out << r.time_to_target() << " s (first evaluation at or above it)\n";
+      out << r.time_to_target() << " s (" << basis << ": first evaluation at or above it)\n";
     else
-      out << "not reached\n";
+      out << "not reached (" << basis << ")\n";
+    out << "  sustained     ";
+    if (r.has_sustained_time_to_target())
+      out << r.sustained_time_to_target() << " s (mean of the last evaluations at or above it "
+          << "from then on)\n";
+    else
+      out << "not sustained\n";
   }
   out << "gradients       " << r.gradients_total() << "\n"
       << "messages        " << r.messages_sent() << " (" << human_bytes(r.bytes_sent()) << ", "

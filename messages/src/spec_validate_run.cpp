@@ -173,6 +173,15 @@ void checker::stop_and_eval() {
     bad("eval.node_models", "= " + std::to_string(ev.node_models()) + "; the limit is " +
                               std::to_string(limits::max_node_models) +
                               " (each is one more pass over the test set per evaluation)");
+  if (st.has_sustained_evaluations() &&
+      (st.sustained_evaluations() == 0 ||
+       st.sustained_evaluations() > limits::max_sustained_evaluations))
+    bad("stop.sustained_evaluations", "= " + std::to_string(st.sustained_evaluations()) +
+                                        "; must be in 1.." +
+                                        std::to_string(limits::max_sustained_evaluations));
+  if (st.target_basis() == proto::WORST_NODE && ev.has_node_models() && ev.node_models() == 0)
+    bad("stop.target_basis",
+        "WORST_NODE needs the nodes' own models scored (eval.node_models > 0)");
 }
 
 void checker::checkpoint() {

@@ -6,8 +6,8 @@
 
 #include <cmath>
 
-#include <Eigen/Dense>
 #include "source_dir.hpp"
+#include <Eigen/Dense>
 
 namespace atrain::test {
 
@@ -19,6 +19,15 @@ std::shared_ptr<const run_plan> config(const std::string& name,
 
 std::shared_ptr<const run_plan> quickstart(const std::vector<std::string>& overrides) {
   return config("quickstart.textproto", overrides);
+}
+
+std::string quickstart_refusal(const std::vector<std::string>& overrides) {
+  try {
+    (void)quickstart(overrides);
+  } catch (const spec_error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 double logistic_optimum(const run_plan& plan, double l2) {

@@ -13,6 +13,10 @@ namespace atrain::test {
 /// config/quickstart.textproto with `overrides` applied, prepared.
 [[nodiscard]] std::shared_ptr<const run_plan> quickstart(const std::vector<std::string>& overrides);
 
+/// Why quickstart(overrides) is refused (the spec_error's text); "" when
+/// it is accepted.
+[[nodiscard]] std::string quickstart_refusal(const std::vector<std::string>& overrides);
+
 /// Same from any spec under config/.
 [[nodiscard]] std::shared_ptr<const run_plan> config(const std::string& name,
                                                      const std::vector<std::string>& overrides);

@@ -97,14 +97,7 @@ BOOST_AUTO_TEST_CASE(dasgd_reaches_the_iid_loss_on_equal_size_skew) {
 }
 
 BOOST_AUTO_TEST_CASE(what_the_data_makes_impossible_is_refused_naming_the_field) {
-  auto refusal = [](const std::vector<std::string>& sets) -> std::string {
-    try {
-      (void)t::quickstart(sets);
-    } catch (const atrain::spec_error& e) {
-      return e.what();
-    }
-    return "";
-  };
+  const auto refusal = t::quickstart_refusal;
   // a9a has 2 classes.
   auto msg = refusal({"shard={policy: PATHOLOGICAL classes_per_node: 3}"});
   BOOST_TEST(msg.find("shard.classes_per_node: must be <= the dataset's 2 classes (got 3)") !=

@@ -30,6 +30,8 @@ struct stop_settings {
   std::uint64_t gradients = 0;  // total over all nodes; 0 = none
   double target_accuracy = 0;   // test accuracy in (0, 1]; 0 = none
   bool stop_at_target = false;  // end the run when the target is reached
+  bool worst_node = false;      // judge the target on the worst node's own model
+  std::uint32_t sustained_evaluations = 20;  // window of the sustained time to target
 };
 
 /// The spec's `eval` as the evaluator reads it (train_loss_samples is

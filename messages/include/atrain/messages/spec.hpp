@@ -137,6 +137,9 @@ inline constexpr double max_evaluations = 1e6;
 // eval.node_models: each is one more pass over the test set per evaluation.
 inline constexpr std::uint32_t max_node_models = 64;
 inline constexpr std::uint32_t default_node_models = 8;
+// stop.sustained_evaluations: the window of the sustained time to target.
+inline constexpr std::uint32_t max_sustained_evaluations = 10000;
+inline constexpr std::uint32_t default_sustained_evaluations = 20;
 }  // namespace limits
 
 // The model's share of the bounds above once the data's dimension and class count are
