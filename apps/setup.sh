@@ -6,7 +6,7 @@
 #   apps/setup.sh build                               install + build only
 #   apps/setup.sh configure                           install + configure only
 #   apps/setup.sh bench                               + the benchmarks' peers (gloo), run bench/
-#   apps/setup.sh sanitize                            unit suites under ASan + UBSan (build-asan/)
+#   apps/setup.sh sanitize [ctest flags...]           the whole suite under ASan + UBSan (build-asan/)
 #
 # Idempotent: packages already installed are not reinstalled, an existing
 # build directory is reused (incremental build). BUILD_DIR overrides ./build.
@@ -62,20 +62,41 @@ configure() {
   fi
 }
 
-# The unit suites under AddressSanitizer + UndefinedBehaviorSanitizer, in
-# their own build directory (${build}-asan): the libraries CAF-free code lives
-# in (kernels, topology, messages) and their tests.
+# The whole test suite (ctest, the multi-process deploy tests included) under
+# AddressSanitizer + UndefinedBehaviorSanitizer, in its own build directory
+# (${build}-asan). Every instrumented process, the `atrain node` hosts and
+# drivers the tests start included, writes its sanitizer report to a file in
+# $dir/sanitizer-logs/ (log_path), not to a stderr a test may capture or
+# discard: any file there fails the step, whatever the tests said. UBSan
+# halts on its first finding; LeakSanitizer runs at every exit, with the
+# named suppressions of tests/sanitizers/lsan.supp (CAF's shutdown only).
+# ATRAIN_TIME_SCALE stretches the tests' wall-clock bounds for the slower
+# build (see docs/RELIABILITY.md "Sanitizers"). Extra arguments go to ctest.
 sanitize() {
-  local dir="${build}-asan" suites=(test_kernels test_topology test_messages)
+  local dir="${build}-asan"
   configure "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DATRAIN_SANITIZE=address;undefined" \
     -DATRAIN_BUILD_BENCH=OFF
-  cmake --build "$dir" -j"$jobs" --target "${suites[@]}"
-  cd "$here"
-  for t in "${suites[@]}"; do
-    echo "setup: $t under ASan + UBSan" >&2
-    ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      "$dir/tests/$t" --log_level=nothing --report_level=short
-  done
+  cmake --build "$dir" -j"$jobs"
+  local logs="$dir/sanitizer-logs"
+  rm -rf "$logs" && mkdir -p "$logs"
+  local status=0
+  (
+    cd "$dir"
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:log_path=$logs/asan"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$logs/ubsan"
+    export LSAN_OPTIONS="suppressions=$here/tests/sanitizers/lsan.supp:print_suppressions=0"
+    export ATRAIN_TIME_SCALE="${ATRAIN_TIME_SCALE:-3}"
+    ctest --output-on-failure -j"$jobs" --timeout 1800 "$@"
+  ) || status=$?
+  if [ -n "$(ls -A "$logs")" ]; then
+    for f in "$logs"/*; do
+      echo "setup: sanitizer report $f:" >&2
+      cat "$f" >&2
+    done
+    echo "setup: the sanitizers reported $(ls "$logs" | wc -l) finding(s) (above)" >&2
+    [ "$status" -ne 0 ] || status=1
+  fi
+  return "$status"
 }
 
 build_all() {
@@ -115,7 +136,7 @@ case "$cmd" in
     build_all --target bench
     ;;
   sanitize)
-    sanitize
+    sanitize "$@"
     ;;
   test)
     build_all

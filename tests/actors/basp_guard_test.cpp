@@ -151,7 +151,10 @@ atrain::auth::mac answer(int fd, const std::string& secret) {
 }
 
 BOOST_AUTO_TEST_CASE(the_guard_authenticates_then_closes_a_connection_announcing_too_much) {
-  auto target = sys.spawn([]() -> caf::behavior { return {[](int x) { return x; }}; });
+  // One (unused) spawn argument: CAF 0.17.6 builds a function actor spawned
+  // without arguments from a null argument tuple and dereferences it
+  // (init_fun_factory.hpp:99, UBSan: reference binding to null pointer).
+  auto target = sys.spawn([](int) -> caf::behavior { return {[](int x) { return x; }}; }, 0);
   std::vector<std::string> lines;
   const std::string secret = "0123456789abcdef-guard";
   atrain::basp_guard_options opts;

@@ -16,6 +16,25 @@ import threading
 import time
 
 
+# Wall-clock bounds of the checks that hold the run's own work (not the
+# protocol's fixed timeouts) are multiplied by ATRAIN_TIME_SCALE (default 1;
+# apps/setup.sh sanitize sets 3: an ASan build runs 2-3x slower).
+TIME_SCALE = float(os.environ.get("ATRAIN_TIME_SCALE", "1"))
+
+# A sanitizer's report in a child's output (a sanitized build): UBSan writes
+# to stderr even where ASan writes to its log_path, and a host's stderr is a
+# log file nobody reads unless a check fails, so every host log and driver
+# output these helpers keep is scanned, and a report fails the test.
+SANITIZER_MARKS = ("runtime error:", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer")
+
+
+def sanitizer_report(text, label):
+    """Fails the test if `text` (a child's output) holds a sanitizer report."""
+    at = min((i for i in (text.find(m) for m in SANITIZER_MARKS) if i >= 0), default=-1)
+    if at >= 0:
+        check(False, "%s: a sanitizer report:\n%s" % (label, text[max(0, at - 200):at + 3000]))
+
+
 # Runs to hurt a host in: every gradient paced to >= 20 ms (8 nodes: ~400
 # gradients/s), so that a9a's target is not reached before the hurt, and the
 # budget (stop.time_seconds), not the target, ends the run.
@@ -45,9 +64,11 @@ class Host:
         if self.alive():
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=10 * TIME_SCALE)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()
+        sanitizer_report(self.text(), "host log " + self.log.name)
 
     def text(self):
         self.log.flush()
@@ -85,8 +106,10 @@ class Cluster:
         return cmd
 
     def run(self, spec, sets, out, extra=None, timeout=120):
-        return subprocess.run(self.command(spec, sets, out, extra), capture_output=True,
-                              text=True, timeout=timeout)
+        r = subprocess.run(self.command(spec, sets, out, extra), capture_output=True,
+                           text=True, timeout=timeout * TIME_SCALE)
+        sanitizer_report(r.stdout + r.stderr, "driver " + out)
+        return r
 
     def start(self, spec, sets, out):
         """The driver in the background: hurt a host while it runs."""
@@ -163,7 +186,7 @@ class Driver:
 
     def wait_started(self, timeout=30):
         """Until the first progress record (data loaded, nodes spawned, training)."""
-        end = time.monotonic() + timeout
+        end = time.monotonic() + timeout * TIME_SCALE
         while self.t0 == float("inf") and self.proc.poll() is None and time.monotonic() < end:
             time.sleep(0.02)
         return self.t0 != float("inf")
@@ -175,13 +198,15 @@ class Driver:
         """Waits for the end (killing the driver after `timeout` s); returns
         the report ({} without one)."""
         try:
-            self.proc.wait(timeout=timeout)
+            self.proc.wait(timeout=timeout * TIME_SCALE)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            print("     (the driver was still running after %g s: killed)" % timeout, flush=True)
+            print("     (the driver was still running after %g s: killed)" % (timeout * TIME_SCALE),
+                  flush=True)
         self.reader.join()
         self.stdout = self.proc.stdout.read().decode(errors="replace")
+        sanitizer_report(self.stdout + self.stderr, "driver " + self.out)
         path = os.path.join(self.out, "report.json")
         self.report = report(self.out) if os.path.exists(path) else {}
         return self.report
