@@ -245,12 +245,14 @@ int run_receiver(std::size_t floats, bool guard, const std::string& tls) {
     // and records it as the asking node's, so the filter lets packets to it
     // through (basp_filter.hpp).
     auto owners = std::make_shared<atrain::run_owners>();
-    doorkeeper = sys.spawn([owners, rx](caf::event_based_actor* self) -> caf::behavior {
-      return {[=](atrain::stats_atom) {
-        owners->add(self->current_sender()->node(), {rx.id()});
-        return rx;
-      }};
-    });
+    doorkeeper = sys.spawn(
+      [owners, rx](caf::event_based_actor* self, int) -> caf::behavior {
+        return {[=](atrain::stats_atom) {
+          owners->add(self->current_sender()->node(), {rx.id()});
+          return rx;
+        }};
+      },
+      0);  // one unused argument (see tests/actors/basp_guard_test.cpp)
     g.target = doorkeeper;
     g.owners = owners;
     auto spawned = atrain::spawn_basp_guard(sys, g);
