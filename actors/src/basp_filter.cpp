@@ -2,6 +2,7 @@
 #include "atrain/actors/basp_filter.hpp"
 
 #include <caf/io/basp/header.hpp>
+#include <caf/io/basp/message_type.hpp>
 
 namespace atrain {
 
@@ -23,11 +24,6 @@ std::optional<caf::node_id> run_owners::owner(caf::actor_id id) const {
   if (i == owner_of_.end())
     return std::nullopt;
   return i->second;
-}
-
-std::size_t run_owners::size() const {
-  std::lock_guard<std::mutex> lock{mutex_};
-  return owner_of_.size();
 }
 
 std::set<std::string> atrain_remote_types(const caf::actor_system& sys) {
@@ -52,8 +48,13 @@ basp_message_filter::basp_message_filter(caf::actor_system& sys, caf::actor_id s
 
 namespace {
 
-constexpr std::uint8_t server_handshake = 0, client_handshake = 1, direct_message = 2,
-                       routed_message = 3, monitor_message = 4;
+// CAF's own operation numbers (caf/io/basp/message_type.hpp).
+using op = caf::io::basp::message_type;
+constexpr auto server_handshake = static_cast<std::uint8_t>(op::server_handshake);
+constexpr auto client_handshake = static_cast<std::uint8_t>(op::client_handshake);
+constexpr auto direct_message = static_cast<std::uint8_t>(op::direct_message);
+constexpr auto routed_message = static_cast<std::uint8_t>(op::routed_message);
+constexpr auto monitor_message = static_cast<std::uint8_t>(op::monitor_message);
 
 }  // namespace
 

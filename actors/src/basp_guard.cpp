@@ -1,7 +1,6 @@
 /// The BASP guard of a host (see basp_guard.hpp).
 #include "atrain/actors/basp_guard.hpp"
 
-#include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
 #include <netdb.h>

@@ -41,7 +41,6 @@ public:
   void remove(const std::vector<caf::actor_id>& ids);
   /// The node whose run `id` belongs to; none when it belongs to no run.
   [[nodiscard]] std::optional<caf::node_id> owner(caf::actor_id id) const;
-  [[nodiscard]] std::size_t size() const;
 
 private:
   mutable std::mutex mutex_;
