@@ -2,6 +2,8 @@
 // histograms and the gradient heterogeneity at x0 (docs/ALGORITHMS.md, "Shards").
 #include "atrain/actors/run_plan.hpp"
 
+#include "atrain/kernels/optimum.hpp"
+
 namespace atrain {
 namespace {
 
@@ -35,6 +37,19 @@ proto::DataSplit describe_split(const run_plan& plan, bool minibatch_noise) {
   if (minibatch_noise)
     out.set_sigma2_x0(h.sigma2);
   return out;
+}
+
+bool add_optimum_heterogeneity(const run_plan& plan, proto::DataSplit& split) {
+  const auto& m = plan.spec.model();
+  if (!m.has_logistic_regression() && !(m.has_mlp() && m.mlp().hidden_size() == 0))
+    return false;
+  auto model = plan.prototype->clone();
+  const auto best = minimize_full_loss(*model, *plan.train, plan.x0);
+  split.set_optimum_loss(best.loss);
+  split.set_optimum_gradient_norm(best.gradient_norm);
+  split.set_zeta2_optimum(
+    measure_heterogeneity(*model, *plan.train, plan.shard, best.x.data(), 0).zeta2);
+  return true;
 }
 
 }  // namespace atrain

@@ -236,7 +236,7 @@ caf::expected<proto::RunReport> virtual_run::run() {
   }
   auto r = take_report(*impl_->sink);
   if (r)  // after the run: report-only, a pass over the training set per node
-    *r->mutable_data_split() = describe_split(*ctx_->plan, false);
+    r->mutable_data_split()->MergeFrom(describe_split(*ctx_->plan, false));
   return r;
 }
 
@@ -317,7 +317,7 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
   }
   auto report = take_report(*sink);
   if (report)  // as virtual_run::run does
-    *report->mutable_data_split() = describe_split(*plan, false);
+    report->mutable_data_split()->MergeFrom(describe_split(*plan, false));
   return stamp(std::move(report));
 }
 

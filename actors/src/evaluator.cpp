@@ -245,8 +245,10 @@ double push_sum_average(const std::vector<model_snapshot>& models, std::vector<f
   return consensus / static_cast<double>(models.size());
 }
 
-/// Evaluates the gathered models into one metric row (and the report's totals).
-metric_sample evaluate(eval_ptr self, const gathering& g) {
+/// Evaluates the gathered models into one metric row (and the report's totals);
+/// the evaluated model into `evaluated_out` when given.
+metric_sample evaluate(eval_ptr self, const gathering& g,
+                       std::vector<float>* evaluated_out = nullptr) {
   auto& st = self->state;
   const auto& plan = *st.ctx->plan;
   const std::size_t dim = plan.dim();
@@ -292,6 +294,8 @@ metric_sample evaluate(eval_ptr self, const gathering& g) {
   row.train_loss = st.m->loss(whole(st.train_subset), evaluated.data());
   row.test_accuracy = st.m->accuracy(whole(*plan.test), evaluated.data());
   score_nodes(*st.m, *plan.test, st.train_subset, alive, plan.eval.node_models, row);
+  if (evaluated_out)
+    *evaluated_out = std::move(evaluated);
   return row;
 }
 
@@ -480,7 +484,9 @@ caf::typed_response_promise<report_bytes> final_report(eval_ptr self) {
   gather(self, mass, [rp](eval_ptr self, const gathering& g) mutable {
     metric_sample row;
     if (g.errors.empty()) {
-      row = evaluate(self, g);
+      std::vector<float> x;
+      row = evaluate(self, g, &x);
+      record_final_heterogeneity(self->state, x);
       const auto& rows = self->state.report.metrics();
       const bool same_time =
         !rows.empty() && rows[rows.size() - 1].time_seconds() == row.time_seconds;

@@ -6,6 +6,7 @@
 #include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/evaluator.hpp"
 #include "atrain/actors/targets.hpp"
+#include "atrain/kernels/heterogeneity.hpp"
 #include "evaluator_state.hpp"
 
 namespace atrain::eval {
@@ -92,6 +93,12 @@ void summarize_rows(proto::RunReport& r, const stop_settings& stop) {
       r.set_best_test_accuracy_seconds(m.time_seconds());
     }
   }
+}
+
+void record_final_heterogeneity(eval_state& st, const std::vector<float>& x) {
+  const auto& plan = *st.ctx->plan;
+  const auto h = measure_heterogeneity(*st.m, *plan.train, plan.shard, x.data(), 0);
+  st.report.mutable_data_split()->set_zeta2_final(h.zeta2);
 }
 
 void fill_report(eval_state& st, const gathering& g, const metric_sample& row) {

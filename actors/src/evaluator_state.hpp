@@ -105,6 +105,9 @@ void summarize_rows(proto::RunReport& r, const stop_settings& stop);
 /// The report's totals, per-node counters, evaluated model, faults,
 /// stragglers and quarantines from the final gathering and row.
 void fill_report(eval_state& st, const gathering& g, const metric_sample& row);
+/// Report-only (one pass over every shard): zeta^2 at `x`, the evaluated model
+/// at the stop, into the report's data split.
+void record_final_heterogeneity(eval_state& st, const std::vector<float>& x);
 
 // ---- gatherings (evaluator_gather.cpp)
 

@@ -97,6 +97,12 @@ topology build_topology(const loaded_spec& ls, std::size_t n) {
       case proto::TopologySpec::EXPONENTIAL:
         g = make_exponential(n);
         break;
+      case proto::TopologySpec::DIRECTED_EXPONENTIAL:
+        g = make_directed_exponential(n);
+        break;
+      case proto::TopologySpec::BIPARTITE_EXPONENTIAL:
+        g = make_bipartite_exponential(n);
+        break;
       case proto::TopologySpec::STAR:
         g = make_star(n, t.root());
         break;

@@ -29,6 +29,10 @@ topology_builder builder_of(proto::TopologySpec::Builder b) {
       return topology_builder::random_regular;
     case proto::TopologySpec::EXPLICIT:
       return topology_builder::explicit_edges;
+    case proto::TopologySpec::DIRECTED_EXPONENTIAL:
+      return topology_builder::directed_exponential;
+    case proto::TopologySpec::BIPARTITE_EXPONENTIAL:
+      return topology_builder::bipartite_exponential;
     default:
       return topology_builder::unspecified;
   }

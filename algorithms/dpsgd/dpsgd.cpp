@@ -2,14 +2,18 @@
 ///
 /// Form: the CONSENSUS form (the default of ALGORITHMS.md), not
 /// adapt-then-combine. Round k of node i (straggler_policy WAIT, the default):
-///   1. g = g_i(x_i^k)                         (takes tau_i: the wake)
-///   2. send x_i^k to every neighbour           (at the wake)
+///   1. send x_i^k to every neighbour           (order OVERLAP, the default)
+///   2. g = g_i(x_i^k)                         (takes tau_i: the wake), while
+///      the models travel; order SEND_AFTER_GRADIENT sends x_i^k at the wake
 ///   3. when every neighbour's round-k model is in:
 ///        x_i^{k+1} = sum_j W_ij x_j^k - gamma_k g,  gamma_k = gamma / (1 + decay k)
 ///      with W = Metropolis-Hastings over the undirected graph g_r.
 /// Every round waits for the slowest neighbour (synchronous by definition).
+/// With OVERLAP a round costs max(compute, communication) (Lian et al.),
+/// with SEND_AFTER_GRADIENT their sum.
 ///
-/// straggler_policy SKIP (backup-worker style, issue 5; no timeouts): when
+/// straggler_policy SKIP (backup-worker style, issue 5; no timeouts; it
+/// always sends after the gradient, whatever the order): when
 /// every neighbour's round-k model is in but node i's gradient is not done,
 /// node i sends x_i^k at once (its neighbours wait for nothing more) and does
 /// a MIXING-ONLY round x_i^{k+1} = sum_j W_ij x_j^k. The gradient in flight
@@ -100,6 +104,7 @@ struct dpsgd_state : gossip::node_base {
   double gamma = 0;
   double decay = 0;
   bool skip = false;  // straggler_policy SKIP
+  bool overlap = true;  // order OVERLAP: x^round goes out when the round starts
   std::uint64_t round = 0;
   bool woke = false;             // a gradient is done, not yet applied
   bool computing = false;        // a gradient is in flight
@@ -115,17 +120,22 @@ struct dpsgd_state : gossip::node_base {
 };
 using dpsgd_ptr = dpsgd_worker_actor::stateful_pointer<dpsgd_state>;
 
-void begin_round(dpsgd_ptr self) {
+void send_model(dpsgd_ptr self, run_context& ctx, std::uint32_t id);
+
+/// 1. and 2.: the round's model goes out first with OVERLAP, then the gradient starts.
+void begin_round(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   auto& st = self->state;
+  if (st.overlap && !st.sent)
+    send_model(self, ctx, id);
   st.woke = false;
   st.computing = true;
   st.read_round = st.round;
-  const double wait = st.cu->gradient(self, st.x.data(), st.g);  // 1
+  const double wait = st.cu->gradient(self, st.x.data(), st.g);
   st.hold.wake_due = self->clock().now() + to_timespan(wait);
   send_after(self, caf::actor_cast<dpsgd_worker_actor>(self), wait, wake_atom::value, st.round);
 }
 
-/// 2. Sends x^round to every neighbour.
+/// Sends x^round to every neighbour (1., or at the wake with SEND_AFTER_GRADIENT).
 void send_model(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   auto& st = self->state;
   packet p;
@@ -187,7 +197,7 @@ bool finish_round(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   const bool hold =
     st.hold.requested && (st.skip || st.inbox.count(st.round) == 0) && st.hold.stop_here();
   if (!st.computing && !hold)
-    begin_round(self);
+    begin_round(self, ctx, id);
   return true;
 }
 
@@ -247,11 +257,11 @@ void restore_dpsgd(dpsgd_state& st, const proto::NodeState& s) {
 
 /// ckpt_go: the next gradient starts now (WAIT: the held node; SKIP: a node
 /// at rest without a gradient waiting for its round to end).
-void dpsgd_go(dpsgd_ptr self) {
+void dpsgd_go(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   auto& st = self->state;
   const bool held = st.hold.go();
   if (st.skip ? !st.computing && !st.woke : held)
-    begin_round(self);
+    begin_round(self, ctx, id);
 }
 
 /// Finishes rounds while they can finish (SKIP: the neighbours may all have
@@ -279,7 +289,7 @@ void on_deliver(dpsgd_ptr self, run_context& ctx, std::uint32_t id, const packet
     // A checkpoint held this node, but a neighbour began the round: it
     // waits for our model, so compute it (and hold after the round).
     st.hold.held = false;
-    return begin_round(self);
+    return begin_round(self, ctx, id);
   }
   if (p.seq == st.round)
     try_finish_round(self, ctx, id);
@@ -297,6 +307,9 @@ const proto::NodeState* setup_dpsgd(dpsgd_ptr self, std::uint32_t id, const run_
   st.gamma = algo.step_size;
   st.decay = algo.decay;
   st.skip = algo.stragglers == straggler_policy::skip;
+  // SKIP's rounds are paced by the neighbours' gradients (a node skips when
+  // their models are in before its own gradient), so it sends after its own.
+  st.overlap = algo.overlap && !st.skip;
   st.record = ctx.probe != nullptr;
   const auto* saved = joining ? nullptr : resumed_node(ctx, id);  // a replacement joins
   if (saved)
@@ -309,7 +322,7 @@ const proto::NodeState* setup_dpsgd(dpsgd_ptr self, std::uint32_t id, const run_
 dpsgd_worker_actor::behavior_type dpsgd_running(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
                                                 bool restored) {
   return compose<dpsgd_worker_actor::behavior_type>(
-    gossip::start_handlers(self, restored, [=] { begin_round(self); }),
+    gossip::start_handlers(self, restored, [=] { begin_round(self, *ctx, id); }),
     // Neighbour k is being restarted: this node's round, whether x^round
     // went out already (then it may have gone to the dead worker), and x.
     [=](restart_atom, std::uint32_t k) {
@@ -333,7 +346,7 @@ dpsgd_worker_actor::behavior_type dpsgd_running(dpsgd_ptr self, std::uint32_t id
         return st.computing ? st.hold.busy_for(self, false) : -1.0;
       return st.hold.busy_for(self, st.inbox.empty());
     },
-    [=](ckpt_go_atom) { dpsgd_go(self); },
+    [=](ckpt_go_atom) { dpsgd_go(self, *ctx, id); },
     [=](model_atom) {
       const auto& st = self->state;
       auto s = gossip::snapshot(st, id);
@@ -371,7 +384,7 @@ dpsgd_worker_actor::behavior_type dpsgd_worker(dpsgd_ptr self, std::uint32_t id,
     gossip::take_routes(st, routes);
     self->set_default_handler(caf::print_and_drop);
     self->become(std::move(running));
-    begin_round(self);
+    begin_round(self, *ctx, id);
   });
 }
 [[nodiscard]] std::shared_ptr<const weight_matrix> shared_weights(const context_ptr& ctx) {

@@ -89,6 +89,7 @@ struct dpsgd_config : algorithm_config {
   static constexpr const char* name = "dpsgd";
   [[nodiscard]] const char* block() const noexcept override { return name; }
   straggler_policy stragglers = straggler_policy::wait;
+  bool overlap = true;  // order OVERLAP: x^k is sent when round k starts
 };
 
 /// Its spec block's checks (dpsgd_spec.cpp; algorithm_descriptor::check_block).

@@ -8,12 +8,16 @@ namespace atrain {
 void dpsgd_check_block(spec_checker& c, const proto::AlgorithmSpec& a) {
   c.schedule("dpsgd", a.dpsgd());
   c.straggler_policy("dpsgd", a.dpsgd().straggler_policy());
+  if (!proto::Dpsgd::Order_IsValid(a.dpsgd().order()))
+    c.bad("algorithm.dpsgd.order", "must be OVERLAP or SEND_AFTER_GRADIENT (got " +
+                                     std::to_string(static_cast<int>(a.dpsgd().order())) + ")");
 }
 
 std::shared_ptr<const algorithm_config> dpsgd_parse_block(const proto::AlgorithmSpec& a) {
   const auto& b = a.dpsgd();
   auto c = config_with_steps<dpsgd_config>(b);
   c->stragglers = straggler_policy_of(b.straggler_policy());
+  c->overlap = b.order() == proto::Dpsgd::OVERLAP;
   return c;
 }
 

@@ -60,6 +60,9 @@ namespace {
     case topology_builder::exponential:
       g = make_exponential(m);
       break;
+    case topology_builder::directed_exponential:
+      g = make_directed_exponential(m);
+      break;
     case topology_builder::complete:
       g = make_complete(m);
       break;
@@ -72,7 +75,7 @@ namespace {
 
 /// The kinds rebuild() can build over other nodes than the spec's.
 constexpr const char* rebuildable_kinds =
-  "re-rooting supports tree pairs, stars, rings, directed rings, exponential and complete graphs";
+  "re-rooting supports tree pairs, stars, rings, directed rings, (directed) exponential and complete graphs";
 
 [[nodiscard]] bool rebuildable(const topology_settings& t) {
   switch (t.builder) {
@@ -81,6 +84,7 @@ constexpr const char* rebuildable_kinds =
     case topology_builder::ring:
     case topology_builder::directed_ring:
     case topology_builder::exponential:
+    case topology_builder::directed_exponential:
     case topology_builder::complete:
       return true;
     default:

@@ -36,11 +36,11 @@ surviving_roots(const rfast_epoch_plan& e, const std::vector<std::uint32_t>& sur
 
 /// The next epoch over `survivors` (ascending, not empty): a pair of the
 /// spec's kind (TREE_PAIR: same arity; STAR; RING, DIRECTED_RING,
-/// EXPONENTIAL, COMPLETE: same builder) whose root is e's root when it
+/// EXPONENTIAL, DIRECTED_EXPONENTIAL, COMPLETE: same builder) whose root is e's root when it
 /// survives, else the first surviving G_R child of e's root with a live
 /// worker (`worker_up`, index = run id), else the lowest survivor with a live
 /// worker, else the lowest survivor. An error when the kind cannot be rebuilt
-/// over other nodes (TORUS, RANDOM_REGULAR, EXPLICIT).
+/// over other nodes (TORUS, RANDOM_REGULAR, BIPARTITE_EXPONENTIAL, EXPLICIT).
 [[nodiscard]] caf::expected<rfast_epoch_plan>
 next_rfast_epoch(const run_plan& plan, const rfast_epoch_plan& e,
                  const std::vector<std::uint32_t>& survivors, const std::vector<bool>& worker_up);

@@ -263,8 +263,24 @@ std::vector<std::string> compare_algorithm_names() {
 
 namespace {
 
-std::string find_config(const std::string& name) {
-  return find_in_tree(fs::path{"config"} / "algorithms" / (name + ".textproto"));
+/// config/algorithms/nodesN/NAME.textproto when the runs have N nodes and
+/// that file exists (its step size tuned for N, bench/tune_steps.py), else
+/// config/algorithms/NAME.textproto.
+std::string find_config(const std::string& name, std::uint32_t nodes) {
+  const fs::path dir = fs::path{"config"} / "algorithms";
+  const auto file = name + ".textproto";
+  const auto tuned = find_in_tree(dir / ("nodes" + std::to_string(nodes)) / file);
+  return tuned.empty() ? find_in_tree(dir / file) : tuned;
+}
+
+/// The runs' node count: SPEC's, after the overrides that are not an
+/// algorithm's block. Throws spec_error.
+std::uint32_t nodes_of_runs(const compare_args& a) {
+  auto s = load_spec(a.common.spec);
+  for (const auto& o : a.common.overrides)
+    if (o.rfind("algorithm", 0) != 0)
+      apply_override(s, o);
+  return s.spec.nodes();
 }
 
 /// The name of the algorithm oneof case set in `s` ("rfast", "sgp", ...).
@@ -336,8 +352,15 @@ bool plan_all(const compare_args& a, std::vector<planned>& plans) {
     }
   }
   std::vector<std::string> notes;
+  std::uint32_t nodes = 0;
+  try {
+    nodes = nodes_of_runs(a);
+  } catch (const spec_error& e) {
+    std::cerr << "atrain: invalid spec " << a.common.spec << ":\n" << e.what() << "\n";
+    return false;
+  }
   for (const auto& n : a.algorithms) {
-    planned p{n, find_config(n), {}};
+    planned p{n, find_config(n, nodes), {}};
     if (p.config.empty()) {
       std::cerr << "atrain: config/algorithms/" << n << ".textproto not found (looked under "
                 << roots_text() << ")\n";
@@ -346,6 +369,10 @@ bool plan_all(const compare_args& a, std::vector<planned>& plans) {
     try {
       std::vector<std::string> skipped;
       p.spec = combined_spec(a, p.config, skipped);
+      const auto tuned_for = load_spec(p.config).spec.nodes();
+      if (tuned_for > 1 && tuned_for != nodes)  // 1: a single-node method (centralized)
+        notes.push_back(n + "'s step size was tuned for " + std::to_string(tuned_for) +
+                        " nodes (" + p.config + "), the runs have " + std::to_string(nodes));
       for (const auto& s : skipped)
         notes.push_back("--set " + s + " not applied to " + n);
       // Prepared to be refused now rather than after hours of other runs;
@@ -406,6 +433,14 @@ std::string outcome(const run_figures& f) {
          " s wall";
 }
 
+/// "`config/algorithms/a.textproto`, ...": where each algorithm's block came from.
+std::string config_list(const std::vector<algorithm_result>& results) {
+  std::string s;
+  for (const auto& r : results)
+    s += (s.empty() ? "`" : ", `") + r.config + "`";
+  return s;
+}
+
 /// compare.md, compare.json, bars.csv, staleness.csv, series.gp; false when
 /// one could not be written.
 bool write_summary(const compare_args& a, const std::string& dir, const loaded_spec& base,
@@ -418,7 +453,7 @@ bool write_summary(const compare_args& a, const std::string& dir, const loaded_s
     for (const auto& o : a.common.overrides)
       md += " `--set " + o + "`";
   }
-  md += "; each algorithm's block from `config/algorithms/NAME.textproto`. Seeds " +
+  md += "; each algorithm's block from its config (" + config_list(results) + "). Seeds " +
         std::to_string(seeds.front()) +
         (seeds.size() > 1 ? ".." + std::to_string(seeds.back()) : std::string{}) + ", " +
         proto::Clock_Name(base.spec.clock()) +

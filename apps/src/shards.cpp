@@ -55,7 +55,7 @@ void u64_list(std::ostream& out, const google::protobuf::RepeatedField<std::uint
 
 // How ζ² is defined, in the JSON and the summary alike.
 constexpr const char* zeta2_definition =
-  "(1/n) sum_i |grad f_i(x0) - grad F(x0)|^2, F the loss over all training rows";
+  "(1/n) sum_i |grad f_i(x) - grad F(x)|^2, F the loss over all training rows (at x* grad F = 0)";
 
 void split_json(std::ostream& out, const proto::DataSplit& split, std::size_t batch) {
   out << ",\n  \"shard_rows\": ";
@@ -67,11 +67,16 @@ void split_json(std::ostream& out, const proto::DataSplit& split, std::size_t ba
   }
   out << "\n  ],\n  \"histograms_omitted\": " << (split.histograms_omitted() ? "true" : "false")
       << ",\n  \"heterogeneity\": {\"zeta2_x0\": " << std::setprecision(17) << split.zeta2_x0()
-      << ", \"sigma2_x0\": " << split.sigma2_x0() << ", \"batch_size\": " << batch
-      << ", \"zeta2_definition\": " << json_string(zeta2_definition) << "}";
+      << ", \"sigma2_x0\": " << split.sigma2_x0() << ", \"batch_size\": " << batch;
+  if (split.has_zeta2_optimum())
+    out << ", \"zeta2_optimum\": " << split.zeta2_optimum()
+        << ", \"optimum_loss\": " << split.optimum_loss()
+        << ", \"optimum_gradient_norm\": " << split.optimum_gradient_norm();
+  out << ", \"zeta2_definition\": " << json_string(zeta2_definition) << "}";
 }
 
-/// The human summary: each node's rows and class histogram, then zeta^2 and sigma^2 at x0.
+/// The human summary: each node's rows and class histogram, then zeta^2 and sigma^2 at x0
+/// and zeta^2 at the centralized optimum (convex models).
 void print_summary(std::ostream& out, const run_plan& plan, const proto::DataSplit& split) {
   out << "shards: " << split.policy() << ", " << plan.nodes() << " nodes, " << plan.train->size()
       << " training rows, " << plan.train->classes << " classes\n"
@@ -93,6 +98,12 @@ void print_summary(std::ostream& out, const run_plan& plan, const proto::DataSpl
   out << "zeta^2 at x0 = " << split.zeta2_x0() << "   [" << zeta2_definition << "]\n"
       << "sigma^2 at x0 = " << split.sigma2_x0() << "   [minibatch gradient variance, batch "
       << plan.batch_size << " without replacement, mean over nodes]\n";
+  if (split.has_zeta2_optimum())
+    out << "zeta^2 at x* = " << split.zeta2_optimum()
+        << "   [the centralized optimum by full-batch L-BFGS: F(x*) = " << split.optimum_loss()
+        << ", |grad F(x*)| = " << split.optimum_gradient_norm() << "]\n";
+  else
+    out << "zeta^2 at x*: not computed (the model is not convex)\n";
 }
 
 }  // namespace
@@ -137,7 +148,8 @@ int shards(const parsed& p) {
   const auto plan = prepare(p, &spec);
   if (!plan)
     return 2;
-  const auto split = describe_split(*plan, true);
+  auto split = describe_split(*plan, true);
+  (void)add_optimum_heterogeneity(*plan, split);
   print_summary(std::cerr, *plan, split);
   const auto json = shards_json(spec, *plan, &split);
   if (p.out.empty() || p.out == "-") {

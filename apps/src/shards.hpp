@@ -14,7 +14,7 @@ namespace atrain::cli {
 /// i's training row indices (0-based rows of the training file, ascending),
 /// exactly plan.shard, which is what each node's minibatch sampler draws from.
 /// With `split` (describe_split), also shard_rows, class_histograms and heterogeneity
-/// (ζ² and σ² at x0).
+/// (ζ² and σ² at x0; ζ² at the centralized optimum for convex models).
 [[nodiscard]] std::string shards_json(const loaded_spec& spec, const run_plan& plan,
                                       const proto::DataSplit* split = nullptr);
 

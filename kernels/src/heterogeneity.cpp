@@ -12,29 +12,12 @@ namespace {
 // Rows gathered per loss_and_gradient call: bounds the buffer whatever the shard size.
 constexpr std::size_t chunk_rows = 1024;
 
-/// The mean gradient over `rows` (the model's own mean per chunk, weighted by its rows, so
-/// the regularizer counts once), accumulated in double.
+/// The mean gradient over `rows`.
 std::vector<double> mean_gradient(model& m, const dataset& d,
                                   const std::vector<std::uint32_t>& rows, const float* x) {
-  const std::size_t p = m.num_params();
-  std::vector<double> acc(p, 0.0);
-  std::vector<float> grad(p), xs;
-  std::vector<std::int32_t> ys;
-  for (std::size_t at = 0; at < rows.size(); at += chunk_rows) {
-    const std::size_t n = std::min(chunk_rows, rows.size() - at);
-    xs.resize(n * d.dim);
-    ys.resize(n);
-    for (std::size_t r = 0; r < n; ++r) {
-      const std::uint32_t i = rows[at + r];
-      std::copy(d.row(i), d.row(i) + d.dim, xs.begin() + static_cast<std::ptrdiff_t>(r * d.dim));
-      ys[r] = d.labels[i];
-    }
-    (void)m.loss_and_gradient({xs.data(), ys.data(), n, d.dim}, x, grad.data());
-    const double w = static_cast<double>(n) / static_cast<double>(rows.size());
-    for (std::size_t j = 0; j < p; ++j)
-      acc[j] += w * grad[j];
-  }
-  return acc;
+  std::vector<double> g;
+  (void)mean_loss_and_gradient(m, d, rows, x, g);
+  return g;
 }
 
 double gap2(const std::vector<double>& a, const std::vector<double>& b) {
@@ -69,6 +52,30 @@ double minibatch_noise(model& m, const dataset& d, const std::vector<std::uint32
 }
 
 }  // namespace
+
+double mean_loss_and_gradient(model& m, const dataset& d, const std::vector<std::uint32_t>& rows,
+                              const float* x, std::vector<double>& grad) {
+  const std::size_t p = m.num_params();
+  grad.assign(p, 0.0);
+  double loss = 0;
+  std::vector<float> g(p), xs;
+  std::vector<std::int32_t> ys;
+  for (std::size_t at = 0; at < rows.size(); at += chunk_rows) {
+    const std::size_t n = std::min(chunk_rows, rows.size() - at);
+    xs.resize(n * d.dim);
+    ys.resize(n);
+    for (std::size_t r = 0; r < n; ++r) {
+      const std::uint32_t i = rows[at + r];
+      std::copy(d.row(i), d.row(i) + d.dim, xs.begin() + static_cast<std::ptrdiff_t>(r * d.dim));
+      ys[r] = d.labels[i];
+    }
+    const double w = static_cast<double>(n) / static_cast<double>(rows.size());
+    loss += w * m.loss_and_gradient({xs.data(), ys.data(), n, d.dim}, x, g.data());
+    for (std::size_t j = 0; j < p; ++j)
+      grad[j] += w * g[j];
+  }
+  return loss;
+}
 
 std::vector<std::vector<std::uint64_t>> class_histograms(const dataset& d, const shards& s) {
   std::vector<std::vector<std::uint64_t>> hist(s.size(), std::vector<std::uint64_t>(d.classes));

@@ -347,7 +347,8 @@ void checker::topology(bool nodes_ok) {
     const std::uint64_t edges =
       t.builder() == T::COMPLETE         ? mul(n, n - 1)
       : t.builder() == T::RANDOM_REGULAR ? mul(n, t.degree())
-      : t.builder() == T::EXPONENTIAL    ? mul(n, log2n)
+      : t.builder() == T::EXPONENTIAL || t.builder() == T::DIRECTED_EXPONENTIAL ? mul(n, log2n)
+      : t.builder() == T::BIPARTITE_EXPONENTIAL ? mul(n, 2 * (log2n + 1))
       : t.builder() == T::EXPLICIT
         ? static_cast<std::uint64_t>(std::max(t.r_edges_size(), t.c_edges_size()))
         : mul(n, 4);  // ring, star, torus, tree
@@ -381,6 +382,11 @@ void checker::topology(bool nodes_ok) {
             "nodes * degree must be even (" + ns + " * " + std::to_string(t.degree()) + " is odd)");
       }
       break;
+    case T::BIPARTITE_EXPONENTIAL:
+      if (nodes_ok && n % 2 != 0)
+        bad("topology.builder", "BIPARTITE_EXPONENTIAL needs an even number of nodes (even and "
+                                "odd nodes are its two sides), got " + ns);
+      break;
     case T::EXPLICIT: {
       auto edges = [&](const char* name,
                        const google::protobuf::RepeatedPtrField<proto::Edge>& es) {
@@ -405,7 +411,7 @@ void checker::topology(bool nodes_ok) {
       break;
     }
     default:
-      break;  // RING, DIRECTED_RING, EXPONENTIAL, COMPLETE: no parameters
+      break;  // RING, DIRECTED_RING, the EXPONENTIALs, COMPLETE: no parameters
   }
 }
 

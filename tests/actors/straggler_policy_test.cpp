@@ -384,11 +384,15 @@ BOOST_AUTO_TEST_CASE(wait_is_the_default_and_leaves_the_run_unchanged) {
     BOOST_TEST(policy == atrain::proto::WAIT, name);
   }
   // No straggler, no jitter: no gradient is ever late, so SKIP runs exactly
-  // the WAIT steps (same gradients, same final model).
+  // the WAIT steps (same gradients, same final model). D-PSGD's SKIP sends
+  // after the gradient: compared with WAIT in that order.
   for (const std::string name : {"allreduce", "dpsgd"}) {
-    const std::vector<std::string> calm{"cost.jitter=0", "stop.time_seconds=0.5",
-                                        "stop.stop_at_target=false"};
-    const auto wait = run(spec(name, "WAIT", calm));
+    std::vector<std::string> calm{"cost.jitter=0", "stop.time_seconds=0.5",
+                                  "stop.stop_at_target=false"};
+    auto wait_calm = calm;
+    if (name == "dpsgd")
+      wait_calm.push_back("algorithm.dpsgd.order=SEND_AFTER_GRADIENT");
+    const auto wait = run(spec(name, "WAIT", wait_calm));
     const auto skip = run(spec(name, "SKIP", calm));
     BOOST_TEST(skip.late_contributions() == 0u, name);
     BOOST_TEST(skip.gradients_total() == wait.gradients_total(), name);

@@ -57,7 +57,10 @@ TAKEN = 2.0
 LATE = 2.5
 PACED = ["clock=REAL", "cost.real_min_seconds=0.01", "eval.period_seconds=0.1",
          "stop.target_accuracy=0.84"]
-TUNED = {"rfast": ["algorithm.rfast.step_size=0.5"], "allreduce": []}
+# On the symmetric EXPONENTIAL graph the file's swings were measured on (the
+# config's DIRECTED_EXPONENTIAL mixes more slowly: larger swings across processes).
+TUNED = {"rfast": ["algorithm.rfast.step_size=0.5", "topology.builder=EXPONENTIAL"],
+         "allreduce": []}
 
 
 # ---- reading a checkpoint file without atrain

@@ -1,7 +1,9 @@
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "atrain/topology/graph.hpp"
 
@@ -67,6 +69,66 @@ BOOST_AUTO_TEST_CASE(exponential_degrees) {
              boost::test_tools::per_element());
   BOOST_TEST(
     throws_with([] { (void)make_exponential(1); }, "exponential: nodes must be >= 2, got 1"));
+}
+
+BOOST_AUTO_TEST_CASE(directed_exponential_has_one_direction_of_each_hop) {
+  const digraph g16 = make_directed_exponential(16);
+  BOOST_TEST(g16.out(0) == (std::vector<std::uint32_t>{1, 2, 4, 8}),
+             boost::test_tools::per_element());
+  BOOST_TEST(g16.in(0) == (std::vector<std::uint32_t>{8, 12, 14, 15}),
+             boost::test_tools::per_element());
+  for (const std::size_t n : {2u, 3u, 5u, 8u, 12u, 16u, 33u}) {
+    const digraph g = make_directed_exponential(n);
+    std::size_t hops = 0;
+    for (std::size_t h = 1; h < n; h <<= 1)
+      ++hops;
+    BOOST_TEST_CONTEXT("n = " << n) {
+      BOOST_TEST(all_out_degrees(g, hops));
+      for (std::uint32_t i = 0; i < n; ++i)
+        BOOST_TEST(g.reachable_from(i) == std::vector<bool>(n, true));  // strongly connected
+      BOOST_TEST(g.is_symmetric() == (n <= 3));  // n = 3: hops 1 and 2 = -1
+    }
+  }
+}
+
+/// The SGP repository's DynamicBipartiteExponentialGraph, transcribed: rank r
+/// (passive when even) takes peers r +/- 1 and r +/- (1 + 2^i), i = 1 ..
+/// floor(log2(n - 1)), when they are on the other side.
+static std::set<std::pair<std::uint32_t, std::uint32_t>> sgp_bipartite_edges(std::size_t n) {
+  std::set<std::pair<std::uint32_t, std::uint32_t>> edges;
+  const auto passive = [](std::size_t r) { return r % 2 == 0; };
+  const auto log2 = static_cast<std::size_t>(std::floor(std::log2(static_cast<double>(n - 1))));
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t i = 0; i <= log2; ++i) {
+      const std::size_t hop = i == 0 ? 1 : 1 + (std::size_t{1} << i);
+      const std::size_t f = (r + hop) % n;
+      const std::size_t b = (r + n - hop % n) % n;
+      if (passive(r) != passive(f) && passive(r) != passive(b))
+        for (const auto peer : {f, b})
+          edges.emplace(static_cast<std::uint32_t>(r), static_cast<std::uint32_t>(peer));
+    }
+  return edges;
+}
+
+BOOST_AUTO_TEST_CASE(bipartite_exponential_matches_the_sgp_repository) {
+  for (const std::size_t n : {2u, 4u, 6u, 8u, 12u, 16u, 32u, 40u}) {
+    const digraph g = make_bipartite_exponential(n);
+    std::set<std::pair<std::uint32_t, std::uint32_t>> got;
+    for (const auto& e : g.edges()) {
+      got.emplace(e.from, e.to);
+      BOOST_TEST((e.from % 2) != (e.to % 2));  // even <-> odd only
+    }
+    BOOST_TEST_CONTEXT("n = " << n) {
+      BOOST_TEST((got == sgp_bipartite_edges(n)));
+      BOOST_TEST(g.is_symmetric());
+      BOOST_TEST(g.reachable_from(0) == std::vector<bool>(n, true));
+    }
+  }
+  BOOST_TEST(make_bipartite_exponential(32).out(0) ==
+               (std::vector<std::uint32_t>{1, 3, 5, 9, 15, 17, 23, 27, 29, 31}),
+             boost::test_tools::per_element());
+  BOOST_TEST(throws_with([] { (void)make_bipartite_exponential(7); },
+                         "bipartite_exponential: nodes must be even"));
 }
 
 BOOST_AUTO_TEST_CASE(trees) {

@@ -59,6 +59,32 @@ digraph make_exponential(std::size_t n) {
   return g;
 }
 
+digraph make_directed_exponential(std::size_t n) {
+  require_nodes("directed_exponential", n, 2);
+  digraph g(n);
+  for (std::size_t hop = 1; hop < n; hop *= 2) {
+    for (std::size_t i = 0; i < n; ++i)
+      g.add_edge(id(i), id((i + hop) % n));
+  }
+  return g;
+}
+
+digraph make_bipartite_exponential(std::size_t n) {
+  require_nodes("bipartite_exponential", n, 2);
+  if (n % 2 != 0)
+    throw topology_error("bipartite_exponential: nodes must be even (even and odd nodes are the "
+                         "two sides), got " + std::to_string(n));
+  // Offsets 1 and 1 + 2^k for k = 1 .. floor(log2(n - 1)): all odd, so every
+  // edge joins an even and an odd node (the SGP repository's graph).
+  digraph g(n);
+  for (std::size_t k = 0; (std::size_t{1} << k) <= n - 1; ++k) {
+    const std::size_t hop = (k == 0 ? 1 : 1 + (std::size_t{1} << k)) % n;
+    for (std::size_t i = 0; i < n; ++i)
+      add_both(g, i, (i + hop) % n);
+  }
+  return g;
+}
+
 digraph make_tree(std::size_t n, std::size_t arity, std::uint32_t root) {
   require_nodes("tree", n, 2);
   if (arity < 1)

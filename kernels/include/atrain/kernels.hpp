@@ -3,5 +3,6 @@
 #include "atrain/kernels/dataset.hpp"
 #include "atrain/kernels/heterogeneity.hpp"
 #include "atrain/kernels/model.hpp"
+#include "atrain/kernels/optimum.hpp"
 #include "atrain/kernels/rng.hpp"
 #include "atrain/kernels/vector_ops.hpp"

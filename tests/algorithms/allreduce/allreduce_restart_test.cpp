@@ -31,7 +31,9 @@ BOOST_DATA_TEST_CASE(allreduce_rank_rejoins_and_every_node_holds_the_same_sums,
   std::map<std::uint64_t, std::map<std::uint32_t, ring_use>> steps;
   const auto r =
     drive("allreduce.textproto",
+          // A small step (not the config's tuned 2): many full steps after the restart.
           {"faults.crash=[{node: 3 at_seconds: 0.3 restart_after_seconds: 0.2}]",
+           "algorithm.allreduce.step_size=1",
            std::string{"algorithm.allreduce.straggler_policy="} + policy},
           [&](const auto&, const auto& probe) {
             harvest(probe, atrain::allreduce_take_steps, [&](std::uint32_t i, auto& e) {

@@ -71,6 +71,48 @@ BOOST_AUTO_TEST_CASE(rounds_stay_in_lockstep_under_duplication_reordering_and_st
   BOOST_TEST(std::isfinite(report->final().train_loss()));
 }
 
+namespace {
+
+/// Gradients per node after 2 virtual s of lockstep rounds (no jitter, ring
+/// of 8) with link latency `latency` and `order`.
+std::vector<std::uint64_t> gradients_in_2s(double latency, const std::string& order) {
+  auto plan = t::quickstart(spec(
+    {"topology.builder=RING", "stop.time_seconds=2", "stop.stop_at_target=false",
+     "eval.period_seconds=1", "cost.tau_seconds=0.01", "cost.jitter=0",
+     "link.latency_seconds=" + std::to_string(latency), "algorithm.dpsgd.order=" + order}));
+  auto report = atrain::run_experiment(plan);
+  BOOST_REQUIRE(report);
+  BOOST_REQUIRE_MESSAGE(report->error().empty(), report->error());
+  std::vector<std::uint64_t> out;
+  for (const auto& n : report->per_node())
+    out.push_back(n.gradients());
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_round_costs_the_larger_of_compute_and_latency_with_overlap_their_sum_without) {
+  // Round k starts at k R and its gradient is done tau later, so 2 s hold
+  // floor((2 - tau) / R) + 1 gradients; R = max(tau, latency) with OVERLAP
+  // (Lian et al.), tau + latency with SEND_AFTER_GRADIENT.
+  const double tau = 0.01;
+  for (const double latency : {0.004, 0.02}) {
+    for (const bool overlap : {true, false}) {
+      const double round = overlap ? std::max(tau, latency) : tau + latency;
+      const double want = std::floor((2 - tau) / round + 1e-9) + 1;
+      const auto got = gradients_in_2s(latency, overlap ? "OVERLAP" : "SEND_AFTER_GRADIENT");
+      BOOST_TEST_CONTEXT("latency " << latency << (overlap ? " OVERLAP" : " SEND_AFTER_GRADIENT")) {
+        for (const auto n : got)
+          BOOST_TEST(std::abs(static_cast<double>(n) - want) <= 1.0);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_order_is_refused_naming_the_field) {
+  g::expect_refused(spec({"algorithm.dpsgd.order=7"}), {"algorithm.dpsgd.order"});
+}
+
 BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
   g::expect_malformed_rejected(
     t::quickstart(spec({"stop.time_seconds=0.5", "stop.stop_at_target=false"})),

@@ -105,6 +105,8 @@ enum class topology_builder {
   complete,
   random_regular,
   explicit_edges,
+  directed_exponential,
+  bipartite_exponential,
 };
 
 /// What of the spec's `topology` is read after the graphs are built

@@ -14,6 +14,11 @@ namespace atrain {
 [[nodiscard]] std::vector<std::vector<std::uint64_t>> class_histograms(const dataset& d,
                                                                        const shards& s);
 
+/// The mean loss over `rows` (the model's own mean per chunk of rows, weighted by its
+/// rows, so the regularizer counts once) and its gradient into `grad`, in double.
+double mean_loss_and_gradient(model& m, const dataset& d, const std::vector<std::uint32_t>& rows,
+                              const float* x, std::vector<double>& grad);
+
 struct heterogeneity {
   /// (1/n) sum_i |grad f_i(x) - grad F(x)|^2, F the loss over all of d's rows (the
   /// centralized objective; = (1/n) sum_i f_i for equal-size shards that cover d).

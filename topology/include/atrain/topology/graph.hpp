@@ -71,6 +71,13 @@ private:
 /// i -> i + 2^k and i -> i - 2^k (mod n) for 2^k < n (symmetric; offsets that
 /// coincide mod n give one edge, e.g. n = 16 has out-degree 7).
 [[nodiscard]] digraph make_exponential(std::size_t n);
+/// i -> i + 2^k (mod n) for 2^k < n: the one-directional graph of the SGP and
+/// R-FAST experiments (out-degree 4 at n = 16, where make_exponential has 7).
+[[nodiscard]] digraph make_directed_exponential(std::size_t n);
+/// AD-PSGD's graph in the SGP repository: i <-> i +/- 1 and i <-> i +/- (1 + 2^k)
+/// (mod n) for k = 1 .. floor(log2(n - 1)). Every offset is odd, so it is
+/// bipartite (even / odd nodes); n must be even.
+[[nodiscard]] digraph make_bipartite_exponential(std::size_t n);
 /// arity-ary tree rooted at `root`: in breadth-first numbering from 0 the
 /// children of k are arity*k+1 .. arity*k+arity (those < n); then labels 0 and
 /// `root` are swapped so that `root` is the root. Edges parent -> child.
