@@ -64,6 +64,21 @@ configure() {
   fi
 }
 
+# Prints every report file in $1 (a sanitizer's log_path directory) and fails
+# when there is one, whatever ctest's status $2 said; $3 names the tool.
+sanitizer_verdict() {
+  local logs="$1" status="$2" tool="$3"
+  if [ -n "$(ls -A "$logs")" ]; then
+    for f in "$logs"/*; do
+      echo "setup: $tool: report $f:" >&2
+      cat "$f" >&2
+    done
+    echo "setup: $tool wrote $(ls "$logs" | wc -l) report file(s) (above)" >&2
+    [ "$status" -ne 0 ] || status=1
+  fi
+  return "$status"
+}
+
 # The whole test suite (ctest, the multi-process deploy tests included) under
 # AddressSanitizer + UndefinedBehaviorSanitizer, in its own build directory
 # (${build}-asan). Every instrumented process, the `atrain node` hosts and
@@ -90,15 +105,7 @@ sanitize() {
     export ATRAIN_TIME_SCALE="${ATRAIN_TIME_SCALE:-3}"
     ctest --output-on-failure -j"$jobs" --timeout 1800 "$@"
   ) || status=$?
-  if [ -n "$(ls -A "$logs")" ]; then
-    for f in "$logs"/*; do
-      echo "setup: sanitizer report $f:" >&2
-      cat "$f" >&2
-    done
-    echo "setup: the sanitizers reported $(ls "$logs" | wc -l) finding(s) (above)" >&2
-    [ "$status" -ne 0 ] || status=1
-  fi
-  return "$status"
+  sanitizer_verdict "$logs" "$status" "the sanitizers"
 }
 
 # CAF 0.17.6 built with ThreadSanitizer, for `tsan` below: Debian's libcaf is
@@ -200,15 +207,7 @@ tsan() {
     export TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 history_size=7 suppressions=$here/tests/sanitizers/tsan.supp log_path=$logs/tsan"
     ctest --output-on-failure --timeout 1800 -R '^actors_real_clock$' "$@"
   ) || status=$?
-  if [ -n "$(ls -A "$logs")" ]; then
-    for f in "$logs"/*; do
-      echo "setup: ThreadSanitizer report $f:" >&2
-      cat "$f" >&2
-    done
-    echo "setup: ThreadSanitizer wrote $(ls "$logs" | wc -l) report file(s) (above)" >&2
-    [ "$status" -ne 0 ] || status=1
-  fi
-  return "$status"
+  sanitizer_verdict "$logs" "$status" "ThreadSanitizer"
 }
 
 build_all() {
