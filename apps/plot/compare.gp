@@ -6,7 +6,8 @@
 # DIR/bands_NAME.csv (per algorithm with curves: mean, min and max over the seeds at every
 # evaluation time, linear between a seed's evaluations), DIR/bars.csv and DIR/staleness.csv;
 # writes into DIR:
-#   accuracy_vs_time   test accuracy of the evaluated model vs run-clock time
+#   accuracy_vs_time   test accuracy of the evaluated model vs run-clock time, and (dotted,
+#                      the same colour) the mean over seeds of the worst node's own model
 #   loss_vs_time       training loss vs time
 #   consensus_vs_time  consensus error (1/n) sum ||x_i - xbar||^2 vs time (log scale)
 #   time_to_target     mean time to the target accuracy per algorithm, +- sample std
@@ -24,6 +25,7 @@ ns = words(seeds)
 csv(name) = dir."/".name.".csv"
 nb = words(band_names)
 nc = words(consensus_names)
+nw = exists("worst_names") ? words(worst_names) : 0
 band(name) = dir."/bands_".name.".csv"
 positive(y) = y > 0 ? y : NaN
 band_note = ns > 1 ? sprintf("mean of %d seeds, shaded: min-max", ns) : "one seed"
@@ -54,6 +56,8 @@ do for [fmt in "png svg"] {
          lc word(band_colours, k) + 0 fs transparent solid 0.2 noborder notitle, \
        for [k=1:nb] band(word(band_names, k)) using 1:3 lc word(band_colours, k) + 0 lw 1.5 \
          title word(band_names, k), \
+       for [k=1:nw] band(word(worst_names, k)) using 1:12 lc word(worst_colours, k) + 0 lw 1 \
+         dt 3 title word(worst_names, k)." worst node", \
        (target > 0 ? target : NaN) dt 2 lc "black" title tlabel
 
   set output dir."/loss_vs_time.".fmt

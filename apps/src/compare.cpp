@@ -501,7 +501,7 @@ int compare(const compare_args& a) {
   interrupt_guard interrupt{opts.control};
   std::vector<algorithm_result> results;
   std::string curves = "algorithm,seed,time_seconds,gradients,train_loss,test_accuracy,"
-                       "consensus_error\n";
+                       "consensus_error,worst_node_accuracy\n";
   bool all_completed = true;
   const std::size_t total = plans.size() * seeds.size();
   std::size_t k = 0;

@@ -235,10 +235,12 @@ std::string series_gp(const std::vector<algorithm_result>& results,
 void append_curves(std::string& csv, const std::string& name, const proto::RunReport& r) {
   for (const auto& m : r.metrics()) {
     char line[256];
-    std::snprintf(line, sizeof line, ",%llu,%.9g,%llu,%.9g,%.9g,%.9g\n",
+    // The worst node's own accuracy; nan when no node was scored (eval.node_models: 0).
+    std::snprintf(line, sizeof line, ",%llu,%.9g,%llu,%.9g,%.9g,%.9g,%.9g\n",
                   static_cast<unsigned long long>(r.seed()), m.time_seconds(),
                   static_cast<unsigned long long>(m.gradients()), m.train_loss(), m.test_accuracy(),
-                  m.consensus_error());
+                  m.consensus_error(),
+                  m.nodes_evaluated() > 0 ? m.node_test_accuracy_min() : std::nan(""));
     csv += name + line;
   }
 }

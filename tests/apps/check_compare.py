@@ -46,13 +46,14 @@ def check_bands(d, algs, curves, spec_name):
         gp = dict(re.findall(r'^(\w+) = "([^"]*)"', f.read(), re.M))
     with_data = [a for a in algs if any(c["algorithm"] == a for c in curves)]
     assert gp["band_names"].split() == with_data, (gp, with_data)
-    positive = []
+    positive, worst = [], []
     for a in with_data:
         seeds = {}
         for c in curves:
             if c["algorithm"] == a:
                 seeds.setdefault(c["seed"], []).append(tuple(float(c[k]) for k in (
-                    "time_seconds", "test_accuracy", "train_loss", "consensus_error")))
+                    "time_seconds", "test_accuracy", "train_loss", "consensus_error",
+                    "worst_node_accuracy")))
         for v in seeds.values():
             v.sort()
         with open(os.path.join(d, "bands_%s.csv" % a)) as f:
@@ -62,20 +63,30 @@ def check_bands(d, algs, curves, spec_name):
         for r, t in zip(rows, times):
             live = [v for v in seeds.values() if v[0][0] <= t <= v[-1][0]]
             assert int(r["seeds"]) == len(live), (a, t)
-            for k, name in ((1, "test_accuracy"), (2, "train_loss"), (3, "consensus_error")):
+            for k, name in ((1, "test_accuracy"), (2, "train_loss"), (3, "consensus_error"),
+                            (4, "worst_node_accuracy")):
                 xs = [at(v, t, k) for v in live]
+                if any(math.isnan(x) for x in xs):  # a seed without scored nodes
+                    assert all(r[name + "_" + st] == "nan" for st in ("mean", "min", "max")), r
+                    continue
                 for stat, want in (("mean", statistics.mean(xs)), ("min", min(xs)),
                                    ("max", max(xs))):
                     assert close(float(r[name + "_" + stat]), want), (a, t, name, stat, r, xs)
         if any(float(r["consensus_error_mean"]) > 0 for r in rows):
             positive.append(a)
+        if any(not math.isnan(float(r["worst_node_accuracy_mean"])) for r in rows):
+            worst.append(a)
     assert gp["consensus_names"].split() == positive, (gp, positive)
+    assert gp["worst_names"].split() == worst, (gp, worst)
     for fig, names in (("accuracy_vs_time", with_data), ("loss_vs_time", with_data),
                        ("consensus_vs_time", positive)):
         with open(os.path.join(d, fig + ".svg")) as f:
             svg = f.read()
         legend = [a for a in algs if "<text>%s</text>" % a in svg]
         assert legend == names, (fig, legend, names)  # an entry only with a line
+        if fig == "accuracy_vs_time":  # the worst nodes' dotted lines, with their entries
+            drawn = [a for a in algs if "<text>%s worst node</text>" % a in svg]
+            assert drawn == worst, (drawn, worst)
         assert spec_name + ": " in svg, (fig, spec_name)  # the scenario in the title
         bands = len(re.findall(r"fill-opacity = '0.200000'", svg))
         # a band whose min is zero somewhere may have no area on the log scale
