@@ -4,6 +4,8 @@
 Usage (from the repository root):
     python3 bench/tune_steps.py [ATRAIN] [--nodes 8,16] [--algorithms a,b] [--seeds 3]
                                 [--out build/tuning] [--budget 10] [--reuse] [--write]
+                                [--criterion first|sustained] [--set FIELD=VALUE]...
+                                [--start NAME=STEP,...]
 
 For each node count N and algorithm A, on the quickstart task (config/quickstart.textproto:
 a9a, iid shards, tau 0.01 s +- 20 %, latency 0.002 s, target 0.845, virtual clock), with A's
@@ -17,6 +19,11 @@ smallest step whose mean time to target is within 10 % of the fastest mean among
 that reached it in every seed (the time's resolution is the 0.05 s evaluation period, and a
 first crossing at a large step can be a lucky oscillation: the smaller step is the more
 stable one). A centralized run has one node whatever N: it is tuned once, at N = 1.
+
+--criterion sustained scores the sustained time instead (the first evaluation from which the
+mean of the last stop.sustained_evaluations evaluations stays at or above the target; runs
+go on for the whole budget), and --set adds overrides to every run (a skewed split): a study,
+not for --write.
 
 Writes OUT/step_grid.csv (every grid point: nodes, algorithm, step_size, seeds, reached,
 mean and sd of the time to target, mean final accuracy, mean worst-node accuracy, chosen) and
@@ -67,8 +74,12 @@ def run_point(args, name, block, nodes, step):
     out = os.path.join(args.out, "n%d" % nodes, "%s_%g" % (name, step))
     cmd = [args.atrain, "compare", QS, "--algorithms", name, "--seeds", str(args.seeds),
            "--set", "nodes=%d" % nodes, "--set", "eval.period_seconds=0.05",
-           "--set", "stop.time_seconds=%g" % args.budget,
-           "--set", "algorithm.%s.step_size=%r" % (block, step), "--out", out, "--no-progress"]
+           "--set", "stop.time_seconds=%g" % args.budget]
+    if args.criterion == "sustained":  # the runs go on past the target to show it holds
+        cmd += ["--set", "stop.stop_at_target=false"]
+    for extra in args.set:
+        cmd += ["--set", extra]
+    cmd += ["--set", "algorithm.%s.step_size=%r" % (block, step), "--out", out, "--no-progress"]
     if not (args.reuse and os.path.exists(os.path.join(out, "compare.json"))):
         print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
         r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -77,6 +88,13 @@ def run_point(args, name, block, nodes, step):
     with open(os.path.join(out, "compare.json")) as f:
         a = json.load(f)["algorithms"][0]
     ttt = a["time_to_target"]
+    if args.criterion == "sustained":  # the same fields, from the sustained times
+        ts = [r.get("sustained_time_to_target") for r in a["per_run"]]
+        held = [t for t in ts if t is not None]
+        a["reached"] = len(held)
+        mean = sum(held) / len(held) if held else None
+        sd = (sum((t - mean) ** 2 for t in held) / (len(held) - 1)) ** 0.5 if len(held) > 1 else None
+        ttt = {"mean": mean, "std": sd}
     return {"nodes": nodes, "algorithm": name, "step_size": step, "seeds": args.seeds,
             "reached": a["reached"], "ttt_mean": ttt["mean"] if a["reached"] == args.seeds else None,
             "ttt_sd": ttt["std"] if a["reached"] == args.seeds else None,
@@ -94,6 +112,7 @@ def tune(args, name, nodes):
     with open(path) as f:
         text = f.read()
     block, start = block_of(text), current_step(text, path)
+    start = args.start.get(name, start)
     points = {}
     ks = list(range(-2, 3))
     for _ in range(4):
@@ -168,10 +187,21 @@ def main():
     ap.add_argument("--out", default="build/tuning")
     ap.add_argument("--budget", type=float, default=10,
                     help="virtual seconds a run may take to reach the target (default 10)")
+    ap.add_argument("--criterion", choices=["first", "sustained"], default="first",
+                    help="first: the first time at the target (the shipped configs); sustained: "
+                         "the sustained time (stop.sustained_evaluations), runs not stopped at "
+                         "the target")
+    ap.add_argument("--set", action="append", default=[],
+                    help="an extra --set for every run (e.g. a shard policy); not with --write")
+    ap.add_argument("--start", default="",
+                    help="NAME=STEP,...: centre the grid there instead of on the config's step")
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--reuse", action="store_true",
                     help="read a grid point's compare.json under --out instead of running it again")
     args = ap.parse_args()
+    args.start = {k: float(v) for k, v in (kv.split("=") for kv in args.start.split(",") if kv)}
+    if args.write and (args.set or args.criterion != "first"):
+        sys.exit("tune_steps: --write is for the shipped configs' task: no --set, criterion first")
     counts = [int(n) for n in args.nodes.split(",")]
     rows, chosen = [], []
     for name in args.algorithms.split(","):
@@ -186,7 +216,8 @@ def main():
         w.writeheader()
         for r in rows:
             w.writerow({k: ("" if v is None else v) for k, v in r.items()})
-    print("| algorithm | nodes | grid | chosen step | time to 0.845 (s) | final accuracy |")
+    print("| algorithm | nodes | grid | chosen step | %s time to 0.845 (s) | final accuracy |"
+          % args.criterion)
     print("|---|---:|---|---:|---:|---:|")
     for name, nodes, path, best in chosen:
         steps = ", ".join("%g" % p["step_size"] for p in rows
