@@ -80,8 +80,9 @@ double bare_rfast(const atrain::run_plan& p, double seconds) {
     std::unique_ptr<atrain::model> m;
     std::unique_ptr<atrain::minibatch_sampler> s;
     std::unique_ptr<atrain::rfast_tracker> t;
-    std::vector<float> x, g;
+    std::vector<float> x, g, dir;
     std::vector<atrain::float_blob> v_hat;  // by in_R position
+    atrain::blob_pool<float> v_pool;        // as the worker's
   };
   std::vector<node> nodes(n);
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -95,6 +96,7 @@ double bare_rfast(const atrain::run_plan& p, double seconds) {
     nd.t = std::make_unique<atrain::rfast_tracker>(i, d, topo.c(i, i), std::move(in), true, 0.05);
     nd.x = p.x0;
     nd.g.resize(d);
+    nd.dir.resize(d);
     (void)nd.m->loss_and_gradient(nd.s->next(), nd.x.data(), nd.g.data());
     nd.t->init(nd.g.data());
     nd.v_hat.assign(topo.g_r.in(i).size(), atrain::float_blob{p.x0});
@@ -107,21 +109,23 @@ double bare_rfast(const atrain::run_plan& p, double seconds) {
     for (std::uint32_t i = 0; i < n; ++i, ++grads) {
       auto& nd = nodes[i];
       (void)nd.m->loss_and_gradient(nd.s->next(), nd.x.data(), nd.g.data());
-      nd.t->correct(nd.g.data());
-      auto rho = nd.t->push();
+      // The gradient buffer's wake (rfast_buffer.cpp): steps 4, 5 and the
+      // direction in one pass, then step 3.
+      auto rho = nd.t->correct_push_direction(nd.g.data(), nd.dir.data());
       for (auto j : topo.g_c.out(i))
         nodes[j].t->receive(i, seq, rho, nd.t->sigma_sent());
-      auto dir = nd.t->direction();
       nd.t->absorb();
-      std::vector<float> v = nd.x;
-      atrain::vec::axpy(static_cast<float>(-gamma), dir.data(), v.data(), d);
-      atrain::float_blob vb{v};
+      auto v = nd.v_pool.take(d);
+      const auto step = static_cast<float>(gamma);
+      for (std::size_t k = 0; k < d; ++k)
+        (*v)[k] = nd.x[k] - step * nd.dir[k];
+      const auto vb = nd.v_pool.publish(std::move(v));
       for (auto j : topo.g_r.out(i)) {
         const auto& in = topo.g_r.in(j);
         nodes[j].v_hat[static_cast<std::size_t>(std::find(in.begin(), in.end(), i) - in.begin())] =
           vb;
       }
-      std::vector<const float*> parts{v.data()};
+      std::vector<const float*> parts{vb.ptr()};
       std::vector<double> w{topo.r(i, i)};
       const auto& in = topo.g_r.in(i);
       for (std::size_t k = 0; k < in.size(); ++k) {
@@ -145,6 +149,11 @@ void real_overhead(const std::string& spec, std::vector<std::string> overrides, 
   const double bare = bare_rfast(*p, seconds);
   std::printf("%-34s bare SGD loop %10.0f grad/s, bare R-FAST loop (no actors) %10.0f grad/s\n",
               label, sgd, bare);
+  // R-FAST's own arithmetic per wake (tracker, descent, pull) against the
+  // gradient's time, both from the two loops above (same run, same data).
+  const double gradient_us = 1e6 / sgd, rfast_extra_us = 1e6 / bare - 1e6 / sgd;
+  std::printf("%-34s R-FAST arithmetic per wake %.1f us = %.2f x the gradient's %.1f us\n", label,
+              rfast_extra_us, rfast_extra_us / gradient_us, gradient_us);
   for (std::size_t threads : {2, 1, 2}) {
     atrain::run_options opts;
     opts.threads = threads;

@@ -55,18 +55,25 @@ double compute_unit::gradient(caf::local_actor* self, const float* x, std::vecto
     if (refused_++ == 0)
       refused_since_ = t;
   }
-  const double slow = slowdown_ * faults.compute_factor(node_, t, &fault_hits_);
+  const auto slow = faults.compute_slowdown(node_, t, &fault_hits_);
   // Draw the jitter on both clocks so the generator stream is the same.
   const double factor = jitter_ > 0 ? gen_.uniform(1.0 - jitter_, 1.0 + jitter_) : 1.0;
   if (virtual_clock_) {
-    const double wait = tau_ * slow * factor;
+    // Grouped as before the bases existed, so the trace hashes stay.
+    const double scale = slowdown_ * (slow.measured * slow.nominal);
+    const double wait = tau_ * scale * factor + slow.add_seconds;
     busy_seconds_ += wait;
     return wait;
   }
   const double measured = std::chrono::duration<double>(self->clock().now() - before).count();
-  const double took = std::max(measured, real_min_);  // cost.real_min_seconds
-  busy_seconds_ += slow * took;
-  return slow * took - measured;
+  // cost.real_min_seconds, scaled by the MEASURED straggles; a NOMINAL_TAU
+  // straggle is a floor of its own that does not depend on this machine.
+  double took = (slowdown_ * slow.measured) * std::max(measured, real_min_);
+  if (slow.nominal_active)
+    took = std::max(took, tau_ * slow.nominal * factor);
+  took += slow.add_seconds;
+  busy_seconds_ += took;
+  return took - measured;
 }
 
 }  // namespace atrain

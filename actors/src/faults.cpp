@@ -107,6 +107,25 @@ double fault_schedule::compute_factor(std::uint32_t node, double t, hits* h) con
   return f;
 }
 
+fault_schedule::slowdown fault_schedule::compute_slowdown(std::uint32_t node, double t,
+                                                          hits* h) const {
+  slowdown out;
+  for (int i = 0; i < spec_.straggle_size(); ++i) {
+    const auto& s = spec_.straggle(i);
+    if (s.node() != node || !active(s.from_seconds(), s.to_seconds(), t))
+      continue;
+    if (s.basis() == proto::NOMINAL_TAU) {
+      out.nominal *= s.factor();
+      out.nominal_active = true;
+    } else {
+      out.measured *= s.factor();
+    }
+    out.add_seconds += s.add_seconds();
+    hit(h, static_cast<std::size_t>(i), size());
+  }
+  return out;
+}
+
 fault_schedule::link_effect fault_schedule::link(std::uint32_t from, std::uint32_t to, double t,
                                                  hits* h) const {
   const bases b{spec_};
@@ -171,9 +190,14 @@ std::vector<fault_schedule::description> fault_schedule::describe() const {
     os << x;
     return os.str();
   };
-  for (const auto& s : spec_.straggle())
-    out.push_back({"straggle", "node " + std::to_string(s.node()) + " computes x" + num(s.factor()),
-                   s.from_seconds(), s.to_seconds()});
+  for (const auto& s : spec_.straggle()) {
+    std::string what = "node " + std::to_string(s.node()) + " computes x" + num(s.factor());
+    if (s.basis() == proto::NOMINAL_TAU)
+      what += " of its nominal tau";
+    if (s.add_seconds() > 0)
+      what += " + " + num(s.add_seconds()) + " s per gradient";
+    out.push_back({"straggle", what, s.from_seconds(), s.to_seconds()});
+  }
   for (const auto& p : spec_.partition())
     out.push_back({"partition",
                    set_text(p.side_a()) + " | " +

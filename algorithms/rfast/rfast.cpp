@@ -36,6 +36,10 @@ struct worker_state {
   std::uint64_t stale_limit = 0;  // wakes; 0 = keep every in-neighbour
   staleness_stats staleness;
   barrier_hold hold;  // checkpoints
+  // Buffers of the gradients sent to the buffer and the models sent out,
+  // reused once nothing holds them (no allocation per wake).
+  blob_pool<float> g_pool;
+  blob_pool<float> v_pool;
   static inline const char* name = "atrain_rfast_worker";
 };
 
@@ -66,10 +70,11 @@ void restore_worker(worker_state& st, const proto::NodeState& s) {
 
 void schedule_next(worker_ptr self) {
   auto& st = self->state;
-  const double wait = st.cu->gradient(self, st.x.data(), st.g);
+  auto g = st.g_pool.take(st.x.size());
+  const double wait = st.cu->gradient(self, st.x.data(), *g);
   st.hold.wake_due = self->clock().now() + to_timespan(wait);
   send_after(self, caf::actor_cast<rfast_worker_actor>(self), wait, wake_atom::value,
-             float_blob{st.g});
+             st.g_pool.publish(std::move(g)));
 }
 
 /// The worker at its spawn; returns its saved state in a resumed run (null
@@ -122,32 +127,33 @@ void worker_start(worker_ptr self, std::uint32_t id, const run_context& ctx,
 
 /// Step 1: the local descent v = x - gamma_k d, sent at once to the G_R
 /// out-neighbours; returns v.
-std::vector<float> descend_and_send(worker_ptr self, std::uint32_t id, run_context& ctx,
-                                    const float_blob& d) {
+float_blob descend_and_send(worker_ptr self, std::uint32_t id, run_context& ctx,
+                            const float_blob& d) {
   auto& st = self->state;
   const std::size_t dim = st.x.size();
   const double gamma = st.gamma / (1.0 + st.decay * static_cast<double>(st.seq));
-  std::vector<float> v(dim);
+  auto v = st.v_pool.take(dim);
+  float* out = v->data();
   const float* dir = d.ptr();
   const auto step = static_cast<float>(gamma);
   for (std::size_t k = 0; k < dim; ++k)
-    v[k] = st.x[k] - step * dir[k];
+    out[k] = st.x[k] - step * dir[k];
   packet p;
   p.from = id;
   p.kind = rfast_model;
   p.seq = ++st.seq;
-  p.f = float_blob{v};
+  p.f = st.v_pool.publish(std::move(v));
   p.epoch = st.epoch;
   st.out_r.broadcast(self, ctx, p);
-  return v;
+  return p.f;
 }
 
 /// Step 2: x = r_ii v + sum_j r_ij v^_j over the in-neighbours kept (a
 /// stale one is left out and the weights scaled back to a row sum of 1).
-void pull_consensus(worker_state& st, std::vector<float> v, const std::vector<float_blob>& v_hat,
+void pull_consensus(worker_state& st, const float_blob& v, const std::vector<float_blob>& v_hat,
                     const std::vector<std::uint64_t>& ages, const std::vector<double>& r) {
   const std::size_t dim = st.x.size();
-  std::vector<const float*> parts{v.data()};
+  std::vector<const float*> parts{v.ptr()};
   std::vector<double> weights{r.at(0)};
   double kept = r[0];
   // A new epoch's in-neighbour that has sent nothing yet counts as
@@ -164,7 +170,7 @@ void pull_consensus(worker_state& st, std::vector<float> v, const std::vector<fl
     kept += r[k + 1];
   }
   if (!(kept > 0)) {
-    st.x = std::move(v);  // a tree child cut off from its parent keeps its model
+    st.x = v.vec();  // a tree child cut off from its parent keeps its model
     return;
   }
   if (weights.size() < v_hat.size() + 1)
@@ -190,10 +196,10 @@ rfast_worker_actor::behavior_type rfast_worker(worker_ptr self, std::uint32_t id
       self->request(self->state.buffer, caf::infinite, track_atom::value, g)
         .then([=](const float_blob& d, const std::vector<float_blob>& v_hat,
                   const std::vector<std::uint64_t>& ages, const std::vector<double>& r) {
-          auto v = descend_and_send(self, id, *ctx, d);               // 1
-          pull_consensus(self->state, std::move(v), v_hat, ages, r);  // 2
-          if (!self->state.hold.stop_here())                          // (a checkpoint holds here)
-            schedule_next(self);                                      // next gradient at x
+          auto v = descend_and_send(self, id, *ctx, d);    // 1
+          pull_consensus(self->state, v, v_hat, ages, r);  // 2
+          if (!self->state.hold.stop_here())               // (a checkpoint holds here)
+            schedule_next(self);                           // next gradient at x
         });
     },
     [=](model_atom) {

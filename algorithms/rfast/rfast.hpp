@@ -7,6 +7,7 @@
 
 #include "atrain/actors/context.hpp"
 #include "atrain/actors/node_actor.hpp"
+#include "atrain/messages/blob_pool.hpp"
 #include "atrain/messages/wire.hpp"
 
 namespace atrain {
@@ -79,6 +80,10 @@ public:
   double_blob push();
   /// Descent direction of step 1: z / max(phi, phi_min), or z (plain).
   [[nodiscard]] std::vector<float> direction() const;
+  /// Steps 4 and 5 and then the direction into d[0, dim), in one pass over
+  /// the vectors: each element's arithmetic is correct(), push() and
+  /// direction()'s, in that order (the same bits). Returns push()'s rho.
+  double_blob correct_push_direction(const float* g, float* d);
   /// Step 3: z += c_ij (rho^_j - rho~_ij); rho~_ij = rho^_j (phi likewise).
   void absorb();
   /// Keeps rho^_j when seq is newer than what we hold. Returns false for a
@@ -104,6 +109,10 @@ public:
   void restore(const proto::RfastNodeState& s);
 
 private:
+  /// push()'s bookkeeping once `next` holds the new rho.
+  double_blob finish_push(blob_pool<double>::buffer next);
+  [[nodiscard]] double direction_scale(double phi) const;
+
   std::uint32_t node_;
   std::size_t dim_;
   double c_self_;
@@ -111,7 +120,8 @@ private:
   double phi_min_;
   std::vector<double> z_;
   std::vector<double> g_prev_;
-  double_blob rho_;  // running sum; each push makes a new immutable blob (= latest sent)
+  double_blob rho_;             // running sum; each push makes a new immutable blob (= latest sent)
+  blob_pool<double> rho_pool_;  // earlier sums no receiver holds any more
   double phi_ = 1;
   double sigma_ = 0;
   double sigma_sent_ = 0;

@@ -51,23 +51,29 @@ struct buffer_state {
   std::uint64_t old_epoch = 0;  // packets dropped for another tracking epoch
   std::uint64_t tracks = 0;     // wakes served (a restarted worker resumes from it)
   double seq_rate = 0;          // see future_seq_rate
+  blob_pool<float> d_pool;      // the directions handed to the worker
   static inline const char* name = "atrain_rfast_buffer";
 };
 
 using buffer_ptr = rfast_buffer_actor::stateful_pointer<buffer_state>;
 
-/// Step 5: push the tracker's running sums to the G_C out-neighbours.
-void push_mass(buffer_ptr self, std::uint32_t id, run_context& ctx) {
+/// Step 5's send: the running sums `rho` just pushed, to the G_C out-neighbours.
+void send_mass(buffer_ptr self, std::uint32_t id, run_context& ctx, double_blob rho) {
   auto& st = self->state;
   auto& tr = *st.tracker;
   packet p;
   p.from = id;
   p.kind = rfast_mass;
-  p.d = tr.push();
+  p.d = std::move(rho);
   p.seq = tr.pushes();
   p.scalars = {tr.sigma_sent()};
   p.epoch = tr.epoch();
   st.out_c.broadcast(self, ctx, std::move(p));
+}
+
+/// Step 5: push the tracker's running sums to the G_C out-neighbours.
+void push_mass(buffer_ptr self, std::uint32_t id, run_context& ctx) {
+  send_mass(self, id, ctx, self->state.tracker->push());
 }
 
 // ---- checkpoints: the buffer's part of NodeState
@@ -189,14 +195,13 @@ buffer_track(buffer_ptr self, std::uint32_t id, run_context& ctx, const float_bl
   auto& st = self->state;
   auto& tr = *st.tracker;
   ++st.tracks;
-  tr.correct(g.ptr());                  // 4
-  push_mass(self, id, ctx);             // 5
-  auto d = float_blob{tr.direction()};  // (for 1)
-  tr.absorb();                          // 3
+  auto d = st.d_pool.take(ctx.plan->dim());
+  send_mass(self, id, ctx, tr.correct_push_direction(g.ptr(), d->data()));  // 4, 5 (and 1's d)
+  tr.absorb();                                                              // 3
   std::vector<std::uint64_t> ages = st.v_age;
   for (auto& a : st.v_age)
     ++a;
-  return {std::move(d), st.v_hat, std::move(ages), st.r_weights};
+  return {st.d_pool.publish(std::move(d)), st.v_hat, std::move(ages), st.r_weights};
 }
 
 /// A re-rooting: new neighbours, weights and routes; the tracker starts

@@ -51,15 +51,20 @@ void rfast_tracker::correct(const float* g) {
 }
 
 double_blob rfast_tracker::push() {
-  // One pass: the new running sum goes into a fresh buffer (the old one may
+  // One pass: the new running sum goes into another buffer (the old one may
   // still be in flight or held by a receiver), z is scaled in place.
-  std::vector<double> next(dim_);
+  auto next = rho_pool_.take(dim_);
   const double* old = rho_.ptr();
+  double* out = next->data();
   for (std::size_t k = 0; k < dim_; ++k) {
-    next[k] = old[k] + z_[k];
+    out[k] = old[k] + z_[k];
     z_[k] *= c_self_;
   }
-  rho_ = double_blob{std::move(next)};
+  return finish_push(std::move(next));
+}
+
+double_blob rfast_tracker::finish_push(blob_pool<double>::buffer next) {
+  rho_ = rho_pool_.publish(std::move(next));
   sigma_ += phi_;
   phi_ *= c_self_;
   ++pushes_;
@@ -67,27 +72,55 @@ double_blob rfast_tracker::push() {
   return rho_;
 }
 
+double rfast_tracker::direction_scale(double phi) const {
+  return phi_variant_ ? 1.0 / std::max(phi, phi_min_) : 1.0;
+}
+
 std::vector<float> rfast_tracker::direction() const {
   std::vector<float> d(dim_);
-  const double scale = phi_variant_ ? 1.0 / std::max(phi_, phi_min_) : 1.0;
+  const double scale = direction_scale(phi_);
   for (std::size_t k = 0; k < dim_; ++k)
     d[k] = static_cast<float>(z_[k] * scale);
   return d;
 }
 
+double_blob rfast_tracker::correct_push_direction(const float* g, float* d) {
+  auto next = rho_pool_.take(dim_);
+  const double* old = rho_.ptr();
+  double* out = next->data();
+  const double scale = direction_scale(phi_ * c_self_);  // phi after the push
+  for (std::size_t k = 0; k < dim_; ++k) {
+    const double gk = g[k];  // correct()
+    z_[k] += gk - g_prev_[k];
+    g_prev_[k] = gk;
+    out[k] = old[k] + z_[k];  // push()
+    z_[k] *= c_self_;
+    d[k] = static_cast<float>(z_[k] * scale);  // direction()
+  }
+  return finish_push(std::move(next));
+}
+
 void rfast_tracker::absorb() {
+  // Every in-neighbour with news in one pass over z; per element the terms
+  // are added in neighbour order, as one pass per neighbour would.
+  struct part {
+    const double* hat;
+    const double* used;
+    double c;
+  };
+  std::vector<part> parts;
   for (auto& nb : in_c_) {
     if (nb.rho_hat.ptr() == nb.rho_tilde.ptr())
       continue;  // nothing new from j since the last absorb
-    const double* hat = nb.rho_hat.ptr();
-    const double* used = nb.rho_tilde.ptr();
-    const double c = nb.c;
-    for (std::size_t k = 0; k < dim_; ++k)
-      z_[k] += c * (hat[k] - used[k]);
-    nb.rho_tilde = nb.rho_hat;
-    phi_ += c * (nb.sigma_hat - nb.sigma_tilde);
+    parts.push_back({nb.rho_hat.ptr(), nb.rho_tilde.ptr(), nb.c});
+    phi_ += nb.c * (nb.sigma_hat - nb.sigma_tilde);
     nb.sigma_tilde = nb.sigma_hat;
   }
+  for (std::size_t k = 0; k < dim_; ++k)
+    for (const auto& p : parts)
+      z_[k] += p.c * (p.hat[k] - p.used[k]);
+  for (auto& nb : in_c_)
+    nb.rho_tilde = nb.rho_hat;  // after the pass: it read the old rho~
 }
 
 bool rfast_tracker::receive(std::uint32_t from, std::uint64_t seq, const double_blob& rho,

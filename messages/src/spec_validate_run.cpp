@@ -80,6 +80,15 @@ void checker::faults(bool nodes_ok) {
     node_in_range(p + ".node", x.node(), nodes_ok);
     if (std::isfinite(x.factor()) && !(x.factor() >= 1))
       bad(p + ".factor", "must be >= 1 (got " + num(x.factor()) + ")");
+    if (x.factor() > limits::max_straggle_factor)
+      bad(p + ".factor",
+          "must be <= " + num(limits::max_straggle_factor) + " (got " + num(x.factor()) + ")");
+    non_negative(p + ".add_seconds", x.add_seconds());
+    if (x.add_seconds() > limits::max_straggle_add_seconds)
+      bad(p + ".add_seconds", "must be <= " + num(limits::max_straggle_add_seconds) + " (got " +
+                                num(x.add_seconds()) + ")");
+    if (!proto::StraggleBasis_IsValid(x.basis()))
+      bad(p + ".basis", "unknown basis " + std::to_string(x.basis()));
     window(p, x.from_seconds(), x.to_seconds());
   }
   for (int i = 0; i < f.partition_size(); ++i) {

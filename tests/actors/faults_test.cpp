@@ -107,6 +107,52 @@ BOOST_AUTO_TEST_CASE(schedule_windows_sides_and_corruption) {
   BOOST_TEST(d[2].what == "loss 0.5 on 3->4");
 }
 
+BOOST_AUTO_TEST_CASE(straggle_bases_and_fixed_delays_are_looked_up_apart) {
+  atrain::proto::FaultSchedule f;
+  auto add = [&f](std::uint32_t node, double factor, atrain::proto::StraggleBasis basis,
+                  double add_seconds) {
+    auto* s = f.add_straggle();
+    s->set_node(node);
+    s->set_factor(factor);
+    s->set_basis(basis);
+    s->set_add_seconds(add_seconds);
+  };
+  add(1, 3, atrain::proto::MEASURED, 0);
+  add(1, 2, atrain::proto::NOMINAL_TAU, 0.25);
+  add(1, 1, atrain::proto::MEASURED, 0.5);
+  const atrain::fault_schedule fs{f};
+  atrain::fault_schedule::hits h;
+  const auto s = fs.compute_slowdown(1, 0, &h);
+  BOOST_TEST(s.measured == 3.0);
+  BOOST_TEST(s.nominal == 2.0);
+  BOOST_TEST(s.nominal_active);
+  BOOST_TEST(s.add_seconds == 0.75);
+  BOOST_TEST(fs.compute_factor(1, 0) == 6.0);  // every factor, whatever its basis
+  BOOST_TEST((h == atrain::fault_schedule::hits{1, 1, 1}));
+  const auto none = fs.compute_slowdown(0, 0);
+  BOOST_TEST((none.measured == 1.0 && none.nominal == 1.0 && !none.nominal_active &&
+              none.add_seconds == 0.0));
+  const auto d = fs.describe();
+  BOOST_TEST(d[0].what == "node 1 computes x3");
+  BOOST_TEST(d[1].what == "node 1 computes x2 of its nominal tau + 0.25 s per gradient");
+}
+
+BOOST_AUTO_TEST_CASE(a_fixed_delay_straggler_adds_its_delay_to_every_gradient) {
+  // tau 10 ms without jitter, + 30 ms on node 3: 40 ms per gradient, so a
+  // quarter of the others' count in 2 s (the first gradient starts at 0).
+  const auto r = run("quickstart.textproto",
+                     {"cost.jitter=0", "faults.straggle=[{node: 3 factor: 1 add_seconds: 0.03}]",
+                      "stop.stop_at_target=false", "stop.time_seconds=2"});
+  const auto slow = r.per_node(3).gradients();
+  BOOST_TEST(slow >= 48u);  // 2 s / 40 ms, the tracker's first gradient, +- a wake
+  BOOST_TEST(slow <= 52u);
+  for (const auto& n : r.per_node())
+    if (n.node() != 3)
+      BOOST_TEST(n.gradients() >= 190u);  // 2 s / 10 ms
+  BOOST_REQUIRE(r.faults_size() == 1);
+  BOOST_TEST(r.faults(0).what() == "node 3 computes x1 + 0.03 s per gradient");
+}
+
 BOOST_AUTO_TEST_CASE(rfast_through_a_healing_partition_keeps_its_mass_and_reaches_the_target) {
   auto plan = t::quickstart({half_partition, "progress=false"});
   auto r = rfast_to_target_keeping_mass(plan);

@@ -194,6 +194,13 @@ std::vector<bad_case> bad_spec_cases() {
      "faults.bad_gradients[0].kind", "must be NOT_FINITE or SCALED"},
     {"straggle factor below one", E{}, O{"faults.straggle=[{node: 1 factor: 0.5}]"}, at::set, "",
      "faults.straggle[0].factor", "must be >= 1"},
+    {"straggle factor above the bound", E{}, O{"faults.straggle=[{node: 1 factor: 2e6}]"}, at::set,
+     "", "faults.straggle[0].factor", "must be <= 1e+06"},
+    {"negative straggle delay", E{}, O{"faults.straggle=[{node: 1 factor: 1 add_seconds: -0.1}]"},
+     at::set, "", "faults.straggle[0].add_seconds", "must be >= 0"},
+    {"straggle delay above the bound", E{},
+     O{"faults.straggle=[{node: 1 factor: 1 add_seconds: 1e7}]"}, at::set, "",
+     "faults.straggle[0].add_seconds", "must be <= 1e+06"},
     {"override zero nodes", E{}, O{"nodes=0"}, at::set, "", "nodes", "must be >= 1"},
 
     // ---- bounds (limits:: in spec.hpp): the figure and the limit

@@ -24,6 +24,16 @@ public:
   /// Product of the straggle factors active for `node` at time t (1 = none).
   [[nodiscard]] double compute_factor(std::uint32_t node, double t, hits* h = nullptr) const;
 
+  /// The straggles active for `node` at time t, by what they scale on the
+  /// real clock (Straggle.basis) and the fixed delay they add.
+  struct slowdown {
+    double measured = 1;  // product of the MEASURED factors
+    double nominal = 1;   // product of the NOMINAL_TAU factors
+    bool nominal_active = false;
+    double add_seconds = 0;  // sum of add_seconds
+  };
+  [[nodiscard]] slowdown compute_slowdown(std::uint32_t node, double t, hits* h = nullptr) const;
+
   /// What the link from -> to adds at time t.
   struct link_effect {
     bool cut = false;          // a partition separates the two ends

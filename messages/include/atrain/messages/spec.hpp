@@ -140,6 +140,9 @@ inline constexpr std::uint32_t default_node_models = 8;
 // stop.sustained_evaluations: the window of the sustained time to target.
 inline constexpr std::uint32_t max_sustained_evaluations = 10000;
 inline constexpr std::uint32_t default_sustained_evaluations = 20;
+// faults.straggle: factor and add_seconds (a wait is held in int64 nanoseconds).
+inline constexpr double max_straggle_factor = 1e6;
+inline constexpr double max_straggle_add_seconds = 1e6;
 }  // namespace limits
 
 // The model's share of the bounds above once the data's dimension and class count are
