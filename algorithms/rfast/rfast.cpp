@@ -193,13 +193,16 @@ rfast_worker_actor::behavior_type rfast_worker(worker_ptr self, std::uint32_t id
     },
     [=](wake_atom, const float_blob& g) {
       ctx->events.record(ctx->ns(self), id, event_kind::wake, self->state.seq);
-      self->request(self->state.buffer, caf::infinite, track_atom::value, g)
+      const bool busy = self->state.out_r.busy(rfast_detail::fold_in_flight);
+      self->request(self->state.buffer, caf::infinite, track_atom::value, g, busy)
         .then([=](const float_blob& d, const std::vector<float_blob>& v_hat,
                   const std::vector<std::uint64_t>& ages, const std::vector<double>& r) {
-          auto v = descend_and_send(self, id, *ctx, d);    // 1
-          pull_consensus(self->state, v, v_hat, ages, r);  // 2
-          if (!self->state.hold.stop_here())               // (a checkpoint holds here)
-            schedule_next(self);                           // next gradient at x
+          if (!d.empty()) {  // empty: folded into the next step (routes busy)
+            auto v = descend_and_send(self, id, *ctx, d);    // 1
+            pull_consensus(self->state, v, v_hat, ages, r);  // 2
+          }
+          if (!self->state.hold.stop_here())  // (a checkpoint holds here)
+            schedule_next(self);              // next gradient at x
         });
     },
     [=](model_atom) {
@@ -327,6 +330,12 @@ std::string rfast_check_node(const proto::NodeState& node, std::uint32_t i, cons
         static_cast<std::size_t>(m.params_size()) != dim)
       return "model_in[" + std::to_string(k) + "] does not match the topology";
   }
+  if (s.folded_n() > rfast_detail::max_folded ||
+      static_cast<std::size_t>(s.folded_size()) != (s.folded_n() ? dim : 0) ||
+      s.folded_total() < s.folded_n())
+    return "folded gradients (" + std::to_string(s.folded_n()) + ", " +
+           std::to_string(s.folded_size()) + " values) do not match the model's dimension " +
+           std::to_string(dim) + " or exceed " + std::to_string(rfast_detail::max_folded);
   return {};
 }
 

@@ -52,6 +52,11 @@ struct buffer_state {
   std::uint64_t tracks = 0;     // wakes served (a restarted worker resumes from it)
   double seq_rate = 0;          // see future_seq_rate
   blob_pool<float> d_pool;      // the directions handed to the worker
+  /// Gradients folded since the last step (their sum), their count, and
+  /// every wake that folded instead of stepping (all checkpointed).
+  std::vector<float> folded;
+  std::uint32_t folded_n = 0;
+  std::uint64_t folded_total = 0;
   static inline const char* name = "atrain_rfast_buffer";
 };
 
@@ -92,6 +97,10 @@ void save_buffer(const buffer_state& st, proto::NodeState& s) {
   r.set_buffer_bytes(st.out_c.bytes);
   s.set_rejected(st.rejected);
   r.set_tracks(st.tracks);
+  *r.mutable_folded() = {st.folded.begin(),
+                         st.folded.begin() + (st.folded_n ? st.folded.size() : 0)};
+  r.set_folded_n(st.folded_n);
+  r.set_folded_total(st.folded_total);
 }
 
 void restore_buffer(buffer_state& st, const proto::NodeState& s) {
@@ -107,6 +116,9 @@ void restore_buffer(buffer_state& st, const proto::NodeState& s) {
   st.out_c.bytes = r.buffer_bytes();
   st.rejected = s.rejected();
   st.tracks = r.tracks();
+  st.folded.assign(r.folded().begin(), r.folded().end());
+  st.folded_n = r.folded_n();
+  st.folded_total = r.folded_total();
 }
 
 /// The buffer at its spawn: the spec's graph pair (epoch 0), x^0 as every
@@ -188,16 +200,44 @@ void buffer_deliver(buffer_ptr self, std::uint32_t id, run_context& ctx, const p
     reject();
 }
 
+/// Adds `g` to the folded sum; true while the sum is still being built.
+[[nodiscard]] bool fold(buffer_state& st, const float_blob& g, bool busy) {
+  if (!busy && st.folded_n == 0)
+    return false;  // the common case: no copy
+  const std::size_t dim = g.size();
+  if (st.folded_n == 0)
+    st.folded.assign(g.ptr(), g.ptr() + dim);
+  else
+    vec::axpy(1.0f, g.ptr(), st.folded.data(), dim);
+  ++st.folded_n;
+  if (busy && st.folded_n < max_folded) {
+    ++st.folded_total;
+    return true;
+  }
+  // The step's gradient: the mean of the folded minibatches, all taken at
+  // the same x (the worker's model moves only with a step).
+  vec::scale(1.0f / static_cast<float>(st.folded_n), st.folded.data(), dim);
+  st.folded_n = 0;
+  return false;
+}
+
 /// The buffer's answer to a wake's gradient `g`: steps 4, 5 and 3, and what
 /// the worker needs for 1 and 2 (direction, models, their ages, weights).
+/// While the worker's routes (`worker_busy`) or the buffer's are busy the
+/// gradient is folded instead and the direction comes back empty.
 std::tuple<float_blob, std::vector<float_blob>, std::vector<std::uint64_t>, std::vector<double>>
-buffer_track(buffer_ptr self, std::uint32_t id, run_context& ctx, const float_blob& g) {
+buffer_track(buffer_ptr self, std::uint32_t id, run_context& ctx, const float_blob& g,
+             bool worker_busy) {
   auto& st = self->state;
+  const bool folded_before = st.folded_n > 0;
+  if (fold(st, g, worker_busy || st.out_c.busy(fold_in_flight)))
+    return {};
+  const float* grad = folded_before ? st.folded.data() : g.ptr();
   auto& tr = *st.tracker;
   ++st.tracks;
   auto d = st.d_pool.take(ctx.plan->dim());
-  send_mass(self, id, ctx, tr.correct_push_direction(g.ptr(), d->data()));  // 4, 5 (and 1's d)
-  tr.absorb();                                                              // 3
+  send_mass(self, id, ctx, tr.correct_push_direction(grad, d->data()));  // 4, 5 (and 1's d)
+  tr.absorb();                                                           // 3
   std::vector<std::uint64_t> ages = st.v_age;
   for (auto& a : st.v_age)
     ++a;
@@ -237,7 +277,9 @@ rfast_buffer_actor::behavior_type rfast_buffer(buffer_ptr self, std::uint32_t id
     },
     [=](init_atom, const float_blob& g0) { self->state.tracker->init(g0.ptr()); },
     [=](deliver_atom, const packet& p) { buffer_deliver(self, id, *ctx, p); },
-    [=](track_atom, const float_blob& g) { return buffer_track(self, id, *ctx, g); },
+    [=](track_atom, const float_blob& g, bool busy) {
+      return buffer_track(self, id, *ctx, g, busy);
+    },
     [=](epoch_atom, const rfast_epoch& e) { buffer_adopt_epoch(self, id, *ctx, e); },
     [=](mass_atom) { return self->state.tracker->account(); },
     [=](resume_atom) { return std::make_tuple(self->state.tracks, self->state.tracker->epoch()); },

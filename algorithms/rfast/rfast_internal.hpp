@@ -8,6 +8,14 @@
 
 namespace atrain::rfast_detail {
 
+/// Folding (across processes only; ALGORITHMS.md §1 "Folding"): while a
+/// route of the worker or the buffer has this many packets unanswered, a
+/// wake's gradient is added to the next step's instead of taking a step.
+inline constexpr std::size_t fold_in_flight = 1;
+/// At most this many gradients fold into one step, so a silent peer (whose
+/// answers only come at the reply timeout) slows a node by a bounded factor.
+inline constexpr std::uint32_t max_folded = 32;
+
 /// A new epoch's routes. Packets still queued for a remote receiver belong to
 /// the old epoch: dropped here. The queues' slots stay (answers to packets in
 /// flight still arrive and free them).

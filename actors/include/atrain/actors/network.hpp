@@ -124,6 +124,15 @@ struct outbox {
     for (std::size_t k = 0; k < routes.size(); ++k)
       send(self, ctx, k, p);
   }
+  /// True while some cross-process route has `threshold` or more packets
+  /// unanswered: the node sends faster than that route carries. Never true
+  /// in-process (nothing is counted there), so virtual runs are unaffected.
+  [[nodiscard]] bool busy(std::size_t threshold) const {
+    for (const auto& w : waiting)
+      if (w.in_flight >= threshold)
+        return true;
+    return false;
+  }
   /// Sends `p` to routes[k] only (p.to is set to its receiver).
   template <class Self>
   void send(Self* self, run_context& ctx, std::size_t k, packet p);
