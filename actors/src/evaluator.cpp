@@ -138,6 +138,18 @@ void ask_buffer(eval_ptr self, const gathering_ptr& g, std::size_t i, bool with_
       .then([add_stats](std::uint64_t msgs, std::uint64_t bytes,
                         std::uint64_t rejected) { add_stats(msgs, bytes, rejected, 0); },
             buffer_failed(self, g, i));
+  if (st.ctx->spans_processes && st.nodes[i].buffer != st.nodes[i].worker) {
+    await_node(*g, i, false);
+    self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), wire_atom::value)
+      .then(
+        [g, i](std::vector<route_traffic>& w) {
+          if (!answered(*g, i, false))
+            return;
+          g->node_buffer_wire[i] = std::move(w);
+          finish_one(g);
+        },
+        buffer_failed(self, g, i));
+  }
   if (!with_mass)
     return;
   await_node(*g, i, false);
@@ -188,6 +200,7 @@ void gather(eval_ptr self, bool with_mass, Done done) {
   g->models.resize(st.nodes.size());
   g->node_buffer_messages.assign(st.nodes.size(), 0);
   g->node_buffer_bytes.assign(st.nodes.size(), 0);
+  g->node_buffer_wire.resize(st.nodes.size());
   g->awaiting.assign(st.nodes.size(), 0);
   g->worker_awaited.assign(st.nodes.size(), false);
   g->settled.assign(st.nodes.size(), false);

@@ -32,6 +32,7 @@ model_snapshot add_counters(model_snapshot a, const model_snapshot& b) {
   a.refused += b.refused;
   a.busy_seconds += b.busy_seconds;
   a.late += b.late;
+  a.wire.insert(a.wire.end(), b.wire.begin(), b.wire.end());  // a dead incarnation's routes
   if (a.fault_hits.size() < b.fault_hits.size())
     a.fault_hits.resize(b.fault_hits.size(), 0);
   for (std::size_t i = 0; i < b.fault_hits.size(); ++i)

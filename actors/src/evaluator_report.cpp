@@ -101,6 +101,25 @@ void record_final_heterogeneity(eval_state& st, const std::vector<float>& x) {
   st.report.mutable_data_split()->set_zeta2_final(h.zeta2);
 }
 
+/// One sender's routes to other processes into node `n`'s report and the run's sums.
+void add_wire(proto::RunReport& r, proto::NodeReport& n, const char* sender,
+              const std::vector<route_traffic>& wire) {
+  for (const auto& w : wire) {
+    auto* t = n.add_wire();
+    t->set_to(w.to);
+    t->set_sender(sender);
+    t->set_sends(w.sends);
+    t->set_packets(w.packets);
+    t->set_bytes(w.bytes);
+    t->set_merged(w.merged);
+    t->set_dropped(w.dropped);
+    t->set_waiting(w.waiting);
+    r.set_wire_packets(r.wire_packets() + w.packets);
+    r.set_wire_bytes(r.wire_bytes() + w.bytes);
+    r.set_packets_merged(r.packets_merged() + w.merged);
+  }
+}
+
 void fill_report(eval_state& st, const gathering& g, const metric_sample& row) {
   const auto& plan = *st.ctx->plan;
   auto& r = st.report;
@@ -150,6 +169,11 @@ void fill_report(eval_state& st, const gathering& g, const metric_sample& row) {
       n->set_messages_sent(n->messages_sent() + g.server->messages_sent);
       n->set_bytes_sent(n->bytes_sent() + g.server->bytes_sent);
     }
+    add_wire(r, *n, "worker", s.wire);
+    if (k < g.node_buffer_wire.size())
+      add_wire(r, *n, "buffer", g.node_buffer_wire[k]);
+    if (g.server && g.server->node == s.node)
+      add_wire(r, *n, "server", g.server->wire);
     n->set_staleness_mean(s.staleness_count ? s.staleness_sum / s.staleness_count : 0.0);
     n->set_staleness_max(s.staleness_max);
     n->set_late_contributions(s.late);

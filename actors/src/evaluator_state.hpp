@@ -20,6 +20,7 @@ struct gathering {
   std::uint64_t buffer_bytes = 0;
   std::vector<std::uint64_t> node_buffer_messages;  // index = node: the part of each buffer
   std::vector<std::uint64_t> node_buffer_bytes;
+  std::vector<std::vector<route_traffic>> node_buffer_wire;  // multi-host: buffers' routes
   std::uint64_t rejected = 0;
   std::uint64_t old_epoch = 0;  // packets dropped for another tracking epoch
   std::vector<link_stats> links;

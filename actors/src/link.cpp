@@ -522,8 +522,11 @@ void outbox::count(caf::local_actor* self, run_context& ctx, std::size_t k, pack
 }
 
 bool outbox::slot_or_wait(run_context& ctx, std::size_t k, packet& p) {
-  if (waiting.size() < routes.size())
+  if (waiting.size() < routes.size()) {
     waiting.resize(routes.size());
+    wire.resize(routes.size());
+  }
+  ++wire[k].sends;
   auto& w = waiting[k];
   if (w.in_flight < window)
     return true;
@@ -534,16 +537,57 @@ bool outbox::slot_or_wait(run_context& ctx, std::size_t k, packet& p) {
         if (policy.newest_wins) {
           *it = std::move(p);  // newest wins
           ++merged;
+          ++wire[k].merged;
           return false;
         }
         if (continues(*it, p) && sum_into(*it, p)) {
           ++merged;
+          ++wire[k].merged;
           return false;
         }
         break;
       }
   w.queue.push_back(std::move(p));
   return false;
+}
+
+void outbox::reroute(std::vector<std::pair<std::uint32_t, caf::actor>> fresh) {
+  for (std::size_t k = 0; k < wire.size(); ++k) {
+    if (wire[k].sends == 0)
+      continue;
+    auto w = std::exchange(wire[k], {});
+    w.to = routes.at(k).first;
+    w.dropped += waiting[k].queue.size();
+    past_wire.push_back(w);
+  }
+  for (auto& w : waiting)
+    w.queue.clear();
+  routes = std::move(fresh);
+}
+
+std::vector<route_traffic> outbox::wire_report() const {
+  std::vector<route_traffic> out;
+  auto add = [&out](const route_traffic& t) {
+    auto it = std::find_if(out.begin(), out.end(), [&t](auto& o) { return o.to == t.to; });
+    if (it == out.end())
+      return out.push_back(t);
+    it->sends += t.sends;
+    it->packets += t.packets;
+    it->bytes += t.bytes;
+    it->merged += t.merged;
+    it->dropped += t.dropped;
+    it->waiting += t.waiting;
+  };
+  for (const auto& t : past_wire)
+    add(t);
+  for (std::size_t k = 0; k < wire.size() && k < routes.size(); ++k)
+    if (wire[k].sends > 0) {
+      auto t = wire[k];
+      t.to = routes[k].first;
+      t.waiting = waiting[k].queue.size();
+      add(t);
+    }
+  return out;
 }
 
 model_snapshot make_snapshot(std::uint32_t node, const compute_unit& cu, const outbox& out,
@@ -554,6 +598,7 @@ model_snapshot make_snapshot(std::uint32_t node, const compute_unit& cu, const o
   s.staleness_sum = staleness.sum;
   s.staleness_max = staleness.max;
   s.staleness_count = staleness.count;
+  s.wire = out.wire_report();
   return s;
 }
 

@@ -205,6 +205,7 @@ async_ps_server_actor::behavior_type server_actor(server_ptr self, std::uint32_t
       s.node = st.node;
       s.messages_sent = st.out.messages;
       s.bytes_sent = st.out.bytes;
+      s.wire = st.out.wire_report();
       s.rejected = st.rejected;
       s.params = float_blob{std::vector<float>(st.x.begin(), st.x.end())};
       return s;

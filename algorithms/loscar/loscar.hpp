@@ -35,6 +35,8 @@ using loscar_aggregator_actor = caf::typed_actor<
   caf::reacts_to<deliver_atom, packet>,
   // The evaluator: (messages, bytes, rejected).
   caf::replies_to<stats_atom>::with<std::uint64_t, std::uint64_t, std::uint64_t>,
+  // The evaluator, multi-host runs: its routes to other processes.
+  caf::replies_to<wire_atom>::with<std::vector<route_traffic>>,
   // Worker a's drain poll (< 0: quiet); the checkpoint barrier's state request.
   caf::replies_to<ckpt_drain_atom>::with<double>,
   caf::replies_to<ckpt_state_atom>::with<std::string>,

@@ -175,6 +175,7 @@ loscar_aggregator_actor::behavior_type loscar_aggregator(aggregator_ptr self, co
       const auto& st = self->state;
       return std::make_tuple(st.out.messages, st.out.bytes, st.rejected);
     },
+    [=](wire_atom) { return self->state.out.wire_report(); },
     // Asked by worker a during a checkpoint's drain: busy once after means went out.
     [=](ckpt_drain_atom) {
       return std::exchange(self->state.sent_since_drain, false) ? 0.0 : -1.0;

@@ -37,6 +37,7 @@ using rfast_buffer_actor = caf::typed_actor<
   caf::reacts_to<epoch_atom, rfast_epoch>, caf::reacts_to<retire_atom>, caf::reacts_to<relay_atom>,
   // The evaluator: its mass account; (messages, bytes, rejected, dropped for another epoch).
   caf::replies_to<mass_atom>::with<mass_account>,
+  caf::replies_to<wire_atom>::with<std::vector<route_traffic>>,  // multi-host: its routes
   caf::replies_to<stats_atom, epoch_atom>::with<std::uint64_t, std::uint64_t, std::uint64_t,
                                                 std::uint64_t>,
   // The checkpoint barrier: its part of the node's state.

@@ -15,11 +15,10 @@ namespace atrain::rfast_detail {
 
 // set_routes is declared in rfast_internal.hpp (the worker uses it too).
 void set_routes(outbox& out, const rfast_epoch& e) {
-  out.routes.clear();
+  std::vector<std::pair<std::uint32_t, caf::actor>> fresh;
   for (std::size_t k = 0; k < e.out.size(); ++k)
-    out.routes.emplace_back(e.out[k], e.routes.at(k));
-  for (auto& w : out.waiting)
-    w.queue.clear();
+    fresh.emplace_back(e.out[k], e.routes.at(k));
+  out.reroute(std::move(fresh));
 }
 
 namespace {
@@ -282,6 +281,7 @@ rfast_buffer_actor::behavior_type rfast_buffer(buffer_ptr self, std::uint32_t id
     },
     [=](epoch_atom, const rfast_epoch& e) { buffer_adopt_epoch(self, id, *ctx, e); },
     [=](mass_atom) { return self->state.tracker->account(); },
+    [=](wire_atom) { return self->state.out_c.wire_report(); },
     [=](resume_atom) { return std::make_tuple(self->state.tracks, self->state.tracker->epoch()); },
     // The worker is lost for good: withdraw this node's gradient from the
     // tracked sum (correct with g = 0, so the others track the remaining

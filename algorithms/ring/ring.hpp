@@ -164,6 +164,7 @@ public:
   [[nodiscard]] bool called() const { return ring_.called(); }
   [[nodiscard]] std::uint64_t messages() const noexcept { return out_.messages; }
   [[nodiscard]] std::uint64_t bytes() const noexcept { return out_.bytes; }
+  [[nodiscard]] std::vector<route_traffic> wire() const { return out_.wire_report(); }
   [[nodiscard]] std::uint64_t rejected() const noexcept { return rejected_; }
   [[nodiscard]] ring_allreduce& state() noexcept { return ring_; }
   /// Restart: ring_allreduce::skip_to, sending what it begins again.
@@ -449,6 +450,7 @@ template <class Self>
       auto s = compute_snapshot(id, *st.cu, st.x);
       s.messages_sent = st.ring->messages();
       s.bytes_sent = st.ring->bytes();
+      s.wire = st.ring->wire();
       s.rejected = st.ring->rejected();
       s.staleness_sum = st.staleness.sum;
       s.staleness_max = st.staleness.max;

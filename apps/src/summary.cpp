@@ -147,8 +147,11 @@ void print_summary(const proto::RunReport& r, std::ostream& out) {
   }
   out << "gradients       " << r.gradients_total() << "\n"
       << "messages        " << r.messages_sent() << " (" << human_bytes(r.bytes_sent()) << ", "
-      << r.packets_dropped() << " dropped)\n"
-      << "staleness       mean " << r.staleness_mean() << ", max " << r.staleness_max() << "\n"
+      << r.packets_dropped() << " dropped)\n";
+  if (r.wire_packets() > 0)  // multi-host: what crossed between processes
+    out << "between hosts   " << r.wire_packets() << " packets (" << human_bytes(r.wire_bytes())
+        << "), " << r.packets_merged() << " merged into waiting ones\n";
+  out << "staleness       mean " << r.staleness_mean() << ", max " << r.staleness_max() << "\n"
       << "consensus error " << r.consensus_error() << "\n";
   if (r.late_contributions() > 0) {  // straggler_policy SKIP: who joined late, how often
     out << "late gradients  " << r.late_contributions() << " (";

@@ -9,6 +9,8 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<model_snapshot>("atrain_model_snapshot");
   cfg.add_message_type<mass_account>("atrain_mass_account");
   cfg.add_message_type<link_stats>("atrain_link_stats");
+  cfg.add_message_type<route_traffic>("atrain_route_traffic");
+  cfg.add_message_type<std::vector<route_traffic>>("atrain_route_traffic_vector");
   cfg.add_message_type<metric_sample>("atrain_metric_sample");
   cfg.add_message_type<report_bytes>("atrain_report_bytes");
   cfg.add_message_type<std::vector<double_blob>>("atrain_double_blob_vector");

@@ -65,6 +65,11 @@ def check(d):
         parts = sum(n["buffer_" + k] for n in nodes)
         if parts > total:
             fail(d, f"buffer_{k} {parts} exceed {k} {total}")
+    # One process: nothing crosses between processes (multi_host_test.py checks
+    # the wire accounting where something does).
+    if r.get("wire_packets") != 0 or r.get("wire_bytes") != 0 or \
+            any(n.get("wire") for n in nodes):
+        fail(d, f"one process, yet wire traffic: {r.get('wire_packets')} packets")
     times = [m["time_seconds"] for m in rows]
     if len(set(times)) != len(times):
         dup = sorted(t for t in set(times) if times.count(t) > 1)

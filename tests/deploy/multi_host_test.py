@@ -29,6 +29,32 @@ algorithms = (sys.argv[2].split(",") if len(sys.argv) > 2 else
 REAL = ["clock=REAL", "cost.real_min_seconds=%g" % (0.002 * TIME_SCALE),
         "stop.time_seconds=%g" % (30 * TIME_SCALE)]
 
+def wire_problems(rep):
+    """What a report's wire accounting (RouteTraffic) gets wrong: every route
+    must satisfy sends = packets + merged + dropped + waiting, and the run's
+    sums must be the routes' sums, within the logical traffic."""
+    bad, packets, wbytes, merged, sends = [], 0, 0, 0, 0
+    for n in rep.get("per_node", []):
+        for w in n.get("wire", []):
+            v = {k: int(w.get(k, 0)) for k in ("sends", "packets", "bytes", "merged", "dropped",
+                                               "waiting")}
+            if v["sends"] != v["packets"] + v["merged"] + v["dropped"] + v["waiting"]:
+                bad.append("node %s %s -> %s: %s" % (n.get("node", 0), w.get("sender"),
+                                                     w.get("to", 0), v))
+            packets += v["packets"]
+            wbytes += v["bytes"]
+            merged += v["merged"]
+            sends += v["sends"]
+    if (packets, wbytes, merged) != tuple(int(rep.get(k, 0)) for k in (
+            "wire_packets", "wire_bytes", "packets_merged")):
+        bad.append("sums %s differ from the run's" % ((packets, wbytes, merged),))
+    if packets == 0 or sends > int(rep.get("messages_sent", 0)) or \
+            wbytes > int(rep.get("bytes_sent", 0)):
+        bad.append("%d packets, %d sends, %d bytes against %s messages, %s bytes" % (
+            packets, sends, wbytes, rep.get("messages_sent"), rep.get("bytes_sent")))
+    return bad, packets, merged
+
+
 c = Cluster(atrain, 2)
 try:
     for a in algorithms:
@@ -39,6 +65,11 @@ try:
               "%s across 2 hosts reaches %.3f (t=%s s, %s gradients)%s" % (
                   a, rep.get("target_accuracy", 0), rep.get("time_to_target"),
                   rep.get("gradients_total"), "" if r.returncode == 0 else ": " + r.stdout[-400:] + r.stderr[-400:]))
+        if rep and a != "centralized":  # (one node: nothing crosses)
+            bad, packets, merged = wire_problems(rep)
+            check(not bad, "%s: the report counts the wire per route (%d packets, %d merged; "
+                  "sends = packets + merged + dropped + waiting)%s" % (
+                      a, packets, merged, ": " + "; ".join(bad[:3]) if bad else ""))
     # R-FAST unpaced: a9a's ~20 us gradients outrun the loopback routes by far.
     # Before folding (ALGORITHMS.md §1) its nodes stepped on models 108-160
     # wakes old on average (max 1093-6758) and missed the target in 1 of 2
@@ -47,6 +78,10 @@ try:
     r = c.run("config/algorithms/rfast.textproto",
               ["clock=REAL", "stop.time_seconds=%g" % (30 * TIME_SCALE)], out)
     rep = report(out) if os.path.exists(out + "/report.json") else {}
+    bad, packets, merged = wire_problems(rep)
+    check(not bad and merged > 0, "rfast unpaced: of %s logical sends, %d packets crossed and %d "
+          "were merged at the outbox (newest wins)%s" % (
+              rep.get("messages_sent"), packets, merged, ": " + "; ".join(bad[:3]) if bad else ""))
     check(r.returncode == 0 and "time_to_target" in rep and rep.get("staleness_mean", 1e9) < 20,
           "rfast unpaced across 2 hosts folds gradients while its routes are busy: target at "
           "t=%s s, staleness mean %.1f (max %s) wakes, %s gradients, %s messages" % (

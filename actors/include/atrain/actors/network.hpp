@@ -115,7 +115,9 @@ struct outbox {
     std::size_t in_flight = 0;
     std::deque<packet> queue;
   };
-  std::vector<waiting_route> waiting;  // index = route (multi-host runs only)
+  std::vector<waiting_route> waiting;    // index = route (multi-host runs only)
+  std::vector<route_traffic> wire;       // index = route (multi-host runs only)
+  std::vector<route_traffic> past_wire;  // of routes given up by reroute()
 
   /// Sends `p` (p.to is set per receiver) to every route. `Self`: the
   /// sending actor, typed or not.
@@ -133,6 +135,11 @@ struct outbox {
         return true;
     return false;
   }
+  /// New routes (R-FAST's tracking epochs): packets still waiting are
+  /// dropped; slots stay (answers to packets in flight still free them).
+  void reroute(std::vector<std::pair<std::uint32_t, caf::actor>> fresh);
+  /// What went on the wire per receiver in another process (those used only).
+  [[nodiscard]] std::vector<route_traffic> wire_report() const;
   /// Sends `p` to routes[k] only (p.to is set to its receiver).
   template <class Self>
   void send(Self* self, run_context& ctx, std::size_t k, packet p);
@@ -165,6 +172,8 @@ void outbox::send(Self* self, run_context& ctx, std::size_t k, packet p) {
 template <class Self>
 void outbox::dispatch(Self* self, run_context& ctx, std::size_t k, packet p) {
   ++waiting[k].in_flight;
+  ++wire[k].packets;
+  wire[k].bytes += p.bytes();
   ++ctx.remote_sent;
   auto next = [this, self, &ctx, k] {
     ++ctx.remote_answered;

@@ -26,6 +26,7 @@ using init_atom = caf::atom_constant<caf::atom("init")>;
 using model_atom = caf::atom_constant<caf::atom("model")>;
 using mass_atom = caf::atom_constant<caf::atom("mass")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using wire_atom = caf::atom_constant<caf::atom("wire")>;
 using eval_atom = caf::atom_constant<caf::atom("eval")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
@@ -125,6 +126,27 @@ typename Inspector::result_type inspect(Inspector& f, packet& x) {
 }
 
 /// What a worker tells the evaluator about itself.
+/// What one sender's outbox put on one route to another process (multi-host
+/// runs): logical sends, packets that went on the wire and their bytes,
+/// packets merged into a waiting one, those dropped unsent (R-FAST's routes
+/// changed under a new tracking epoch) and those still waiting. Always
+/// sends = packets + merged + dropped + waiting.
+struct route_traffic {
+  std::uint32_t to = 0;  // the receiving node
+  std::uint64_t sends = 0;
+  std::uint64_t packets = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t merged = 0;
+  std::uint64_t dropped = 0;
+  std::uint64_t waiting = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, route_traffic& x) {
+  return f(caf::meta::type_name("atrain_route_traffic"), x.to, x.sends, x.packets, x.bytes,
+           x.merged, x.dropped, x.waiting);
+}
+
 struct model_snapshot {
   std::uint32_t node = 0;
   std::uint64_t gradients = 0;
@@ -145,13 +167,15 @@ struct model_snapshot {
   /// Gradients that joined a later step than the one they were computed for
   /// (straggler_policy SKIP of the synchronous baselines).
   std::uint64_t late = 0;
+  /// The sender's routes to other processes (empty in one process).
+  std::vector<route_traffic> wire;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, model_snapshot& x) {
   return f(caf::meta::type_name("atrain_model_snapshot"), x.node, x.gradients, x.messages_sent,
            x.bytes_sent, x.staleness_sum, x.staleness_max, x.staleness_count, x.rejected, x.params,
-           x.fault_hits, x.weight, x.refused, x.refused_since, x.busy_seconds, x.late);
+           x.fault_hits, x.weight, x.refused, x.refused_since, x.busy_seconds, x.late, x.wire);
 }
 
 /// One tracker-mass account of an R-FAST gradient buffer (for the invariant):
