@@ -522,12 +522,10 @@ void outbox::count(caf::local_actor* self, run_context& ctx, std::size_t k, pack
 }
 
 bool outbox::slot_or_wait(run_context& ctx, std::size_t k, packet& p) {
-  if (waiting.size() < routes.size()) {
+  if (waiting.size() < routes.size())
     waiting.resize(routes.size());
-    wire.resize(routes.size());
-  }
-  ++wire[k].sends;
   auto& w = waiting[k];
+  ++w.traffic.sends;
   if (w.in_flight < window)
     return true;
   const auto& policy = ctx.plan->algorithm().links;
@@ -536,13 +534,11 @@ bool outbox::slot_or_wait(run_context& ctx, std::size_t k, packet& p) {
       if (it->kind == p.kind) {
         if (policy.newest_wins) {
           *it = std::move(p);  // newest wins
-          ++merged;
-          ++wire[k].merged;
+          ++w.traffic.merged;
           return false;
         }
         if (continues(*it, p) && sum_into(*it, p)) {
-          ++merged;
-          ++wire[k].merged;
+          ++w.traffic.merged;
           return false;
         }
         break;
@@ -552,16 +548,16 @@ bool outbox::slot_or_wait(run_context& ctx, std::size_t k, packet& p) {
 }
 
 void outbox::reroute(std::vector<std::pair<std::uint32_t, caf::actor>> fresh) {
-  for (std::size_t k = 0; k < wire.size(); ++k) {
-    if (wire[k].sends == 0)
-      continue;
-    auto w = std::exchange(wire[k], {});
-    w.to = routes.at(k).first;
-    w.dropped += waiting[k].queue.size();
-    past_wire.push_back(w);
-  }
-  for (auto& w : waiting)
+  for (std::size_t k = 0; k < waiting.size(); ++k) {
+    auto& w = waiting[k];
+    if (w.traffic.sends > 0) {
+      auto t = std::exchange(w.traffic, {});
+      t.to = routes.at(k).first;
+      t.dropped += w.queue.size();
+      past_wire.push_back(t);
+    }
     w.queue.clear();
+  }
   routes = std::move(fresh);
 }
 
@@ -580,9 +576,9 @@ std::vector<route_traffic> outbox::wire_report() const {
   };
   for (const auto& t : past_wire)
     add(t);
-  for (std::size_t k = 0; k < wire.size() && k < routes.size(); ++k)
-    if (wire[k].sends > 0) {
-      auto t = wire[k];
+  for (std::size_t k = 0; k < waiting.size() && k < routes.size(); ++k)
+    if (waiting[k].traffic.sends > 0) {
+      auto t = waiting[k].traffic;
       t.to = routes[k].first;
       t.waiting = waiting[k].queue.size();
       add(t);

@@ -96,8 +96,8 @@ void save_buffer(const buffer_state& st, proto::NodeState& s) {
   r.set_buffer_bytes(st.out_c.bytes);
   s.set_rejected(st.rejected);
   r.set_tracks(st.tracks);
-  *r.mutable_folded() = {st.folded.begin(),
-                         st.folded.begin() + (st.folded_n ? st.folded.size() : 0)};
+  if (st.folded_n > 0)  // (the sum's buffer outlives it)
+    r.mutable_folded()->Assign(st.folded.begin(), st.folded.end());
   r.set_folded_n(st.folded_n);
   r.set_folded_total(st.folded_total);
 }

@@ -108,15 +108,14 @@ struct outbox {
   std::vector<std::pair<std::uint32_t, caf::actor>> routes;  // (receiver node, handle)
   std::uint64_t messages = 0;
   std::uint64_t bytes = 0;
-  std::uint64_t merged = 0;  // packets replaced or summed while waiting (multi-host)
 
   static constexpr std::size_t window = 4;
   struct waiting_route {
     std::size_t in_flight = 0;
     std::deque<packet> queue;
+    route_traffic traffic;  // its `to` and `waiting` are filled by wire_report()
   };
   std::vector<waiting_route> waiting;    // index = route (multi-host runs only)
-  std::vector<route_traffic> wire;       // index = route (multi-host runs only)
   std::vector<route_traffic> past_wire;  // of routes given up by reroute()
 
   /// Sends `p` (p.to is set per receiver) to every route. `Self`: the
@@ -172,8 +171,8 @@ void outbox::send(Self* self, run_context& ctx, std::size_t k, packet p) {
 template <class Self>
 void outbox::dispatch(Self* self, run_context& ctx, std::size_t k, packet p) {
   ++waiting[k].in_flight;
-  ++wire[k].packets;
-  wire[k].bytes += p.bytes();
+  ++waiting[k].traffic.packets;
+  waiting[k].traffic.bytes += p.bytes();
   ++ctx.remote_sent;
   auto next = [this, self, &ctx, k] {
     ++ctx.remote_answered;
