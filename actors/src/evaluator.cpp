@@ -129,15 +129,8 @@ void ask_buffer(eval_ptr self, const gathering_ptr& g, std::size_t i, bool with_
     g->old_epoch += old_epoch;
     finish_one(g);
   };
-  // Buffers with a mass account also count the packets dropped for another epoch.
-  if (st.ctx->plan->algorithm().evaluation.mass_residual)
-    self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value, epoch_atom::value)
-      .then(add_stats, buffer_failed(self, g, i));
-  else
-    self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value)
-      .then([add_stats](std::uint64_t msgs, std::uint64_t bytes,
-                        std::uint64_t rejected) { add_stats(msgs, bytes, rejected, 0); },
-            buffer_failed(self, g, i));
+  // Its routes to other processes, asked before its counters: answered in
+  // order, so the sends counted there never exceed the messages counted after.
   if (st.ctx->spans_processes && st.nodes[i].buffer != st.nodes[i].worker) {
     await_node(*g, i, false);
     self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), wire_atom::value)
@@ -150,6 +143,15 @@ void ask_buffer(eval_ptr self, const gathering_ptr& g, std::size_t i, bool with_
         },
         buffer_failed(self, g, i));
   }
+  // Buffers with a mass account also count the packets dropped for another epoch.
+  if (st.ctx->plan->algorithm().evaluation.mass_residual)
+    self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value, epoch_atom::value)
+      .then(add_stats, buffer_failed(self, g, i));
+  else
+    self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), stats_atom::value)
+      .then([add_stats](std::uint64_t msgs, std::uint64_t bytes,
+                        std::uint64_t rejected) { add_stats(msgs, bytes, rejected, 0); },
+            buffer_failed(self, g, i));
   if (!with_mass)
     return;
   await_node(*g, i, false);
