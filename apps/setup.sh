@@ -17,9 +17,13 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$here/build}"
 jobs="$(nproc 2>/dev/null || echo 2)"
+# Paths relative to the source root in ccache's keys: a fresh clone elsewhere
+# (CI's) reuses what an earlier clone compiled.
+export CCACHE_BASEDIR="$here" CCACHE_NOHASHDIR=true
 # gnuplot-nox draws `atrain compare`'s figures (and lets the tests check them);
 # iproute2 (`ip`) builds the network namespaces of tests/deploy/partition_test.py.
-packages=(libcaf-dev libdnnl-dev ocl-icd-opencl-dev libeigen3-dev libprotobuf-dev protobuf-compiler
+# ccache keeps compiled objects between build directories and fresh clones.
+packages=(ccache libcaf-dev libdnnl-dev ocl-icd-opencl-dev libeigen3-dev libprotobuf-dev protobuf-compiler
           libboost-test-dev libboost-program-options-dev zlib1g-dev libssl-dev openssl cmake g++ make
           gnuplot-nox iproute2 python3)
 
@@ -54,6 +58,7 @@ configure() {
     return 0
   fi
   local args=(-DCMAKE_BUILD_TYPE=Release)
+  command -v ccache >/dev/null && args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   [ -n "${CI:-}" ] && [ "${CI}" != false ] && args+=(-DATRAIN_WERROR=ON)
   mkdir -p "$dir"
   if ! cmake -S "$here" -B "$dir" "${args[@]}" "$@" >"$dir/configure.log" 2>&1; then

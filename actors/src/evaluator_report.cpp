@@ -114,6 +114,7 @@ void add_wire(proto::RunReport& r, proto::NodeReport& n, const char* sender,
     t->set_merged(w.merged);
     t->set_dropped(w.dropped);
     t->set_waiting(w.waiting);
+    t->set_round_trip_seconds(w.round_trip_seconds);
     r.set_wire_packets(r.wire_packets() + w.packets);
     r.set_wire_bytes(r.wire_bytes() + w.bytes);
     r.set_packets_merged(r.packets_merged() + w.merged);
@@ -156,6 +157,8 @@ void fill_report(eval_state& st, const gathering& g, const metric_sample& row) {
     auto* n = r.add_per_node();
     n->set_node(s.node);
     n->set_gradients(s.gradients);
+    n->set_seconds_per_gradient(s.gradients ? s.busy_seconds / static_cast<double>(s.gradients)
+                                            : 0.0);
     // Everything the node's actors sent: the worker, its gradient buffer,
     // and the evaluated hub when it runs on this node (sums = totals).
     const auto k = static_cast<std::size_t>(s.node);

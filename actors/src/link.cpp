@@ -554,6 +554,7 @@ void outbox::reroute(std::vector<std::pair<std::uint32_t, caf::actor>> fresh) {
       auto t = std::exchange(w.traffic, {});
       t.to = routes.at(k).first;
       t.dropped += w.queue.size();
+      t.round_trip_seconds = w.timer.srtt_seconds();
       past_wire.push_back(t);
     }
     w.queue.clear();
@@ -573,6 +574,8 @@ std::vector<route_traffic> outbox::wire_report() const {
     it->merged += t.merged;
     it->dropped += t.dropped;
     it->waiting += t.waiting;
+    if (t.round_trip_seconds > 0)  // the newest route's (added last)
+      it->round_trip_seconds = t.round_trip_seconds;
   };
   for (const auto& t : past_wire)
     add(t);
@@ -581,6 +584,7 @@ std::vector<route_traffic> outbox::wire_report() const {
       auto t = waiting[k].traffic;
       t.to = routes[k].first;
       t.waiting = waiting[k].queue.size();
+      t.round_trip_seconds = waiting[k].timer.srtt_seconds();
       add(t);
     }
   return out;

@@ -229,7 +229,7 @@ buffer_track(buffer_ptr self, std::uint32_t id, run_context& ctx, const float_bl
              bool worker_busy) {
   auto& st = self->state;
   const bool folded_before = st.folded_n > 0;
-  if (fold(st, g, worker_busy || st.out_c.busy(fold_in_flight)))
+  if (fold(st, g, worker_busy || st.out_c.busy(fold_in_flight, ctx.ns(self))))
     return {};
   const float* grad = folded_before ? st.folded.data() : g.ptr();
   auto& tr = *st.tracker;

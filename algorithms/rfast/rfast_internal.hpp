@@ -12,9 +12,12 @@ namespace atrain::rfast_detail {
 /// route of the worker or the buffer has this many packets unanswered, a
 /// wake's gradient is added to the next step's instead of taking a step.
 inline constexpr std::size_t fold_in_flight = 1;
-/// At most this many gradients fold into one step, so a silent peer (whose
-/// answers only come at the reply timeout) slows a node by a bounded factor.
-inline constexpr std::uint32_t max_folded = 32;
+/// A sanity bound on the gradients folded into one step (and on a
+/// checkpoint's count). A silent peer does not hold a node: its route stops
+/// counting as busy once its packet is late (route_timer). A small count
+/// cap did that job before and fired in healthy runs, stepping on no news
+/// and, at larger steps, blowing the models apart (docs/PERFORMANCE.md).
+inline constexpr std::uint32_t max_folded = 1u << 16;
 
 /// A new epoch's routes. Packets still queued for a remote receiver belong to
 /// the old epoch: dropped here. The queues' slots stay (answers to packets in

@@ -16,6 +16,8 @@ namespace atrain::cli {
 std::shared_ptr<const run_plan> prepare(const parsed& p, loaded_spec* out) {
   try {
     auto spec = load_spec(p.spec, p.overrides);
+    if (p.edit_spec)
+      p.edit_spec(spec);
     auto plan = prepare_run(spec);
     if (out)
       *out = std::move(spec);
@@ -116,6 +118,8 @@ int run(const parsed& p, const std::shared_ptr<run_control>& control, interrupt_
     interrupt.finish();
     return interrupt.exit_status(1);
   }
+  if (p.take_report)
+    p.take_report(*report);
   const auto written = write_outputs(*report, out);
   if (written)
     std::cout << "wrote           " << out

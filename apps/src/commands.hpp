@@ -1,5 +1,6 @@
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -9,6 +10,9 @@ namespace atrain {
 class run_control;
 struct loaded_spec;
 struct run_plan;
+namespace proto {
+class RunReport;
+}  // namespace proto
 }  // namespace atrain
 
 namespace atrain::cli {
@@ -34,6 +38,10 @@ struct parsed {
   std::string resume;       // atrain run --resume FILE: a checkpoint of this spec
   std::size_t threads = 0;  // --threads: REAL-clock scheduler threads (0: one per core)
   caf_passthrough caf;
+  // atrain calibrate's probe: changes the loaded spec (after --set) before it
+  // is prepared, and is handed the run's report.
+  std::function<void(loaded_spec&)> edit_spec;
+  std::function<void(const proto::RunReport&)> take_report;
 };
 
 /// Loads, validates and prepares p.spec (the spec in *out when given); on a bad

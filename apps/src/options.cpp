@@ -16,6 +16,7 @@
 #include <caf/openssl/manager.hpp>
 
 #include "atrain/engine.hpp"
+#include "calibrate.hpp"
 #include "compare.hpp"
 #include "launch.hpp"
 #include "node.hpp"
@@ -167,6 +168,21 @@ void launch_options(po::options_description& d) {
   spec_options(d);
   run_only(d);
   progress_options(d);
+  system_options(d);
+}
+
+void calibrate_options(po::options_description& d) {
+  d.add_options()("out", po::value<std::string>()->value_name("FILE"),
+                  "write the calibrated spec (the virtual twin) there (required)")(
+    "local", po::value<std::string>()->value_name("N"),
+    "probe across N `atrain node` processes on 127.0.0.1 (1..64; default: --hosts, else "
+    "this process)")("seconds", po::value<std::string>()->default_value("8")->value_name("S"),
+                     "the probe's budget in seconds (1..3600)")(
+    "probe-out", po::value<std::string>()->value_name("DIR"),
+    "the probe run's directory (default: FILE.probe)");
+  spec_options(d);
+  progress_options(d);
+  deploy_flags(d);
   system_options(d);
 }
 
@@ -378,6 +394,29 @@ int launch_main(const invocation& in) {
   return launch(a);
 }
 
+int calibrate_main(const invocation& in) {
+  calibrate_args a;
+  if (!in.vm.count("out"))
+    throw usage_error("--out FILE is required (where the calibrated spec goes)");
+  a.out = text_of(in.vm, "out");
+  a.run = common_of(in);
+  a.run.out = text_of(in.vm, "probe-out");
+  if (in.vm.count("local")) {
+    if (!a.run.hosts.empty())
+      throw usage_error("--local and --hosts contradict each other: probe one deployment");
+    a.local = count_of("--local", text_of(in.vm, "local"), 1, 64);
+  }
+  a.seconds = static_cast<double>(count_of("--seconds", text_of(in.vm, "seconds"), 1, 3600));
+  return calibrate(a);
+}
+
+const char* const calibrate_details =
+  "calibrate runs SPEC for S seconds on the REAL clock where it will run (--local N node\n"
+  "processes, --hosts, or this process), without its faults and slowdowns, and writes FILE:\n"
+  "SPEC on the virtual clock with cost.tau_per_node = each node's measured seconds per\n"
+  "gradient and link.latency_seconds = half the median round trip of the routes between\n"
+  "processes (the measurements as comments). `atrain run FILE` is the deployment's twin.\n";
+
 const char* const compare_details =
   "compare runs SPEC's task once per algorithm and seed (seed .. seed+N-1): the algorithm\n"
   "block, and the topology block when there is one, come from\n"
@@ -436,6 +475,8 @@ const std::vector<subcommand>& subcommands() {
      plot_main},
     {"launch", "SPEC", 1, 1, "run SPEC across N local `atrain node` processes", launch_details,
      launch_options, launch_main, true},
+    {"calibrate", "SPEC", 1, 1, "write a virtual twin of SPEC measured where it runs",
+     calibrate_details, calibrate_options, calibrate_main, true},
   };
   return table;
 }

@@ -47,6 +47,8 @@ OPTIONS = {
              "allow-remote", "max-runs", "max-message-mb", "no-guard", "threads", "caf-config"],
     "launch": ["local", "set", "out", "resume", "progress", "no-progress", "threads",
                "caf-config"],
+    "calibrate": ["out", "local", "seconds", "probe-out", "set", "hosts", "secret-file",
+                  "progress", "no-progress", "threads", "caf-config"],
 }
 for cmd, names in OPTIONS.items():
     r = cli(cmd, "--help")
@@ -111,6 +113,11 @@ refused(["launch", Q, "--set", "clock=REAL"], "--local", "launch without --local
 refused(["launch", Q, "--local", "2", "--hosts", "127.0.0.1:7000"], "'--hosts'",
         "launch refuses --hosts (it makes its own)")
 refused(["launch", Q, "--local", "2"], "clock: REAL", "launch of a virtual-clock spec")
+refused(["calibrate", Q, "--local", "2"], "--out", "calibrate without --out")
+refused(["calibrate", Q, "--out", "t.textproto", "--local", "2", "--hosts", "127.0.0.1:7000"],
+        "contradict", "calibrate with --local and --hosts")
+refused(["calibrate", Q, "--out", "t.textproto", "--seconds", "0"], "--seconds",
+        "calibrate --seconds 0")
 refused(["run", Q, "--caf#no.such-option=1"], "'--caf#no.such-option=1'", "unknown CAF option")
 refused(["check", Q, "--caf#scheduler.max-threads=2"], "'--caf#scheduler.max-threads",
         "CAF options only where a system runs")

@@ -12,6 +12,7 @@
 
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/route_timer.hpp"
 #include "atrain/messages/wire.hpp"
 
 namespace atrain {
@@ -113,6 +114,7 @@ struct outbox {
   struct waiting_route {
     std::size_t in_flight = 0;
     std::deque<packet> queue;
+    route_timer timer;      // round trips of its answers (folding's busy())
     route_traffic traffic;  // its `to` and `waiting` are filled by wire_report()
   };
   std::vector<waiting_route> waiting;    // index = route (multi-host runs only)
@@ -126,11 +128,13 @@ struct outbox {
       send(self, ctx, k, p);
   }
   /// True while some cross-process route has `threshold` or more packets
-  /// unanswered: the node sends faster than that route carries. Never true
-  /// in-process (nothing is counted there), so virtual runs are unaffected.
-  [[nodiscard]] bool busy(std::size_t threshold) const {
+  /// unanswered and its oldest is not yet late (route_timer: a peer that
+  /// stopped answering does not hold the node): the node sends faster than
+  /// that route carries. Never true in-process (nothing is counted there),
+  /// so virtual runs are unaffected. `now_ns`: the actor clock (ctx.ns).
+  [[nodiscard]] bool busy(std::size_t threshold, std::int64_t now_ns) const {
     for (const auto& w : waiting)
-      if (w.in_flight >= threshold)
+      if (w.in_flight >= threshold && w.timer.awaiting(now_ns))
         return true;
     return false;
   }
@@ -174,10 +178,13 @@ void outbox::dispatch(Self* self, run_context& ctx, std::size_t k, packet p) {
   ++waiting[k].traffic.packets;
   waiting[k].traffic.bytes += p.bytes();
   ++ctx.remote_sent;
-  auto next = [this, self, &ctx, k] {
+  const auto sent_ns = ctx.ns(self);
+  waiting[k].timer.sent(sent_ns);
+  auto next = [this, self, &ctx, k, sent_ns](bool ok) {
     ++ctx.remote_answered;
     auto& w = waiting[k];
     --w.in_flight;
+    w.timer.answered(sent_ns, ctx.ns(self), ok);
     if (w.queue.empty())
       return;
     auto q = std::move(w.queue.front());
@@ -185,7 +192,7 @@ void outbox::dispatch(Self* self, run_context& ctx, std::size_t k, packet p) {
     dispatch(self, ctx, k, std::move(q));
   };
   self->request(routes[k].second, ctx.reply_timeout(), deliver_atom::value, std::move(p))
-    .then([next] { next(); }, [next](const caf::error&) { next(); });
+    .then([next] { next(true); }, [next](const caf::error&) { next(false); });
 }
 
 /// What a node's worker reports to the evaluator (model_atom).

@@ -139,12 +139,13 @@ struct route_traffic {
   std::uint64_t merged = 0;
   std::uint64_t dropped = 0;
   std::uint64_t waiting = 0;
+  double round_trip_seconds = 0;  // smoothed, over the answers (0: none yet)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, route_traffic& x) {
   return f(caf::meta::type_name("atrain_route_traffic"), x.to, x.sends, x.packets, x.bytes,
-           x.merged, x.dropped, x.waiting);
+           x.merged, x.dropped, x.waiting, x.round_trip_seconds);
 }
 
 struct model_snapshot {

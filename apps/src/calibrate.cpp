@@ -1,0 +1,153 @@
+/// `atrain calibrate` (see calibrate.hpp). The probe is SPEC itself, run
+/// with its faults and slowdowns removed (the twin applies them again), so
+/// that each node's seconds per gradient is its own compute on this
+/// deployment; the round trips are the outbox's (route_timer).
+#include "calibrate.hpp"
+
+#include <google/protobuf/text_format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "atrain/engine.hpp"
+#include "launch.hpp"
+
+namespace atrain::cli {
+
+namespace {
+
+/// The probe: REAL clock, a fixed budget, no target stop, no faults.
+void make_probe(loaded_spec& ls, double seconds) {
+  auto& s = ls.spec;
+  s.set_clock(proto::REAL);
+  s.mutable_stop()->set_time_seconds(seconds);
+  s.mutable_stop()->set_gradients(0);
+  s.mutable_stop()->set_stop_at_target(false);
+  s.clear_faults();
+  s.mutable_cost()->clear_slowdown();
+  s.clear_checkpoint();
+}
+
+[[nodiscard]] double median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// SPEC as a virtual twin of the probed deployment, and the comment lines
+/// saying what was measured; an empty spec name with `why` on failure.
+struct twin {
+  proto::ExperimentSpec spec;
+  std::ostringstream notes;
+  std::string why;
+};
+
+twin make_twin(const loaded_spec& original, const proto::RunReport& r, double seconds) {
+  twin t;
+  t.spec = original.spec;
+  auto& s = t.spec;
+  const auto nodes = s.nodes();
+  std::vector<double> tau(nodes, 0.0);
+  t.notes << std::setprecision(4);
+  for (const auto& n : r.per_node()) {
+    if (n.node() >= nodes)
+      continue;
+    tau[n.node()] = n.seconds_per_gradient();
+    t.notes << "# node " << n.node() << ": " << n.gradients() << " gradients, "
+            << n.seconds_per_gradient() * 1e3 << " ms each\n";
+  }
+  for (std::uint32_t i = 0; i < nodes; ++i)
+    if (!(tau[i] > 0)) {
+      t.why = "node " + std::to_string(i) + " computed no gradient in the " +
+              std::to_string(seconds) + " s probe: lengthen it (--seconds)";
+      return t;
+    }
+  std::vector<double> trips;
+  for (const auto& n : r.per_node())
+    for (const auto& w : n.wire())
+      if (w.round_trip_seconds() > 0) {
+        trips.push_back(w.round_trip_seconds());
+        t.notes << "# route " << n.node() << " -> " << w.to() << " (" << w.sender()
+                << "): round trip " << w.round_trip_seconds() * 1e3 << " ms, " << w.packets()
+                << " packets\n";
+      }
+  s.set_clock(proto::VIRTUAL);
+  s.set_name(s.name() + "_twin");
+  s.clear_deploy();
+  auto* cost = s.mutable_cost();
+  cost->clear_tau_per_node();
+  for (double x : tau)
+    cost->add_tau_per_node(x);
+  cost->set_tau_seconds(median(tau));
+  cost->set_real_min_seconds(0);  // folded into tau
+  const double latency = median(trips) / 2;
+  s.mutable_link()->set_latency_seconds(latency);
+  t.notes << "# link.latency_seconds: half the median round trip"
+          << (trips.empty() ? " (no route crossed processes: 0)" : "") << "; bandwidth, loss "
+          << "and cost.jitter kept from the spec (the probe measures means only)\n";
+  // Absolute data paths: the twin may be written anywhere.
+  auto* d = s.mutable_dataset();
+  for (auto* p : {d->mutable_train_path(), d->mutable_train_labels_path(), d->mutable_test_path(),
+                  d->mutable_test_labels_path()})
+    if (!p->empty())
+      *p = std::filesystem::absolute(resolve_path(original, *p)).lexically_normal().string();
+  return t;
+}
+
+}  // namespace
+
+int calibrate(const calibrate_args& a) {
+  loaded_spec original;
+  try {
+    original = load_spec(a.run.spec, a.run.overrides);
+  } catch (const spec_error& e) {
+    std::cerr << "atrain calibrate: invalid spec:\n" << e.what() << "\n";
+    return 2;
+  }
+  parsed probe = a.run;
+  probe.overrides.push_back("clock=REAL");  // launch checks the clock before the edit
+  probe.edit_spec = [s = a.seconds](loaded_spec& ls) { make_probe(ls, s); };
+  std::optional<proto::RunReport> report;
+  probe.take_report = [&report](const proto::RunReport& r) { report = r; };
+  if (probe.out.empty())
+    probe.out = a.out + ".probe";
+  std::cout << "calibrate: probing " << a.run.spec << " for " << a.seconds
+            << " s on the REAL clock (" << probe.out << ")\n"
+            << std::flush;
+  const int status = a.local > 0 ? launch(launch_args{probe, a.local}) : run(probe);
+  if (!report || !report->error().empty()) {
+    std::cerr << "atrain calibrate: the probe failed (exit status " << status << ")"
+              << (report ? ": " + report->error() : std::string{}) << "\n";
+    return status == 2 ? 2 : 1;
+  }
+  auto t = make_twin(original, *report, a.seconds);
+  if (!t.why.empty()) {
+    std::cerr << "atrain calibrate: " << t.why << "\n";
+    return 1;
+  }
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(t.spec, &text);
+  std::ofstream out{a.out};
+  out << "# The virtual twin of " << a.run.spec << " (atrain calibrate: a " << a.seconds
+      << " s probe on the REAL clock";
+  if (a.local > 0)
+    out << ", " << a.local << " local node processes";
+  else if (!a.run.hosts.empty())
+    out << ", " << a.run.hosts.size() << " hosts";
+  out << ")\n" << t.notes.str() << text;
+  if (!out) {
+    std::cerr << "atrain calibrate: " << a.out << ": cannot write\n";
+    return 1;
+  }
+  std::cout << "calibrate: wrote " << a.out << " (run it with `atrain run " << a.out << "`)\n";
+  return 0;
+}
+
+}  // namespace atrain::cli
