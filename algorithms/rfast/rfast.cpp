@@ -193,8 +193,10 @@ rfast_worker_actor::behavior_type rfast_worker(worker_ptr self, std::uint32_t id
     },
     [=](wake_atom, const float_blob& g) {
       ctx->events.record(ctx->ns(self), id, event_kind::wake, self->state.seq);
-      const bool busy = self->state.out_r.busy(rfast_detail::fold_in_flight, ctx->ns(self));
-      self->request(self->state.buffer, caf::infinite, track_atom::value, g, busy)
+      const auto gate = self->state.out_r.gate(rfast_detail::fold_in_flight, ctx->ns(self));
+      self
+        ->request(self->state.buffer, caf::infinite, track_atom::value, g,
+                  static_cast<std::uint8_t>(gate))
         .then([=](const float_blob& d, const std::vector<float_blob>& v_hat,
                   const std::vector<std::uint64_t>& ages, const std::vector<double>& r) {
           if (!d.empty()) {  // empty: folded into the next step (routes busy)

@@ -21,13 +21,13 @@ enum rfast_stream : std::uint32_t { rfast_model = 1, rfast_mass = 2 };
 using rfast_buffer_actor = caf::typed_actor<
   // The supervisor's wiring: routes to its G_C out-neighbours.
   caf::reacts_to<start_atom, std::vector<caf::actor>>,
-  // Its worker: the first gradient; each wake's gradient and whether the
-  // worker's routes are busy -> (descent direction, newest model per G_R
+  // Its worker: the first gradient; each wake's gradient and the worker's
+  // route_gate (as its integer) -> (descent direction, newest model per G_R
   // in-neighbour, their ages, pull weights), an empty direction when the
   // gradient was folded into the next step's; where a restarted worker goes
   // on -> (wakes served, tracking epoch).
   caf::reacts_to<init_atom, float_blob>,
-  caf::replies_to<track_atom, float_blob, bool>::with<
+  caf::replies_to<track_atom, float_blob, std::uint8_t>::with<
     float_blob, std::vector<float_blob>, std::vector<std::uint64_t>, std::vector<double>>,
   caf::replies_to<resume_atom>::with<std::uint64_t, std::uint32_t>,
   // Links (or, over perfect links, the senders): models and tracker mass.

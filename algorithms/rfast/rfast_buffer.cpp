@@ -199,9 +199,11 @@ void buffer_deliver(buffer_ptr self, std::uint32_t id, run_context& ctx, const p
     reject();
 }
 
-/// Adds `g` to the folded sum; true while the sum is still being built.
-[[nodiscard]] bool fold(buffer_state& st, const float_blob& g, bool busy) {
-  if (!busy && st.folded_n == 0)
+/// Adds `g` to the folded sum; true while the sum is still being built:
+/// without limit while a route is busy, up to late_folded while the only
+/// unanswered routes are late.
+[[nodiscard]] bool fold(buffer_state& st, const float_blob& g, route_gate gate) {
+  if (gate == route_gate::free && st.folded_n == 0)
     return false;  // the common case: no copy
   const std::size_t dim = g.size();
   if (st.folded_n == 0)
@@ -209,7 +211,10 @@ void buffer_deliver(buffer_ptr self, std::uint32_t id, run_context& ctx, const p
   else
     vec::axpy(1.0f, g.ptr(), st.folded.data(), dim);
   ++st.folded_n;
-  if (busy && st.folded_n < max_folded) {
+  const auto cap = gate == route_gate::busy   ? max_folded
+                   : gate == route_gate::late ? late_folded
+                                              : 0U;
+  if (st.folded_n < cap) {
     ++st.folded_total;
     return true;
   }
@@ -222,14 +227,15 @@ void buffer_deliver(buffer_ptr self, std::uint32_t id, run_context& ctx, const p
 
 /// The buffer's answer to a wake's gradient `g`: steps 4, 5 and 3, and what
 /// the worker needs for 1 and 2 (direction, models, their ages, weights).
-/// While the worker's routes (`worker_busy`) or the buffer's are busy the
+/// While the worker's routes (`worker_gate`) or the buffer's are busy the
 /// gradient is folded instead and the direction comes back empty.
 std::tuple<float_blob, std::vector<float_blob>, std::vector<std::uint64_t>, std::vector<double>>
 buffer_track(buffer_ptr self, std::uint32_t id, run_context& ctx, const float_blob& g,
-             bool worker_busy) {
+             route_gate worker_gate) {
   auto& st = self->state;
   const bool folded_before = st.folded_n > 0;
-  if (fold(st, g, worker_busy || st.out_c.busy(fold_in_flight, ctx.ns(self))))
+  const auto gate = std::max(worker_gate, st.out_c.gate(fold_in_flight, ctx.ns(self)));
+  if (fold(st, g, gate))
     return {};
   const float* grad = folded_before ? st.folded.data() : g.ptr();
   auto& tr = *st.tracker;
@@ -276,8 +282,10 @@ rfast_buffer_actor::behavior_type rfast_buffer(buffer_ptr self, std::uint32_t id
     },
     [=](init_atom, const float_blob& g0) { self->state.tracker->init(g0.ptr()); },
     [=](deliver_atom, const packet& p) { buffer_deliver(self, id, *ctx, p); },
-    [=](track_atom, const float_blob& g, bool busy) {
-      return buffer_track(self, id, *ctx, g, busy);
+    [=](track_atom, const float_blob& g, std::uint8_t gate) {
+      const auto worker_gate =
+        gate <= static_cast<std::uint8_t>(route_gate::late) ? route_gate{gate} : route_gate::late;
+      return buffer_track(self, id, *ctx, g, worker_gate);
     },
     [=](epoch_atom, const rfast_epoch& e) { buffer_adopt_epoch(self, id, *ctx, e); },
     [=](mass_atom) { return self->state.tracker->account(); },

@@ -74,8 +74,8 @@ namespace {
 }
 
 /// The kinds rebuild() can build over other nodes than the spec's.
-constexpr const char* rebuildable_kinds =
-  "re-rooting supports tree pairs, stars, rings, directed rings, (directed) exponential and complete graphs";
+constexpr const char* rebuildable_kinds = "re-rooting supports tree pairs, stars, rings, directed "
+                                          "rings, (directed) exponential and complete graphs";
 
 [[nodiscard]] bool rebuildable(const topology_settings& t) {
   switch (t.builder) {

@@ -12,12 +12,15 @@ namespace atrain::rfast_detail {
 /// route of the worker or the buffer has this many packets unanswered, a
 /// wake's gradient is added to the next step's instead of taking a step.
 inline constexpr std::size_t fold_in_flight = 1;
-/// A sanity bound on the gradients folded into one step (and on a
-/// checkpoint's count). A silent peer does not hold a node: its route stops
-/// counting as busy once its packet is late (route_timer). A small count
-/// cap did that job before and fired in healthy runs, stepping on no news
-/// and, at larger steps, blowing the models apart (docs/PERFORMANCE.md).
+/// While a route is busy (its packet due back, route_timer) gradients fold
+/// without limit but this sanity bound (also a checkpoint's); once every
+/// unanswered route is late (a silent peer, answered only at the reply
+/// timeout) at most late_folded fold into a step, so the node goes on at a
+/// bounded fraction of its compute rate. A late_folded cap on busy routes
+/// too fired in healthy runs, stepping on no news and, at larger steps,
+/// blowing the models apart (docs/PERFORMANCE.md).
 inline constexpr std::uint32_t max_folded = 1u << 16;
+inline constexpr std::uint32_t late_folded = 32;
 
 /// A new epoch's routes. Packets still queued for a remote receiver belong to
 /// the old epoch: dropped here. The queues' slots stay (answers to packets in

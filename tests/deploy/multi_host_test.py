@@ -79,7 +79,9 @@ try:
               ["clock=REAL", "stop.time_seconds=%g" % (30 * TIME_SCALE)], out)
     rep = report(out) if os.path.exists(out + "/report.json") else {}
     bad, packets, merged = wire_problems(rep)
-    check(not bad and merged > 0, "rfast unpaced: of %s logical sends, %d packets crossed and %d "
+    # (Folding keeps at most one packet in flight per route unless one is late, so
+    # packets rarely wait to be merged: 0 of 16 041 in one run.)
+    check(not bad, "rfast unpaced: of %s logical sends, %d packets crossed and %d "
           "were merged at the outbox (newest wins)%s" % (
               rep.get("messages_sent"), packets, merged, ": " + "; ".join(bad[:3]) if bad else ""))
     check(r.returncode == 0 and "time_to_target" in rep and rep.get("staleness_mean", 1e9) < 20,
@@ -87,6 +89,11 @@ try:
           "t=%s s, staleness mean %.1f (max %s) wakes, %s gradients, %s messages" % (
               rep.get("time_to_target"), rep.get("staleness_mean", -1), rep.get("staleness_max"),
               rep.get("gradients_total"), rep.get("messages_sent")))
+    # The shipped specs emulate a 2 ms link: across hosts that relays every
+    # packet through the driver, which the report says.
+    check(any("links were emulated" in w for w in rep.get("warnings", [])),
+          "rfast with the spec's link model across hosts: the report warns that packets "
+          "relayed through the driver (%s)" % rep.get("warnings"))
     logs = "".join(h.text() for h in c.hosts)
     check(logs.count("spawned nodes") >= 2 * len(algorithms) - ("centralized" in algorithms),
           "each host spawned its share of every run (host logs)")

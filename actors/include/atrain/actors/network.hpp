@@ -127,16 +127,21 @@ struct outbox {
     for (std::size_t k = 0; k < routes.size(); ++k)
       send(self, ctx, k, p);
   }
-  /// True while some cross-process route has `threshold` or more packets
-  /// unanswered and its oldest is not yet late (route_timer: a peer that
-  /// stopped answering does not hold the node): the node sends faster than
-  /// that route carries. Never true in-process (nothing is counted there),
-  /// so virtual runs are unaffected. `now_ns`: the actor clock (ctx.ns).
-  [[nodiscard]] bool busy(std::size_t threshold, std::int64_t now_ns) const {
+  /// Whether some cross-process route has `threshold` or more packets
+  /// unanswered (the node sends faster than that route carries): `busy`
+  /// while one such route's oldest is not yet late (route_timer), `late`
+  /// when all such are late (a peer that stopped answering), else `free`.
+  /// Always `free` in-process (nothing is counted there), so virtual runs
+  /// are unaffected. `now_ns`: the actor clock (ctx.ns).
+  [[nodiscard]] route_gate gate(std::size_t threshold, std::int64_t now_ns) const {
+    auto g = route_gate::free;
     for (const auto& w : waiting)
-      if (w.in_flight >= threshold && w.timer.awaiting(now_ns))
-        return true;
-    return false;
+      if (w.in_flight >= threshold) {
+        if (w.timer.awaiting(now_ns))
+          return route_gate::busy;
+        g = route_gate::late;
+      }
+    return g;
   }
   /// New routes (R-FAST's tracking epochs): packets still waiting are
   /// dropped; slots stay (answers to packets in flight still free them).

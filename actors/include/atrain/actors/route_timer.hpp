@@ -10,6 +10,10 @@
 
 namespace atrain {
 
+/// What a sender's routes say about sending more now (outbox::gate); the
+/// larger value wins when two senders' gates combine.
+enum class route_gate : std::uint8_t { free = 0, busy = 1, late = 2 };
+
 /// RFC 6298's smoothed round trip (srtt) and its variation (rttvar) over the
 /// answers of one route, and the send times of its unanswered packets.
 class route_timer {

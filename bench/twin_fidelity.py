@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""How well the calibrated virtual twin predicts real runs across processes
+(issue 20): per algorithm, on the MNIST MLP with 4 nodes, one per `atrain node`
+process on 127.0.0.1 (bench/claim1_hosts.py's MNIST settings):
+  1. the REAL runs, seeds 1..S, each to 0.95 or its budget;
+  2. `atrain calibrate` of the same spec across 4 fresh local processes;
+  3. the twin (`atrain run TWIN`), seeds 1..S, on the virtual clock.
+Prints per algorithm the median time to target and staleness mean of each,
+and their ratio (twin / real; the issue asks 0.75-1.25 for the time, 0.7-1.3
+for staleness).
+
+  python3 bench/twin_fidelity.py build/atrain [--seeds 3] [--time-limit 60]
+      [--algorithms allreduce,dpsgd,adpsgd,osgp,dasgd,rfast] [--probe-seconds 8]
+      [--set K=V ...] [--out DIR]"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "deploy"))
+sys.path.insert(0, HERE)
+from claim1_hosts import MNIST_EXTRA, MNIST_STEPS  # noqa: E402
+from hosts import Cluster, report  # noqa: E402
+
+SPEC = os.path.join(ROOT, "config", "mnist_mlp.textproto")
+
+
+def sets_for(args, algorithm, seed):
+    # No emulated link: hosts send to each other directly (the twin gets the
+    # measured latency instead).
+    s = ["nodes=4", "eval.period_seconds=0.5", "stop.time_seconds=%g" % args.time_limit,
+         "seed=%d" % seed, "link.latency_seconds=0"]
+    if algorithm in MNIST_STEPS:
+        s.append("algorithm.%s.step_size=%g" % (algorithm, MNIST_STEPS[algorithm]))
+    return s + MNIST_EXTRA.get(algorithm, []) + args.set
+
+
+def figures(rep, budget):
+    """(time to target or the budget when not reached, staleness mean,
+    reached, the first evaluation's time: a real run's start-up, which the
+    twin does not model)."""
+    nodes = rep.get("per_node", [])
+    stale = statistics.mean(n.get("staleness_mean", 0) for n in nodes) if nodes else 0.0
+    t = rep.get("time_to_target")
+    start = next((m["time_seconds"] for m in rep.get("metrics", []) if m["gradients"] > 0), 0.0)
+    return (t if t else budget, stale, bool(t), start)
+
+
+def run_real(args, cluster, algorithm, seed):
+    out = os.path.join(args.out, "%s_real_%d" % (algorithm, seed))
+    cluster.run(SPEC, ["clock=REAL"] + sets_for(args, algorithm, seed), out,
+                timeout=args.time_limit + 120)
+    return report(out) if os.path.exists(out + "/report.json") else {}
+
+
+def run_twin(args, algorithm):
+    twin = os.path.join(args.out, "%s_twin.textproto" % algorithm)
+    cmd = [args.atrain, "calibrate", SPEC, "--local", "4", "--seconds", str(args.probe_seconds),
+           "--out", twin, "--no-progress"]
+    for s in sets_for(args, algorithm, 1):
+        cmd += ["--set", s]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        sys.exit("calibrate %s failed (exit %d): %s" % (algorithm, r.returncode, r.stderr[-500:]))
+    reps = []
+    for seed in range(1, args.seeds + 1):
+        out = os.path.join(args.out, "%s_twin_%d" % (algorithm, seed))
+        r = subprocess.run([args.atrain, "run", twin, "--no-progress", "--out", out, "--set",
+                            "seed=%d" % seed], capture_output=True, text=True, timeout=1800)
+        reps.append(report(out) if r.returncode == 0 else {})
+    return reps
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("atrain")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--time-limit", type=float, default=60)
+    ap.add_argument("--algorithms", default="allreduce,dpsgd,adpsgd,osgp,dasgd,rfast")
+    ap.add_argument("--probe-seconds", type=int, default=8)
+    ap.add_argument("--set", action="append", default=[], metavar="K=V")
+    ap.add_argument("--out", default="twin_fidelity")
+    args = ap.parse_args()
+    args.atrain = os.path.abspath(args.atrain)
+    os.makedirs(args.out, exist_ok=True)
+    rows = []
+    for a in args.algorithms.split(","):
+        c = Cluster(args.atrain, 4)
+        try:
+            real = [figures(run_real(args, c, a, s), args.time_limit)
+                    for s in range(1, args.seeds + 1)]
+        finally:
+            c.stop()
+        twin = [figures(r, args.time_limit) for r in run_twin(args, a)]
+        rows.append((a, real, twin))
+        print("%-9s real %s | twin %s" % (a, real, twin), file=sys.stderr, flush=True)
+    print("| algorithm | real: time to 0.95 (median, reached) | twin | twin / real "
+          "| real after its start-up | twin / that | real staleness mean | twin | twin / real |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for a, real, twin in rows:
+        tr, tt = (statistics.median(x[0] for x in v) for v in (real, twin))
+        sr, st = (statistics.median(x[1] for x in v) for v in (real, twin))
+        ts = statistics.median(x[0] - x[3] for x in real)
+        print("| %s | %.2f s (%d/%d) | %.2f s (%d/%d) | %.2f | %.2f s | %.2f | %.2f | %.2f | %s |" % (
+            a, tr, sum(x[2] for x in real), len(real), tt, sum(x[2] for x in twin), len(twin),
+            tt / tr, ts, tt / ts, sr, st, "%.2f" % (st / sr) if sr > 0 else "–"))
+
+
+if __name__ == "__main__":
+    main()
