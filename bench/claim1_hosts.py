@@ -24,6 +24,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "deploy"))
 from hosts import Cluster, report  # noqa: E402
+from memory_hosts import status_mb  # noqa: E402
 
 # The MLP's step sizes of docs/RESULTS.md "MNIST on skewed splits" (virtual clock,
 # 16 nodes); R-FAST keeps config/mnist_mlp.textproto's γ = 0.1: 0.3 and above
@@ -56,12 +57,7 @@ def sets_for(task, args, algorithm, seed):
 
 def peak_rss_mb(cluster):
     """Each host's VmHWM (peak resident set) so far, MB."""
-    out = []
-    for h in cluster.hosts:
-        with open("/proc/%d/status" % h.proc.pid) as f:
-            kb = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
-        out.append(kb / 1024)
-    return out
+    return [status_mb(h.proc.pid, "VmHWM") for h in cluster.hosts]
 
 
 def summary(rep):

@@ -11,6 +11,7 @@
 
 #include <caf/scheduler/test_coordinator.hpp>
 
+#include "atrain/actors/network.hpp"
 #include "atrain/actors/run_log.hpp"
 #include "atrain/actors/supervisor.hpp"
 #include "atrain/messages/json.hpp"
@@ -318,9 +319,10 @@ caf::expected<proto::RunReport> run_experiment(std::shared_ptr<const run_plan> p
   auto report = take_report(*sink);
   if (report)  // as virtual_run::run does
     report->mutable_data_split()->MergeFrom(describe_split(*plan, false));
-  if (report && multi_host && (plan->link.active() || plan->faults.touches_links()))
+  if (report && multi_host && links_emulated(*plan))
     report->add_warnings(
-      "links were emulated (the spec's link model or link faults): every packet between nodes "
+      "links were emulated (the spec's link model, link faults or restarts): every packet between "
+      "nodes "
       "went through a link actor in the driver's process, an extra hop each way; without them "
       "the hosts send to each other directly (link.latency_seconds=0)");
   return stamp(std::move(report));

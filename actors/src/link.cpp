@@ -27,6 +27,10 @@ bool links_follow_restarts(const run_plan& plan) {
   return false;
 }
 
+bool links_emulated(const run_plan& plan) {
+  return plan.link.active() || plan.faults.touches_links() || links_follow_restarts(plan);
+}
+
 double future_seq_rate(const run_plan& plan) {
   const auto& c = plan.cost;
   double tau = c.tau_seconds > 0 ? c.tau_seconds : 1.0;
@@ -450,8 +454,7 @@ link_actor::behavior_type link_impl(link_actor_ptr self, std::uint32_t from, std
 network::network(caf::event_based_actor* sup, const context_ptr& ctx,
                  const std::vector<std::pair<std::uint32_t, std::uint32_t>>& edges,
                  const std::vector<caf::actor>& receivers, link_list& links_out) {
-  const bool active = ctx->plan->link.active() || ctx->plan->faults.touches_links() ||
-                      links_follow_restarts(*ctx->plan);
+  const bool active = links_emulated(*ctx->plan);
   for (const auto& [from, to] : edges) {
     if (routes_.count({from, to}) > 0)
       continue;
@@ -526,7 +529,7 @@ bool outbox::slot_or_wait(run_context& ctx, std::size_t k, packet& p) {
     waiting.resize(routes.size());
   auto& w = waiting[k];
   ++w.traffic.sends;
-  if (w.in_flight < window)
+  if (w.timer.unanswered() < window)
     return true;
   const auto& policy = ctx.plan->algorithm().links;
   if (policy.newest_wins || policy.outbox_sums)

@@ -31,6 +31,12 @@ namespace atrain {
 /// where a direct route would leave the dead handle in every sender.
 [[nodiscard]] bool links_follow_restarts(const run_plan& plan);
 
+/// Whether the run puts a link actor on every edge (the link model, link
+/// faults, or links_follow_restarts) rather than sending straight to the
+/// receiver. They run in the supervisor's process: across hosts in the
+/// driver's, so every packet relays through it.
+[[nodiscard]] bool links_emulated(const run_plan& plan);
+
 /// Sequence numbers from the future. An honest sender numbers at most one
 /// packet per stream per gradient (or per tau, for a retired buffer that
 /// keeps sending its sums), and no gradient is shorter than the cost model's fastest
@@ -112,9 +118,8 @@ struct outbox {
 
   static constexpr std::size_t window = 4;
   struct waiting_route {
-    std::size_t in_flight = 0;
     std::deque<packet> queue;
-    route_timer timer;      // round trips of its answers (folding's busy())
+    route_timer timer;      // its unanswered packets and their round trips
     route_traffic traffic;  // its `to` and `waiting` are filled by wire_report()
   };
   std::vector<waiting_route> waiting;    // index = route (multi-host runs only)
@@ -136,7 +141,7 @@ struct outbox {
   [[nodiscard]] route_gate gate(std::size_t threshold, std::int64_t now_ns) const {
     auto g = route_gate::free;
     for (const auto& w : waiting)
-      if (w.in_flight >= threshold) {
+      if (w.timer.unanswered() >= threshold) {
         if (w.timer.awaiting(now_ns))
           return route_gate::busy;
         g = route_gate::late;
@@ -179,7 +184,6 @@ void outbox::send(Self* self, run_context& ctx, std::size_t k, packet p) {
 
 template <class Self>
 void outbox::dispatch(Self* self, run_context& ctx, std::size_t k, packet p) {
-  ++waiting[k].in_flight;
   ++waiting[k].traffic.packets;
   waiting[k].traffic.bytes += p.bytes();
   ++ctx.remote_sent;
@@ -188,7 +192,6 @@ void outbox::dispatch(Self* self, run_context& ctx, std::size_t k, packet p) {
   auto next = [this, self, &ctx, k, sent_ns](bool ok) {
     ++ctx.remote_answered;
     auto& w = waiting[k];
-    --w.in_flight;
     w.timer.answered(sent_ns, ctx.ns(self), ok);
     if (w.queue.empty())
       return;
