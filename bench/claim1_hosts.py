@@ -8,13 +8,16 @@
                (node 3, cost.slowdown), 30 s budget.
   --task mnist config/mnist_mlp.textproto (784-128-10 MLP), 4 nodes on 4 hosts,
                target 0.95, no pacing, the algorithm's MNIST step size (below;
-               R-FAST: the spec's own γ = 0.1), 60 s budget.
+               R-FAST: the spec's own γ = 0.1), 60 s budget, the spec's emulated link.
+  --task shipped config/mnist_hosts/NAME.textproto as shipped (the same MLP, 4
+               hosts, direct links, each algorithm's step in its spec): nothing
+               set on the command line but the seed (and --time-limit, --set).
 
 Prints a table per condition (time to target, reached, gradients, staleness,
 wire packets) and each host's peak resident memory (VmHWM) over the
 invocation.
 
-usage: python3 bench/claim1_hosts.py build/atrain [--task a9a|mnist] [--seeds 3]
+usage: python3 bench/claim1_hosts.py build/atrain [--task a9a|mnist|shipped] [--seeds 3]
            [--algorithms rfast,allreduce,...] [--time-limit S] [--no-straggler] [--set K=V]..."""
 import argparse
 import os
@@ -42,11 +45,18 @@ TASKS = {
               "budget": 60, "sets": ["nodes=4", "eval.period_seconds=0.5"],
               "straggle": ["faults.straggle=[{node: 3 factor: 4 from_seconds: 0}]"],
               "algorithms": "rfast,allreduce,dpsgd,adpsgd,osgp,dasgd"},
+    "shipped": {"spec": "config/mnist_hosts/%s.textproto", "hosts": 4, "target": 0.95,
+                "budget": None, "sets": [],
+                "straggle": ["faults.straggle=[{node: 3 factor: 4 from_seconds: 0}]"],
+                "algorithms": "rfast,allreduce,dpsgd,adpsgd,osgp,dasgd,sgp,local_sgd,async_ps,"
+                              "loscar"},
 }
 
 
 def sets_for(task, args, algorithm, seed):
-    sets = ["clock=REAL", "stop.time_seconds=%g" % args.time_limit, "seed=%d" % seed]
+    sets = ["clock=REAL", "seed=%d" % seed]
+    if args.time_limit:  # the shipped specs' own budget otherwise
+        sets.append("stop.time_seconds=%g" % args.time_limit)
     sets += task["sets"]
     if args.task == "mnist" and algorithm in MNIST_STEPS:
         sets.append("algorithm.%s.step_size=%g" % (algorithm, MNIST_STEPS[algorithm]))
@@ -97,7 +107,7 @@ def main():
                     out = os.path.join(c.dir, "%s_%s_%d" % (a, cond.replace(" ", "_"), s))
                     spec = task["spec"] % a if "%s" in task["spec"] else task["spec"]
                     done = c.run(spec, sets_for(task, args, a, s) + extra, out,
-                                 timeout=args.time_limit + 120)
+                                 timeout=(args.time_limit or 600) + 120)
                     r = summary(report(out) if os.path.exists(out + "/report.json") else
                                 {"error": "exit %d: %s" % (done.returncode, done.stderr[-300:])})
                     runs.append(r)

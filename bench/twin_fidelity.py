@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How well the calibrated virtual twin predicts real runs across processes
-(issue 20): per algorithm, on the MNIST MLP with 4 nodes, one per `atrain node`
-process on 127.0.0.1 (bench/claim1_hosts.py's MNIST settings):
+(issue 20): per algorithm, config/mnist_hosts/NAME.textproto as shipped (the
+MNIST MLP, 4 nodes, one per `atrain node` process on 127.0.0.1, direct links):
   1. the REAL runs, seeds 1..S, each to 0.95 or its budget;
   2. `atrain calibrate` of the same spec across 4 fresh local processes;
   3. the twin (`atrain run TWIN`), seeds 1..S, on the virtual clock.
@@ -15,6 +15,7 @@ for staleness).
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -23,20 +24,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "deploy"))
 sys.path.insert(0, HERE)
-from claim1_hosts import MNIST_EXTRA, MNIST_STEPS  # noqa: E402
 from hosts import Cluster, report  # noqa: E402
 
-SPEC = os.path.join(ROOT, "config", "mnist_mlp.textproto")
 
 
-def sets_for(args, algorithm, seed):
-    # No emulated link: hosts send to each other directly (the twin gets the
-    # measured latency instead).
-    s = ["nodes=4", "eval.period_seconds=0.5", "stop.time_seconds=%g" % args.time_limit,
-         "seed=%d" % seed, "link.latency_seconds=0"]
-    if algorithm in MNIST_STEPS:
-        s.append("algorithm.%s.step_size=%g" % (algorithm, MNIST_STEPS[algorithm]))
-    return s + MNIST_EXTRA.get(algorithm, []) + args.set
+def spec(algorithm):
+    return os.path.join(ROOT, "config", "mnist_hosts", algorithm + ".textproto")
+
+
+def sets_for(args, seed):
+    # The spec's links are direct (the twin gets the measured latency instead).
+    return ["stop.time_seconds=%g" % args.time_limit, "seed=%d" % seed] + args.set
 
 
 def figures(rep, budget):
@@ -52,27 +50,30 @@ def figures(rep, budget):
 
 def run_real(args, cluster, algorithm, seed):
     out = os.path.join(args.out, "%s_real_%d" % (algorithm, seed))
-    cluster.run(SPEC, ["clock=REAL"] + sets_for(args, algorithm, seed), out,
+    cluster.run(spec(algorithm), sets_for(args, seed), out,
                 timeout=args.time_limit + 120)
     return report(out) if os.path.exists(out + "/report.json") else {}
 
 
 def run_twin(args, algorithm):
     twin = os.path.join(args.out, "%s_twin.textproto" % algorithm)
-    cmd = [args.atrain, "calibrate", SPEC, "--local", "4", "--seconds", str(args.probe_seconds),
+    cmd = [args.atrain, "calibrate", spec(algorithm), "--local", "4", "--seconds", str(args.probe_seconds),
            "--out", twin, "--no-progress"]
-    for s in sets_for(args, algorithm, 1):
+    for s in sets_for(args, 1):
         cmd += ["--set", s]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         sys.exit("calibrate %s failed (exit %d): %s" % (algorithm, r.returncode, r.stderr[-500:]))
+    with open(twin) as f:
+        m = re.search(r"^\s*start_seconds: ([0-9.e+-]+)", f.read(), re.M)
+    start = float(m.group(1)) if m else 0.0
     reps = []
     for seed in range(1, args.seeds + 1):
         out = os.path.join(args.out, "%s_twin_%d" % (algorithm, seed))
         r = subprocess.run([args.atrain, "run", twin, "--no-progress", "--out", out, "--set",
                             "seed=%d" % seed], capture_output=True, text=True, timeout=1800)
         reps.append(report(out) if r.returncode == 0 else {})
-    return reps
+    return reps, start
 
 
 def main():
@@ -95,19 +96,23 @@ def main():
                     for s in range(1, args.seeds + 1)]
         finally:
             c.stop()
-        twin = [figures(r, args.time_limit) for r in run_twin(args, a)]
+        reps, start = run_twin(args, a)
+        # The twin's start-up is its calibrated cost.start_seconds.
+        twin = [figures(r, args.time_limit)[:3] + (start,) for r in reps]
         rows.append((a, real, twin))
         print("%-9s real %s | twin %s" % (a, real, twin), file=sys.stderr, flush=True)
     print("| algorithm | real: time to 0.95 (median, reached) | twin | twin / real "
-          "| real after its start-up | twin / that | real staleness mean | twin | twin / real |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| real after its start-up | twin after its start-up | ratio | real staleness mean "
+          "| twin | twin / real |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for a, real, twin in rows:
         tr, tt = (statistics.median(x[0] for x in v) for v in (real, twin))
         sr, st = (statistics.median(x[1] for x in v) for v in (real, twin))
-        ts = statistics.median(x[0] - x[3] for x in real)
-        print("| %s | %.2f s (%d/%d) | %.2f s (%d/%d) | %.2f | %.2f s | %.2f | %.2f | %.2f | %s |" % (
-            a, tr, sum(x[2] for x in real), len(real), tt, sum(x[2] for x in twin), len(twin),
-            tt / tr, ts, tt / ts, sr, st, "%.2f" % (st / sr) if sr > 0 else "–"))
+        ts, tw = (statistics.median(x[0] - x[3] for x in v) for v in (real, twin))
+        print("| %s | %.2f s (%d/%d) | %.2f s (%d/%d) | %.2f | %.2f s | %.2f s | %.2f | %.2f | %.2f "
+              "| %s |" % (a, tr, sum(x[2] for x in real), len(real), tt, sum(x[2] for x in twin),
+                          len(twin), tt / tr, ts, tw, tw / ts, sr, st,
+                          "%.2f" % (st / sr) if sr > 0 else "–"))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ compute_unit::compute_unit(const run_context& ctx, const run_plan& plan, std::ui
              derive_seed(plan.seed, 0x53414d50ULL + node)),
     gen_(derive_seed(plan.seed, 0x4a495454ULL + node)), dim_(plan.dim()), tau_(plan.tau.at(node)),
     slowdown_(plan.slowdown.at(node)), jitter_(plan.cost.jitter),
-    virtual_clock_(plan.virtual_clock()), real_min_(plan.cost.real_min_seconds) {}
+    virtual_clock_(plan.virtual_clock()), real_min_(plan.cost.real_min_seconds),
+    start_(plan.cost.start_seconds) {}
 
 model_snapshot compute_snapshot(std::uint32_t node, const compute_unit& cu,
                                 const std::vector<float>& x) {
@@ -63,7 +64,8 @@ double compute_unit::gradient(caf::local_actor* self, const float* x, std::vecto
     const double scale = slowdown_ * (slow.measured * slow.nominal);
     const double wait = tau_ * scale * factor + slow.add_seconds;
     busy_seconds_ += wait;
-    return wait;
+    // cost.start_seconds: a gradient begun during the start-up counts from its end.
+    return t < start_ ? wait + (start_ - t) : wait;
   }
   const double measured = std::chrono::duration<double>(self->clock().now() - before).count();
   // cost.real_min_seconds, scaled by the MEASURED straggles; a NOMINAL_TAU

@@ -41,6 +41,24 @@ void make_probe(loaded_spec& ls, double seconds) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/// When the probe's nodes began computing: the gradient count of the first
+/// evaluation that saw any, extrapolated back at the rate up to the next
+/// (the evaluations' times only bound it; 0 without two such evaluations).
+[[nodiscard]] double start_up(const proto::RunReport& r) {
+  const auto& m = r.metrics();
+  for (int i = 0; i + 1 < m.size(); ++i) {
+    const auto& a = m[i];
+    const auto& b = m[i + 1];
+    if (a.gradients() == 0 || b.gradients() <= a.gradients() ||
+        !(b.time_seconds() > a.time_seconds()))
+      continue;
+    const double rate =
+      static_cast<double>(b.gradients() - a.gradients()) / (b.time_seconds() - a.time_seconds());
+    return std::max(0.0, a.time_seconds() - static_cast<double>(a.gradients()) / rate);
+  }
+  return 0;
+}
+
 /// SPEC as a virtual twin of the probed deployment, and the comment lines
 /// saying what was measured; an empty spec name with `why` on failure.
 struct twin {
@@ -87,6 +105,10 @@ twin make_twin(const loaded_spec& original, const proto::RunReport& r, double se
     cost->add_tau_per_node(x);
   cost->set_tau_seconds(median(tau));
   cost->set_real_min_seconds(0);  // folded into tau
+  const double start = start_up(r);
+  cost->set_start_seconds(start);
+  t.notes << "# cost.start_seconds: the nodes began computing at ~" << start
+          << " s (data loaded, hosts connected; extrapolated from the first evaluations)\n";
   const double latency = median(trips) / 2;
   s.mutable_link()->set_latency_seconds(latency);
   t.notes << "# link.latency_seconds: half the median round trip"
@@ -99,6 +121,74 @@ twin make_twin(const loaded_spec& original, const proto::RunReport& r, double se
     if (!p->empty())
       *p = std::filesystem::absolute(resolve_path(original, *p)).lexically_normal().string();
   return t;
+}
+
+/// run(p) with its summary on stdout swallowed (a check, not the user's run).
+[[nodiscard]] int run_quietly(const parsed& p) {
+  struct restore {
+    std::streambuf* was;
+    ~restore() { std::cout.rdbuf(was); }
+  };
+  std::ostringstream quiet;
+  const restore r{std::cout.rdbuf(quiet.rdbuf())};
+  return run(p);
+}
+
+/// The twin run here like the probe (its budget, no faults), on the virtual
+/// clock; its report, or none when it failed.
+std::optional<proto::RunReport> run_twin(const calibrate_args& a, const proto::ExperimentSpec& spec,
+                                         const std::string& out) {
+  parsed p;
+  p.spec = a.run.spec;  // loaded, then replaced by the twin (absolute paths)
+  p.overrides = a.run.overrides;
+  p.out = out;
+  p.progress = false;
+  p.edit_spec = [&spec, &a](loaded_spec& ls) {
+    ls.spec = spec;
+    make_probe(ls, a.seconds);
+    ls.spec.set_clock(proto::VIRTUAL);
+  };
+  std::optional<proto::RunReport> report;
+  p.take_report = [&report](const proto::RunReport& r) { report = r; };
+  const int status = run_quietly(p);
+  if (status != 0 || !report || !report->error().empty())
+    return std::nullopt;
+  return report;
+}
+
+/// Each node's tau scaled so that the twin computes as many gradients in
+/// the probe's budget as the probe did: on the real clock a node's worker
+/// also waits for messaging work and for a core (shared cores), which the
+/// measured compute misses. Two rounds (a synchronous node's rate is not
+/// inversely proportional to its tau). False when a twin run failed.
+[[nodiscard]] bool match_rates(const calibrate_args& a, const proto::RunReport& real,
+                               const std::string& out, twin& t) {
+  auto* cost = t.spec.mutable_cost();
+  for (int round = 0; round < 2; ++round) {
+    const auto rep = run_twin(a, t.spec, out);
+    if (!rep) {
+      t.why = "the twin's check run (" + out + ") failed";
+      return false;
+    }
+    for (const auto& n : real.per_node())
+      for (const auto& m : rep->per_node())
+        if (m.node() == n.node() &&
+            n.node() < static_cast<std::uint32_t>(cost->tau_per_node_size()) && n.gradients() > 0 &&
+            m.gradients() > 0)
+          cost->set_tau_per_node(static_cast<int>(n.node()),
+                                 cost->tau_per_node(static_cast<int>(n.node())) *
+                                   static_cast<double>(m.gradients()) /
+                                   static_cast<double>(n.gradients()));
+  }
+  std::vector<double> taus(cost->tau_per_node().begin(), cost->tau_per_node().end());
+  cost->set_tau_seconds(median(taus));
+  t.notes << "# cost.tau_per_node: scaled so that the twin computes each node's gradients of\n"
+          << "# the probe in its budget (the compute above leaves out messaging and waiting for\n"
+          << "# a core):";
+  for (double x : taus)
+    t.notes << " " << x * 1e3;
+  t.notes << " ms\n";
+  return true;
 }
 
 }  // namespace
@@ -128,6 +218,10 @@ int calibrate(const calibrate_args& a) {
     return status == 2 ? 2 : 1;
   }
   auto t = make_twin(original, *report, a.seconds);
+  if (t.why.empty()) {
+    std::cout << "calibrate: matching the twin's gradient rates to the probe's\n" << std::flush;
+    (void)match_rates(a, *report, probe.out + "/twin_check", t);
+  }
   if (!t.why.empty()) {
     std::cerr << "atrain calibrate: " << t.why << "\n";
     return 1;

@@ -26,6 +26,10 @@ void checker::cost(bool nodes_ok) {
       period("cost.tau_seconds", c.tau_seconds(), "s per gradient");
   }
   non_negative("cost.real_min_seconds", c.real_min_seconds());
+  non_negative("cost.start_seconds", c.start_seconds());
+  if (c.start_seconds() > limits::max_straggle_add_seconds)  // a delay, like a straggle's
+    bad("cost.start_seconds", "must be <= " + num(limits::max_straggle_add_seconds) + " (got " +
+                                num(c.start_seconds()) + ")");
   if (std::isfinite(c.jitter()) && !(c.jitter() >= 0 && c.jitter() < 1))
     bad("cost.jitter", "must be in [0, 1) (got " + num(c.jitter()) + ")");
   for (int i = 0; i < c.slowdown_size(); ++i) {

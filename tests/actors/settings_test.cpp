@@ -22,7 +22,8 @@ BOOST_AUTO_TEST_CASE(every_field_is_copied) {
     name: "s" seed: 7 clock: REAL progress: false
     model { batch_size: 16 }
     topology { builder: TREE_PAIR arity: 3 }
-    cost { tau_seconds: 0.5 tau_per_node: [0.25, 0.75] jitter: 0.1 real_min_seconds: 0.002 }
+    cost { tau_seconds: 0.5 tau_per_node: [0.25, 0.75] jitter: 0.1 real_min_seconds: 0.002
+           start_seconds: 1.5 }
     link { latency_seconds: 0.01 bandwidth_bytes_per_second: 1e6 loss: 0.2 duplicate: 0.3
            reorder: 0.4 reorder_delay_seconds: 0.05 retransmit_seconds: 0.2 }
     stop { time_seconds: 9 gradients: 100 target_accuracy: 0.8 stop_at_target: true }
@@ -45,6 +46,7 @@ BOOST_AUTO_TEST_CASE(every_field_is_copied) {
   BOOST_TEST(s.cost.tau_per_node.at(1) == 0.75);
   BOOST_TEST(s.cost.jitter == 0.1);
   BOOST_TEST(s.cost.real_min_seconds == 0.002);
+  BOOST_TEST(s.cost.start_seconds == 1.5);
   BOOST_TEST(s.link.latency_seconds == 0.01);
   BOOST_TEST(s.link.bandwidth_bytes_per_second == 1e6);
   BOOST_TEST(s.link.loss == 0.2);

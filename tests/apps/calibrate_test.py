@@ -1,10 +1,15 @@
 """`atrain calibrate` (apps/src/calibrate.cpp): a probe of the a9a quickstart
 across 2 local `atrain node` processes, then checks of the twin it writes
 against the probe's own report, read here independently:
-- every node's cost.tau_per_node is its per_node seconds_per_gradient, and
-  that figure is physical: gradients x seconds each fit in the probe's time;
+- the twin's notes give every node's per_node seconds_per_gradient, and that
+  figure is physical: gradients x seconds each fit in the probe's time;
+- cost.tau_per_node makes the twin compute, in the probe's budget and without
+  faults, each node's gradients of the probe within 20 %;
 - link.latency_seconds is half the median round trip of the routes that
   crossed processes (there are some: 4 nodes on 2 hosts);
+- cost.start_seconds is when the probe's nodes began computing: the first
+  evaluation with gradients, extrapolated back at the rate to the next one;
+  and in the twin's run no gradient completes before it;
 - the twin is on the virtual clock and keeps the spec's faults (the probe
   ran without them), and `atrain run TWIN` completes.
 usage: calibrate_test.py ATRAIN   (from the source root)"""
@@ -46,8 +51,11 @@ check(rep["clock"] == "REAL" and not rep.get("faults"), "the probe ran on the RE
 spg = {n["node"]: n["seconds_per_gradient"] for n in rep["per_node"]}
 grads = {n["node"]: n["gradients"] for n in rep["per_node"]}
 taus = [float(x) for x in re.findall(r"^\s*tau_per_node: ([0-9.e+-]+)", text, re.M)]
-check(len(taus) == 4 and all(abs(t - spg[i]) <= 1e-9 * spg[i] for i, t in enumerate(taus)),
-      "tau_per_node = the probe's seconds per gradient per node: %s vs %s" % (taus, spg))
+noted = {int(i): float(ms) / 1e3 for i, ms in
+         re.findall(r"^# node (\d+): \d+ gradients, ([0-9.e+-]+) ms each", text, re.M)}
+check(len(taus) == 4 and len(noted) == 4 and
+      all(abs(noted[i] - spg[i]) <= 1e-3 * spg[i] for i in spg),
+      "the notes give the probe's seconds per gradient per node: %s vs %s" % (noted, spg))
 dur = rep["duration_seconds"]
 check(all(0.002 * (1 - 1e-9) <= spg[i] and grads[i] * spg[i] <= dur * 1.05 for i in spg),
       "each node's gradients fit in the probe's %.2f s at >= real_min 2 ms each: %s" % (
@@ -59,16 +67,44 @@ check(len(trips) > 0 and lat and abs(float(lat.group(1)) - statistics.median(tri
       1e-9 * statistics.median(trips),
       "link.latency_seconds = half the median of %d round trips (%s)" % (
           len(trips), lat.group(1) if lat else "missing"))
+rows = rep["metrics"]
+first = next(i for i, m in enumerate(rows) if m.get("gradients", 0) > 0)
+a, b = rows[first], rows[first + 1]
+rate = (b["gradients"] - a["gradients"]) / (b["time_seconds"] - a["time_seconds"])
+expect = max(0.0, a["time_seconds"] - a["gradients"] / rate)
+st = re.search(r"start_seconds: ([0-9.e+-]+)", text)
+start = float(st.group(1)) if st else -1.0
+check(st and abs(start - expect) <= 1e-6 * max(1.0, expect) and 0 < start <= a["time_seconds"],
+      "cost.start_seconds %.3f = the start extrapolated from the probe's first evaluations "
+      "(%.3f; first gradients seen at %.2f s)" % (start, expect, a["time_seconds"]))
 check("clock: VIRTUAL" in text and "deploy {" not in text and "factor: 3" in text,
       "the twin: virtual clock, no deploy block, the straggle kept")
 
 out = os.path.join(tmp, "twin_run")
 r = subprocess.run([atrain, "run", twin, "--no-progress", "--out", out, "--set",
-                    "stop.time_seconds=2"], capture_output=True, text=True, timeout=120)
+                    "stop.time_seconds=%g" % (start + 2), "--set", "eval.period_seconds=0.1"],
+                   capture_output=True, text=True, timeout=120)
 rep2 = json.load(open(os.path.join(out, "report.json"))) if r.returncode == 0 else {}
 check(r.returncode == 0 and rep2.get("clock") == "VIRTUAL" and rep2.get("gradients_total", 0) > 0,
       "atrain run TWIN: exit %d, %s clock, %s gradients" % (
           r.returncode, rep2.get("clock"), rep2.get("gradients_total")))
+out = os.path.join(tmp, "twin_rates")
+r = subprocess.run([atrain, "run", twin, "--no-progress", "--out", out, "--set", "faults={}",
+                    "--set", "stop.time_seconds=%g" % dur, "--set", "stop.stop_at_target=false"],
+                   capture_output=True, text=True, timeout=120)
+rep3 = json.load(open(os.path.join(out, "report.json"))) if r.returncode == 0 else {}
+tg = {n["node"]: n["gradients"] for n in rep3.get("per_node", [])}
+check(len(tg) == 4 and all(abs(tg[i] - grads[i]) <= 0.2 * grads[i] for i in grads),
+      "the twin without faults computes each node's probe gradients within 20%%: %s vs %s" % (
+          tg, grads))
+# R-FAST's initial gradients (z = g0) are computed at time 0, outside the cost model.
+rows2 = rep2.get("metrics", [{}])
+g0 = rows2[0].get("gradients", 0)
+before = [m.get("gradients", 0) for m in rows2 if m["time_seconds"] < start]
+after = [m.get("gradients", 0) for m in rows2 if m["time_seconds"] >= start + 2 * max(taus)]
+check(before and all(g == g0 for g in before) and after and min(after) > g0,
+      "the twin steps only after its start-up: %d evaluations before %.2f s see the %d "
+      "initial gradients, every one from start + 2 tau on sees more" % (len(before), start, g0))
 
 if failures:
     sys.exit("calibrate_test FAILED: %d checks" % len(failures))

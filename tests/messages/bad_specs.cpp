@@ -201,6 +201,10 @@ std::vector<bad_case> bad_spec_cases() {
     {"straggle delay above the bound", E{},
      O{"faults.straggle=[{node: 1 factor: 1 add_seconds: 1e7}]"}, at::set, "",
      "faults.straggle[0].add_seconds", "must be <= 1e+06"},
+    {"negative start-up", E{}, O{"cost.start_seconds=-1"}, at::set, "", "cost.start_seconds",
+     "must be >= 0"},
+    {"start-up above the bound", E{}, O{"cost.start_seconds=2e6"}, at::set, "",
+     "cost.start_seconds", "must be <= 1e+06"},
     {"override zero nodes", E{}, O{"nodes=0"}, at::set, "", "nodes", "must be >= 1"},
 
     // ---- bounds (limits:: in spec.hpp): the figure and the limit

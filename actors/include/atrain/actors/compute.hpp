@@ -19,7 +19,8 @@ public:
 
   /// g = minibatch gradient at x. Returns how long to wait (run-clock
   /// seconds) before the gradient counts as done: virtual clock, tau_i x
-  /// slowdown x straggle x jitter; real clock, the compute already took real
+  /// slowdown x straggle x jitter (plus what is left of cost.start_seconds);
+  /// real clock, the compute already took real
   /// time, so only the injected slowdown (factor - 1) x measured time
   /// remains. A bad-gradients fault corrupts g here.
   ///
@@ -65,6 +66,7 @@ private:
   double jitter_;
   bool virtual_clock_;
   double real_min_;
+  double start_;
   std::uint64_t gradients_ = 0;
   double last_loss_ = 0;
 };

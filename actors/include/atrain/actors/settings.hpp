@@ -26,11 +26,11 @@ enum class straggler_policy { wait, skip };
 
 /// The spec's `stop`.
 struct stop_settings {
-  double time_seconds = 0;      // run-clock budget; 0 = none
-  std::uint64_t gradients = 0;  // total over all nodes; 0 = none
-  double target_accuracy = 0;   // test accuracy in (0, 1]; 0 = none
-  bool stop_at_target = false;  // end the run when the target is reached
-  bool worst_node = false;      // judge the target on the worst node's own model
+  double time_seconds = 0;                   // run-clock budget; 0 = none
+  std::uint64_t gradients = 0;               // total over all nodes; 0 = none
+  double target_accuracy = 0;                // test accuracy in (0, 1]; 0 = none
+  bool stop_at_target = false;               // end the run when the target is reached
+  bool worst_node = false;                   // judge the target on the worst node's own model
   std::uint32_t sustained_evaluations = 20;  // window of the sustained time to target
 };
 
@@ -47,6 +47,7 @@ struct cost_settings {
   std::vector<double> tau_per_node;  // as written (may be empty)
   double jitter = 0;                 // relative, each gradient tau * U[1 - j, 1 + j]
   double real_min_seconds = 0;       // REAL clock: a gradient's least duration; 0 = as measured
+  double start_seconds = 0;          // VIRTUAL clock: no gradient completes before this + tau
 };
 
 /// The spec's `link`: every directed link's model.
