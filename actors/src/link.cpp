@@ -104,6 +104,10 @@ struct link_state {
   /// handed again to a replacement (see the restart handler).
   bool replay_on_restart = false;
   std::optional<packet> last_sent;
+  /// link.window (a virtual twin of a run across processes): the senders'
+  /// requests, answered one round trip after they came.
+  std::map<std::uint64_t, caf::response_promise> answers;
+  std::uint64_t next_answer = 0;
   static inline const char* name = "atrain_link";
 };
 
@@ -356,6 +360,20 @@ void restore_link(link_state& st, const proto::Checkpoint& ck) {
   }
 }
 
+/// link.window: a sender's request is answered 2 x latency + transmission
+/// later, as the receiver's answer would come back across processes (the
+/// measured round trip is what `atrain calibrate` turns into the latency).
+void answer_later(link_actor_ptr self, const packet& p) {
+  auto& st = self->state;
+  const auto* el = self->current_mailbox_element();
+  if (el == nullptr || !el->mid.is_request())
+    return;  // relayed, or not from a flow-controlled outbox
+  const auto id = st.next_answer++;
+  st.answers.emplace(id, self->make_response_promise());
+  const double trip = 2 * st.model.latency_seconds + transmission_seconds(st, p);
+  send_after(self, caf::actor_cast<link_actor>(self), trip, answer_atom::value, id);
+}
+
 link_actor::behavior_type link_impl(link_actor_ptr self, std::uint32_t from, std::uint32_t to,
                                     caf::actor dest, context_ptr ctx) {
   name_exceptions(self);
@@ -374,6 +392,8 @@ link_actor::behavior_type link_impl(link_actor_ptr self, std::uint32_t from, std
   return {
     [=](deliver_atom, packet& p) {
       auto& st = self->state;
+      if (st.model.window > 0)
+        answer_later(self, p);
       if (p.from == st.stats.from) {  // not a packet it relays for another node
         st.highest_seq = st.accepted_any ? std::max(st.highest_seq, p.seq) : p.seq;
         st.accepted_any = true;
@@ -418,6 +438,14 @@ link_actor::behavior_type link_impl(link_actor_ptr self, std::uint32_t from, std
       ctx->events.record(ctx->ns(self), it->second.p.from, event_kind::retransmit, it->second.p.to,
                          it->second.p.seq);
       enqueue(self, *ctx, id);
+    },
+    [=](answer_atom, std::uint64_t id) {
+      auto& answers = self->state.answers;
+      auto it = answers.find(id);
+      if (it == answers.end())
+        return;
+      it->second.deliver(caf::unit);
+      answers.erase(it);
     },
     [=](stats_atom) { return self->state.stats; },
     // A restarted worker replaces the crashed one: packets not yet on the
@@ -529,7 +557,8 @@ bool outbox::slot_or_wait(run_context& ctx, std::size_t k, packet& p) {
     waiting.resize(routes.size());
   auto& w = waiting[k];
   ++w.traffic.sends;
-  if (w.timer.unanswered() < window)
+  const std::size_t limit = ctx.plan->link.window > 0 ? ctx.plan->link.window : window;
+  if (w.timer.unanswered() < limit)
     return true;
   const auto& policy = ctx.plan->algorithm().links;
   if (policy.newest_wins || policy.outbox_sums)

@@ -48,6 +48,7 @@ link_settings link_of(const proto::LinkModel& m) {
   l.reorder_delay_seconds = m.reorder_delay_seconds();
   if (m.has_retransmit_seconds())
     l.retransmit_seconds = m.retransmit_seconds();
+  l.window = m.window();
   return l;
 }
 

@@ -21,6 +21,10 @@ namespace atrain::cli {
 
 namespace {
 
+/// outbox::window (actors/network.hpp): packets per route unanswered
+/// between processes.
+constexpr std::uint32_t outbox_window = 4;
+
 /// The probe: REAL clock, a fixed budget, no target stop, no faults.
 void make_probe(loaded_spec& ls, double seconds) {
   auto& s = ls.spec;
@@ -111,6 +115,8 @@ twin make_twin(const loaded_spec& original, const proto::RunReport& r, double se
           << " s (data loaded, hosts connected; extrapolated from the first evaluations)\n";
   const double latency = median(trips) / 2;
   s.mutable_link()->set_latency_seconds(latency);
+  if (latency > 0)  // the outbox's flow control between processes, in the twin
+    s.mutable_link()->set_window(outbox_window);
   t.notes << "# link.latency_seconds: half the median round trip"
           << (trips.empty() ? " (no route crossed processes: 0)" : "") << "; bandwidth, loss "
           << "and cost.jitter kept from the spec (the probe measures means only)\n";

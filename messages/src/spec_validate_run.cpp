@@ -53,6 +53,15 @@ void checker::link() {
   non_negative("link.reorder_delay_seconds", l.reorder_delay_seconds());
   if (l.has_retransmit_seconds())
     period("link.retransmit_seconds", l.retransmit_seconds());
+  if (l.window() > 0 && s_.spec.clock() == proto::REAL)
+    bad("link.window", "is for the VIRTUAL clock (between processes the outbox's window is 4; "
+                       "in one REAL process there is none)");
+  if (l.window() > limits::max_link_window)
+    bad("link.window", "must be <= " + std::to_string(limits::max_link_window) + " (got " +
+                         std::to_string(l.window()) + ")");
+  if (l.window() > 0 && !(l.latency_seconds() > 0 || l.bandwidth_bytes_per_second() > 0))
+    bad("link.window", "needs link.latency_seconds or bandwidth_bytes_per_second > 0 (the "
+                       "answers' round trip)");
   // Acknowledged links retransmit until a copy gets through: a link that
   // loses everything never delivers.
   if (facts_.lossless_links && l.loss() == 1)

@@ -10,6 +10,10 @@ against the probe's own report, read here independently:
 - cost.start_seconds is when the probe's nodes began computing: the first
   evaluation with gradients, extrapolated back at the rate to the next one;
   and in the twin's run no gradient completes before it;
+- link.window is 4 (the outbox's), and in the twin's own run every route's
+  round trip is 2 x latency, its packets fit the window (at most 4 per round
+  trip), its sends add up (packets + merged + dropped + waiting), and a
+  second run gives the same trace hash;
 - the twin is on the virtual clock and keeps the spec's faults (the probe
   ran without them), and `atrain run TWIN` completes.
 usage: calibrate_test.py ATRAIN   (from the source root)"""
@@ -100,11 +104,46 @@ check(len(tg) == 4 and all(abs(tg[i] - grads[i]) <= 0.2 * grads[i] for i in grad
 # R-FAST's initial gradients (z = g0) are computed at time 0, outside the cost model.
 rows2 = rep2.get("metrics", [{}])
 g0 = rows2[0].get("gradients", 0)
+win = re.search(r"^\s*window: (\d+)", text, re.M)
+check(win and int(win.group(1)) == 4, "link.window = 4 in the twin (%s)" % (
+    win.group(1) if win else "missing"))
+latency = float(lat.group(1)) if lat else 0.0
+routes = [w for n in rep3.get("per_node", []) for w in n.get("wire", [])]
+bound = 4 * (dur / (2 * latency) + 1) if latency > 0 else 0
+check(routes and all(abs(w["round_trip_seconds"] - 2 * latency) <= 1e-6 * latency + 2e-9 and
+                     w["packets"] <= bound and
+                     w["sends"] == w["packets"] + w.get("merged", 0) + w.get("dropped", 0) +
+                     w.get("waiting", 0) for w in routes),
+      "the twin's %d routes: round trip 2 x latency, at most %.0f packets each, sends add up "
+      "(%s)" % (len(routes), bound, [(w["sends"], w["packets"], w.get("merged", 0),
+                                      w["round_trip_seconds"]) for w in routes[:2]]))
+r = subprocess.run([atrain, "run", twin, "--no-progress", "--out", out + "_again", "--set",
+                    "faults={}", "--set", "stop.time_seconds=%g" % dur, "--set",
+                    "stop.stop_at_target=false"], capture_output=True, text=True, timeout=120)
+again = json.load(open(os.path.join(out + "_again", "report.json"))) if r.returncode == 0 else {}
+check(again.get("trace_hash") and again.get("trace_hash") == rep3.get("trace_hash"),
+      "the twin with its window replays: trace hash %s twice" % rep3.get("trace_hash"))
 before = [m.get("gradients", 0) for m in rows2 if m["time_seconds"] < start]
 after = [m.get("gradients", 0) for m in rows2 if m["time_seconds"] >= start + 2 * max(taus)]
 check(before and all(g == g0 for g in before) and after and min(after) > g0,
       "the twin steps only after its start-up: %d evaluations before %.2f s see the %d "
       "initial gradients, every one from start + 2 tau on sees more" % (len(before), start, g0))
+
+# A window that binds: R-FAST on a9a (tau 10 ms) over 50 ms links, one packet
+# per route per 0.1 s round trip; the nodes fold and the mass stays conserved.
+out = os.path.join(tmp, "window1")
+r = subprocess.run([atrain, "run", "config/quickstart.textproto", "--no-progress", "--out", out,
+                    "--set", "link.latency_seconds=0.05", "--set", "link.window=1", "--set",
+                    "stop.time_seconds=2", "--set", "stop.stop_at_target=false"],
+                   capture_output=True, text=True, timeout=120)
+rep4 = json.load(open(os.path.join(out, "report.json"))) if r.returncode == 0 else {}
+routes = [w for n in rep4.get("per_node", []) for w in n.get("wire", [])]
+grads = [n["gradients"] for n in rep4.get("per_node", [])]
+check(routes and all(w["packets"] <= 2 / 0.1 + 1 for w in routes) and min(grads) > 40 and
+      rep4.get("mass_residual", 1) < 1e-6,
+      "link.window=1 over 50 ms links: at most 21 packets per route in 2 s (max %s), %s gradients "
+      "per node, mass residual %s" % (max((w["packets"] for w in routes), default=None),
+                                      min(grads, default=0), rep4.get("mass_residual")))
 
 if failures:
     sys.exit("calibrate_test FAILED: %d checks" % len(failures))

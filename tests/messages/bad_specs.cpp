@@ -205,6 +205,13 @@ std::vector<bad_case> bad_spec_cases() {
      "must be >= 0"},
     {"start-up above the bound", E{}, O{"cost.start_seconds=2e6"}, at::set, "",
      "cost.start_seconds", "must be <= 1e+06"},
+    {"link window on the real clock", E{}, O{"clock=REAL", "link.window=4"}, at::set, "",
+     "link.window", "is for the VIRTUAL clock"},
+    {"link window above the bound", E{}, O{"link.window=70000"}, at::set, "", "link.window",
+     "must be <= 65536"},
+    {"link window without a round trip", E{},
+     O{"link.latency_seconds=0", "link.bandwidth_bytes_per_second=0", "link.window=4"}, at::set, "",
+     "link.window", "needs link.latency_seconds"},
     {"override zero nodes", E{}, O{"nodes=0"}, at::set, "", "nodes", "must be >= 1"},
 
     // ---- bounds (limits:: in spec.hpp): the figure and the limit

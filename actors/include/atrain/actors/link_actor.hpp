@@ -26,6 +26,8 @@ using link_actor = caf::typed_actor<
   // retransmission timer (id, attempt) fired.
   caf::reacts_to<release_atom>, caf::reacts_to<ack_atom, std::uint64_t>,
   caf::reacts_to<resend_atom, std::uint64_t, std::uint64_t>,
+  // link.window: answer a sender's request now (answer_later's timer).
+  caf::reacts_to<answer_atom, std::uint64_t>,
   // Its counters (the evaluator).
   caf::replies_to<stats_atom>::with<link_stats>,
   // The supervisor: re-point at a replacement (dead worker, new handle);

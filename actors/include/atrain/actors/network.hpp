@@ -103,7 +103,9 @@ void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, link_list& l
 
 /// A node's outgoing side: counts messages and bytes, records the trace.
 ///
-/// Towards an actor of another process (multi-host runs) it also does flow
+/// Towards an actor of another process (multi-host runs), and on every
+/// route of a virtual run with link.window (a twin of such a run, where
+/// the link actor answers one round trip later), it also does flow
 /// control, which the in-process engine never needed: a sender computing
 /// faster than the network would pile up packets without bound. Each packet
 /// goes out as a request whose (empty) answer frees its slot; at most
@@ -116,7 +118,7 @@ struct outbox {
   std::uint64_t messages = 0;
   std::uint64_t bytes = 0;
 
-  static constexpr std::size_t window = 4;
+  static constexpr std::size_t window = 4;  // between processes; link.window in a twin
   struct waiting_route {
     std::deque<packet> queue;
     route_timer timer;      // its unanswered packets and their round trips
@@ -136,8 +138,8 @@ struct outbox {
   /// unanswered (the node sends faster than that route carries): `busy`
   /// while one such route's oldest is not yet late (route_timer), `late`
   /// when all such are late (a peer that stopped answering), else `free`.
-  /// Always `free` in-process (nothing is counted there), so virtual runs
-  /// are unaffected. `now_ns`: the actor clock (ctx.ns).
+  /// Always `free` in-process without link.window (nothing is counted
+  /// there), so those virtual runs are unaffected. `now_ns`: the actor clock (ctx.ns).
   [[nodiscard]] route_gate gate(std::size_t threshold, std::int64_t now_ns) const {
     auto g = route_gate::free;
     for (const auto& w : waiting)
@@ -173,7 +175,9 @@ template <class Self>
 void outbox::send(Self* self, run_context& ctx, std::size_t k, packet p) {
   count(self, ctx, k, p);
   const auto& handle = routes[k].second;
-  if (!ctx.spans_processes || handle.node() == self->node()) {
+  // Flow control between processes, or everywhere in a virtual twin (link.window).
+  const bool flow = ctx.spans_processes ? handle.node() != self->node() : ctx.plan->link.window > 0;
+  if (!flow) {
     // A route is a caf::actor; a typed sender may send() to typed handles only.
     self->send(caf::actor_cast<packet_sink>(handle), deliver_atom::value, std::move(p));
     return;

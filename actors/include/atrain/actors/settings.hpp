@@ -59,6 +59,7 @@ struct link_settings {
   double reorder = 0;                        // probability of an extra delay ...
   double reorder_delay_seconds = 0;          // ... of at most this
   std::optional<double> retransmit_seconds;  // acknowledged links; absent = from the above
+  std::uint32_t window = 0;                  // VIRTUAL: the outbox's window per route; 0 = none
 
   /// Whether a packet is delayed, limited or lost at all (else a link may be bypassed).
   [[nodiscard]] bool active() const noexcept {

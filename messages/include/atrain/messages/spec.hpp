@@ -143,6 +143,7 @@ inline constexpr std::uint32_t default_sustained_evaluations = 20;
 // faults.straggle: factor and add_seconds (a wait is held in int64 nanoseconds).
 inline constexpr double max_straggle_factor = 1e6;
 inline constexpr double max_straggle_add_seconds = 1e6;
+inline constexpr std::uint32_t max_link_window = 1U << 16;  // link.window (packets per route)
 }  // namespace limits
 
 // The model's share of the bounds above once the data's dimension and class count are

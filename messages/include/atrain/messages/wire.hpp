@@ -35,6 +35,7 @@ using done_atom = caf::atom_constant<caf::atom("done")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using final_atom = caf::atom_constant<caf::atom("final")>;
 using ack_atom = caf::atom_constant<caf::atom("ack")>;
+using answer_atom = caf::atom_constant<caf::atom("answer")>;
 using resend_atom = caf::atom_constant<caf::atom("resend")>;
 using crash_atom = caf::atom_constant<caf::atom("crash")>;
 using restart_atom = caf::atom_constant<caf::atom("restart")>;
