@@ -16,8 +16,9 @@ g_i = grad f_i + l2 W). Like atrain:
   - each rank draws batches without replacement from its own shard,
     reshuffled every epoch;
   - a straggler waits (factor - 1) x its own measured compute time (batch
-    gather + forward + backward) per step before its gradient enters the
-    all-reduce, as actors/src/compute.cpp does on the real clock. The wait is
+    gather + forward + backward) plus --delay seconds per step before its
+    gradient enters the all-reduce, as actors/src/compute.cpp does on the
+    real clock (faults.straggle factor and add_seconds). The wait is
     inside a DDP communication hook on the straggler's rank only (the same
     all-reduce of the mean as DDP's default; a Python hook costs ~10% of a
     step here, so the other ranks, and every rank without a straggler, keep
@@ -46,7 +47,7 @@ Exits 0 with "torch not installed: peer skipped" on stderr (and
 
   atrain shards config/mnist_mlp.textproto --set nodes=4 --out /tmp/shards.json
   /usr/bin/python3 bench/ddp_peer.py --shards /tmp/shards.json --lr 0.5 --target 0.95 \\
-      [--straggler 3 --factor 4]
+      [--straggler 3 --factor 4 | --straggler 3 --delay 0.005]
 """
 import argparse
 import gzip
@@ -122,20 +123,24 @@ class straggle_state:
     """What the communication hook needs: when this step's compute began and
     how much longer than that this rank is made to take."""
 
-    def __init__(self, factor):
+    def __init__(self, factor, delay=0.0):
         self.factor = factor
+        self.delay = delay
         self.began = 0.0
         self.waited = False
         self.wait_seconds = 0.0
 
+    def slow(self):
+        return self.factor > 1 or self.delay > 0
+
 
 def straggle_allreduce_hook(state, bucket):
     """DDP's default all-reduce (mean), after the straggler's wait: the
-    gradient counts as done (factor - 1) x measured compute time later."""
-    if state.factor > 1 and not state.waited:
+    gradient counts as done (factor - 1) x measured compute time + delay later."""
+    if state.slow() and not state.waited:
         state.waited = True
         took = time.perf_counter() - state.began
-        wait = (state.factor - 1.0) * took
+        wait = (state.factor - 1.0) * took + state.delay
         state.wait_seconds += wait
         time.sleep(wait)
     tensor = bucket.buffer()
@@ -152,8 +157,9 @@ def worker(rank, args, split, port, shared):
     dist.init_process_group("gloo", rank=rank, world_size=n)
     x, y = load_rows(split["train"], np.asarray(split["shards"][rank], dtype=np.int64))
     model = DDP(make_mlp(split["dim"], args.hidden, split["classes"], args.seed))
-    state = straggle_state(args.factor if rank == args.straggler else 1.0)
-    if state.factor > 1:  # everyone else keeps DDP's built-in (C++) all-reduce
+    state = (straggle_state(args.factor, args.delay) if rank == args.straggler
+             else straggle_state(1.0))
+    if state.slow():  # everyone else keeps DDP's built-in (C++) all-reduce
         model.register_comm_hook(state, straggle_allreduce_hook)
     weights = [m.weight for m in model.module if isinstance(m, torch.nn.Linear)]
     params = list(model.parameters())
@@ -252,6 +258,8 @@ def main():
     ap.add_argument("--eval-period", type=float, default=0.25, help="seconds")
     ap.add_argument("--straggler", type=int, default=-1, help="rank that computes slowly")
     ap.add_argument("--factor", type=float, default=1.0, help="its slowdown (>= 1)")
+    ap.add_argument("--delay", type=float, default=0.0,
+                    help="seconds it waits on top, per step (>= 0): a fixed-delay straggler")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     if torch is None:
@@ -264,6 +272,8 @@ def main():
         raise SystemExit(f"{args.shards}: format {split['format']}: the peer reads IDX (MNIST) only")
     if args.factor < 1:
         raise SystemExit("--factor must be >= 1")
+    if args.delay < 0:
+        raise SystemExit("--delay must be >= 0")
     n = split["nodes"]
     if args.straggler >= n:
         raise SystemExit(f"--straggler {args.straggler}: the split has ranks 0..{n - 1}")
@@ -296,7 +306,7 @@ def main():
     print(json.dumps({
         "peer": "ddp_gloo", "torch": torch.__version__, "workers": n, "lr": args.lr,
         "batch": args.batch, "target": args.target, "straggler": args.straggler,
-        "factor": args.factor, "time_to_target": ttt, "steps": steps[0],
+        "factor": args.factor, "delay": args.delay, "time_to_target": ttt, "steps": steps[0],
         "gradients": sum(steps.values()), "straggler_wait_seconds": waits.get(args.straggler, 0.0),
         "final_accuracy": evals[-1][2] if evals else None,
         "final_train_loss": evals[-1][3] if evals else None,

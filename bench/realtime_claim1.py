@@ -19,6 +19,14 @@ same order, so slow phases of a shared machine hit all of them.
                      `atrain node` process on 127.0.0.1 (N hosts, node i on host
                      i; the driver evaluates in another process), over CAF/TCP like
                      DDP's gloo — the like-for-like comparison
+  shipped_ALG      : config/mnist_hosts/ALG.textproto as shipped (its step size; the
+                     seed, target, evaluation period, time limit and straggler set
+                     here), across the N hosts like *_hosts
+
+--delay S makes the straggler a fixed-delay one: it waits S seconds more per
+gradient (faults.straggle add_seconds; the DDP rank sleeps S per step), with
+--factor 1 unless given: a delay this machine's scheduler cannot hide, unlike
+(FACTOR - 1) x a measured time that stretches with the load.
 
 Prints a table of time to target (mean +- sample std over the repetitions
 that reached it), the gradients (all nodes) and gradients per second up to
@@ -28,9 +36,9 @@ DIR/results.json and DIR/table.md. DDP rows are skipped ("torch not
 installed: peer skipped") when --python cannot import torch.
 
   python3 bench/realtime_claim1.py build/atrain [--nodes 4] [--target 0.95] [--reps 3]
-      [--straggler 3 --factor 4] [--allreduce-step 0.5] [--rfast-step G] [--rfast-phi-min P] [--rfast-set K=V]... [--python /usr/bin/python3]
+      [--straggler 3 --factor 4 | --delay S] [--allreduce-step 0.5] [--rfast-step G] [--rfast-phi-min P] [--rfast-set K=V]... [--python /usr/bin/python3]
       [--mnist DIR] [--out build/realtime_claim1]
-      [--systems allreduce,rfast,ddp,allreduce_hosts,rfast_hosts]
+      [--systems allreduce,rfast,ddp,allreduce_hosts,rfast_hosts,shipped_adpsgd,...]
 """
 import argparse
 import json
@@ -65,14 +73,14 @@ def common_sets(args, seed, straggle):
             sets.append(f"dataset.{field}={os.path.join(os.path.abspath(args.mnist), name)}")
     if straggle:
         sets.append(f"faults.straggle=[{{node: {args.straggler} factor: {args.factor} "
-                    f"from_seconds: 0}}]")
+                    f"add_seconds: {args.delay} from_seconds: 0}}]")
     return sets
 
 
-def atrain_run(args, name, extra, seed, straggle, out, cluster=None):
+def atrain_run(args, name, extra, seed, straggle, out, cluster=None, spec=None):
     sets = common_sets(args, seed, straggle) + extra
     if cluster is not None:  # across `atrain node` processes
-        cmd = cluster.command(args.spec, sets, out)
+        cmd = cluster.command(spec or args.spec, sets, out)
     else:
         cmd = [args.atrain, "run", args.spec, "--no-progress", "--out", out]
         for s in sets:
@@ -102,7 +110,8 @@ def ddp_run(args, seed, straggle, out):
            "--time-limit", str(args.time_limit), "--eval-period", str(args.eval_period),
            "--seed", str(seed)]
     if straggle:
-        cmd += ["--straggler", str(args.straggler), "--factor", str(args.factor)]
+        cmd += ["--straggler", str(args.straggler), "--factor", str(args.factor),
+                "--delay", str(args.delay)]
     done = run(cmd, out + ".log")
     if done.returncode != 0:
         raise SystemExit(f"ddp peer failed (exit {done.returncode}), see {out}.log")
@@ -140,7 +149,9 @@ def main():
     ap.add_argument("--target", type=float, default=0.95)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--straggler", type=int, default=3)
-    ap.add_argument("--factor", type=float, default=4.0)
+    ap.add_argument("--factor", type=float, default=None, help="default 4, or 1 with --delay")
+    ap.add_argument("--delay", type=float, default=0.0,
+                    help="the straggler's fixed extra seconds per gradient")
     ap.add_argument("--allreduce-step", type=float, default=0.5,
                     help="gamma of atrain allreduce and DDP's SGD lr")
     ap.add_argument("--rfast-step", type=float, default=None,
@@ -158,15 +169,19 @@ def main():
     ap.add_argument("--out", default="realtime_claim1")
     args = ap.parse_args()
     args.atrain = os.path.abspath(args.atrain)
+    if args.factor is None:
+        args.factor = 1.0 if args.delay > 0 else 4.0
     systems = args.systems.split(",")
     if "ddp" in systems and not has_torch(args.python):
         print("torch not installed: peer skipped", file=sys.stderr)
         systems.remove("ddp")
     os.makedirs(args.out, exist_ok=True)
-    conditions = [("none", False), (f"node {args.straggler} x{args.factor:g}", True)]
+    slow = f"x{args.factor:g}" if args.factor != 1 else ""
+    slow += f" +{args.delay * 1e3:g} ms" if args.delay > 0 else ""
+    conditions = [("none", False), (f"node {args.straggler} {slow.strip()}", True)]
     results = {c: {s: [] for s in systems} for c, _ in conditions}
     cluster = None
-    if any(s.endswith("_hosts") for s in systems):
+    if any(s.endswith("_hosts") or s.startswith("shipped_") for s in systems):
         sys.path.insert(0, os.path.join(ROOT, "tests", "deploy"))
         from hosts import Cluster  # noqa: E402
         cluster = Cluster(args.atrain, args.nodes)
@@ -188,7 +203,11 @@ def run_all(args, systems, conditions, results, cluster):
                 out = os.path.join(args.out, f"{sysname}_{'straggle' if straggle else 'none'}_s{seed}")
                 algo = sysname[:-len("_hosts")] if sysname.endswith("_hosts") else sysname
                 where = cluster if sysname.endswith("_hosts") else None
-                if sysname == "ddp":
+                if sysname.startswith("shipped_"):
+                    spec = os.path.join(ROOT, "config", "mnist_hosts",
+                                        sysname[len("shipped_"):] + ".textproto")
+                    r = atrain_run(args, sysname, [], seed, straggle, out, cluster, spec)
+                elif sysname == "ddp":
                     r = ddp_run(args, seed, straggle, out)
                 elif algo == "allreduce":
                     r = atrain_run(args, sysname, [f"algorithm.allreduce.step_size={args.allreduce_step}"],
@@ -223,7 +242,7 @@ def report_table(args, systems, conditions, results):
             rate = statistics.mean([r["gradients_to_target"] / r["time_to_target"]
                                     for r in reached] or [float("nan")])
             ratio = f"{means[s] / means['ddp']:.2f}" if "ddp" in systems else "–"
-            name = {"ddp": "ddp (gloo)"}.get(s, "atrain " + s.replace("_hosts", f" ({args.nodes} processes)"))
+            name = {"ddp": "ddp (gloo)"}.get(s, "atrain " + s.replace("_hosts", f" ({args.nodes} processes)").replace("shipped_", "shipped "))
             lines.append(f"| {cond} | {name} | {fmt(ts)} | {len(ts)}/{len(row[s])} | "
                          f"{grads:.0f} | {rate:.0f} | {ratio} |")
     slow = [f"{s}: {statistics.mean(t) / statistics.mean(u):.2f}x" for s in systems
