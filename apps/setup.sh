@@ -28,7 +28,9 @@ packages=(ccache libcaf-dev libdnnl-dev ocl-icd-opencl-dev libeigen3-dev libprot
           gnuplot-nox iproute2 python3)
 
 # Peers of the benchmarks only (bench/): not needed to build, run or test.
-bench_packages=(libgloo-dev)
+# python3-torch is PyTorch for the DDP peer and the kernel comparison
+# (/usr/bin/python3; bench/*.py take --python or $ATRAIN_PYTHON).
+bench_packages=(libgloo-dev python3-torch)
 
 install_missing() {
   local missing=()

@@ -131,8 +131,7 @@ void ask_buffer(eval_ptr self, const gathering_ptr& g, std::size_t i, bool with_
   };
   // Its routes to other processes, asked before its counters: answered in
   // order, so the sends counted there never exceed the messages counted after.
-  const bool flow = st.ctx->spans_processes || st.ctx->plan->link.window > 0;
-  if (flow && st.nodes[i].buffer != st.nodes[i].worker) {
+  if (st.ctx->may_flow_control() && st.nodes[i].buffer != st.nodes[i].worker) {
     await_node(*g, i, false);
     self->request(st.nodes[i].buffer, st.ctx->reply_timeout(), wire_atom::value)
       .then(

@@ -27,6 +27,10 @@ bool links_follow_restarts(const run_plan& plan) {
   return false;
 }
 
+bool run_context::may_flow_control() const {
+  return spans_processes || plan->link.window > 0;
+}
+
 bool links_emulated(const run_plan& plan) {
   return plan.link.active() || plan.faults.touches_links() || links_follow_restarts(plan);
 }

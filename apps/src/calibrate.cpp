@@ -21,10 +21,6 @@ namespace atrain::cli {
 
 namespace {
 
-/// outbox::window (actors/network.hpp): packets per route unanswered
-/// between processes.
-constexpr std::uint32_t outbox_window = 4;
-
 /// The probe: REAL clock, a fixed budget, no target stop, no faults.
 void make_probe(loaded_spec& ls, double seconds) {
   auto& s = ls.spec;
@@ -116,7 +112,7 @@ twin make_twin(const loaded_spec& original, const proto::RunReport& r, double se
   const double latency = median(trips) / 2;
   s.mutable_link()->set_latency_seconds(latency);
   if (latency > 0)  // the outbox's flow control between processes, in the twin
-    s.mutable_link()->set_window(outbox_window);
+    s.mutable_link()->set_window(cross_process_window);
   t.notes << "# link.latency_seconds: half the median round trip"
           << (trips.empty() ? " (no route crossed processes: 0)" : "") << "; bandwidth, loss "
           << "and cost.jitter kept from the spec (the probe measures means only)\n";
@@ -129,17 +125,6 @@ twin make_twin(const loaded_spec& original, const proto::RunReport& r, double se
   return t;
 }
 
-/// run(p) with its summary on stdout swallowed (a check, not the user's run).
-[[nodiscard]] int run_quietly(const parsed& p) {
-  struct restore {
-    std::streambuf* was;
-    ~restore() { std::cout.rdbuf(was); }
-  };
-  std::ostringstream quiet;
-  const restore r{std::cout.rdbuf(quiet.rdbuf())};
-  return run(p);
-}
-
 /// The twin run here like the probe (its budget, no faults), on the virtual
 /// clock; its report, or none when it failed.
 std::optional<proto::RunReport> run_twin(const calibrate_args& a, const proto::ExperimentSpec& spec,
@@ -149,6 +134,7 @@ std::optional<proto::RunReport> run_twin(const calibrate_args& a, const proto::E
   p.overrides = a.run.overrides;
   p.out = out;
   p.progress = false;
+  p.quiet = true;  // a check, not the user's run
   p.edit_spec = [&spec, &a](loaded_spec& ls) {
     ls.spec = spec;
     make_probe(ls, a.seconds);
@@ -156,7 +142,7 @@ std::optional<proto::RunReport> run_twin(const calibrate_args& a, const proto::E
   };
   std::optional<proto::RunReport> report;
   p.take_report = [&report](const proto::RunReport& r) { report = r; };
-  const int status = run_quietly(p);
+  const int status = run(p);
   if (status != 0 || !report || !report->error().empty())
     return std::nullopt;
   return report;

@@ -108,7 +108,8 @@ int run(const parsed& p, const std::shared_ptr<run_control>& control, interrupt_
   std::string out = !p.out.empty() ? p.out : resolve_path(spec, plan->spec.out_dir());
   if (out.empty()) {
     out = default_out_dir(plan->spec.name());
-    std::cout << "writing to      " << out << " (no --out or out_dir given)\n" << std::flush;
+    if (!p.quiet)
+      std::cout << "writing to      " << out << " (no --out or out_dir given)\n" << std::flush;
   }
   opts.out_dir = out;
   opts.control = control;
@@ -121,10 +122,11 @@ int run(const parsed& p, const std::shared_ptr<run_control>& control, interrupt_
   if (p.take_report)
     p.take_report(*report);
   const auto written = write_outputs(*report, out);
-  if (written)
+  if (written && !p.quiet)
     std::cout << "wrote           " << out
               << "/report.json, metrics.csv, events.jsonl, report.pb\n";
-  print_summary(*report, std::cout);  // its last line says when nodes were lost
+  if (!p.quiet)
+    print_summary(*report, std::cout);  // its last line says when nodes were lost
   if (!written) {
     std::cerr << "atrain run: " << error_text(written.error()) << "\n";
     interrupt.finish();

@@ -42,6 +42,7 @@ struct parsed {
   // is prepared, and is handed the run's report.
   std::function<void(loaded_spec&)> edit_spec;
   std::function<void(const proto::RunReport&)> take_report;
+  bool quiet = false;  // no summary on stdout (calibrate's twin checks)
 };
 
 /// Loads, validates and prepares p.spec (the spec in *out when given); on a bad

@@ -95,6 +95,11 @@ struct deployment {
   std::vector<std::string> peers;
 };
 
+/// Packets per route a sender may have unanswered towards another process
+/// (the outbox's flow-control window); `atrain calibrate` writes it into a
+/// twin's link.window.
+inline constexpr std::uint32_t cross_process_window = 4;
+
 struct run_context {
   std::shared_ptr<const run_plan> plan;
   trace events;
@@ -130,6 +135,14 @@ struct run_context {
   /// How long to wait for an answer: forever in one process (a dead local
   /// actor answers with an error at once), a few seconds across processes
   /// (a request to a dead remote actor gets no answer at all).
+  /// Whether some outbox of this run flow-controls its routes: towards
+  /// another process, or on every route of a virtual twin (link.window).
+  [[nodiscard]] bool may_flow_control() const;
+  /// Whether a route does: `remote`, the receiver lives in another process.
+  [[nodiscard]] bool flow_controls(bool remote) const {
+    return spans_processes ? remote : may_flow_control();
+  }
+
   [[nodiscard]] caf::duration reply_timeout() const {
     return spans_processes ? caf::duration{std::chrono::seconds{10}} : caf::duration{caf::infinite};
   }

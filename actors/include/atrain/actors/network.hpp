@@ -118,7 +118,7 @@ struct outbox {
   std::uint64_t messages = 0;
   std::uint64_t bytes = 0;
 
-  static constexpr std::size_t window = 4;  // between processes; link.window in a twin
+  static constexpr std::size_t window = cross_process_window;  // link.window in a twin
   struct waiting_route {
     std::deque<packet> queue;
     route_timer timer;      // its unanswered packets and their round trips
@@ -175,9 +175,7 @@ template <class Self>
 void outbox::send(Self* self, run_context& ctx, std::size_t k, packet p) {
   count(self, ctx, k, p);
   const auto& handle = routes[k].second;
-  // Flow control between processes, or everywhere in a virtual twin (link.window).
-  const bool flow = ctx.spans_processes ? handle.node() != self->node() : ctx.plan->link.window > 0;
-  if (!flow) {
+  if (!ctx.flow_controls(handle.node() != self->node())) {
     // A route is a caf::actor; a typed sender may send() to typed handles only.
     self->send(caf::actor_cast<packet_sink>(handle), deliver_atom::value, std::move(p));
     return;
