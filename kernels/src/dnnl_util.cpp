@@ -3,6 +3,7 @@
 #include <cassert>
 #include <cstdlib>
 #include <new>
+#include <stdexcept>
 
 namespace atrain::detail {
 
@@ -23,6 +24,19 @@ void bound_primitive::run(dnnl::stream& s, std::initializer_list<const float*> p
     (m++)->set_data_handle(const_cast<float*>(p));
   prim_.execute(s, args_);
   s.wait();
+}
+
+void check_batch(const std::string& model, const batch_view& batch, std::size_t dim,
+                 std::size_t classes) {
+  if (batch.dim != dim)
+    throw std::invalid_argument(model + ": batch has dim " + std::to_string(batch.dim));
+  if (batch.rows == 0)
+    throw std::invalid_argument(model + ": empty batch");
+  const auto k = static_cast<std::int32_t>(classes);
+  for (std::size_t i = 0; i < batch.rows; ++i)
+    if (batch.y[i] < 0 || batch.y[i] >= k)
+      throw std::invalid_argument(model + ": label " + std::to_string(batch.y[i]) + " at row " +
+                                  std::to_string(i) + " is outside [0, " + std::to_string(k) + ")");
 }
 
 // ---------------------------------------------------------------------------

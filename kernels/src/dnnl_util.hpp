@@ -9,10 +9,12 @@
 // with M = 1 falls back to ref:any; inner_product (x64:gemm:jit) handles
 // both, and its backward-weights primitive yields the bias gradient too.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -22,6 +24,29 @@
 #include "atrain/kernels/dataset.hpp"
 
 namespace atrain::detail {
+
+/// Softmax cross-entropy of one row of logits; when dz is not null writes
+/// (softmax - onehot) * scale into it. Log-sum-exp shifted by the max.
+inline double softmax_xent(const float* z, std::int32_t y, std::size_t k, float* dz, float scale) {
+  float m = z[0];
+  for (std::size_t j = 1; j < k; ++j)
+    m = std::max(m, z[j]);
+  double s = 0;
+  for (std::size_t j = 0; j < k; ++j)
+    s += std::exp(static_cast<double>(z[j]) - m);
+  const double lse = m + std::log(s);
+  if (dz != nullptr) {
+    for (std::size_t j = 0; j < k; ++j)
+      dz[j] = static_cast<float>(std::exp(static_cast<double>(z[j]) - lse)) * scale;
+    dz[y] -= scale;
+  }
+  return lse - z[y];
+}
+
+/// A classifier's batch: `dim` features per row, at least one row, labels in
+/// [0, classes); std::invalid_argument naming the model otherwise.
+void check_batch(const std::string& model, const batch_view& batch, std::size_t dim,
+                 std::size_t classes);
 
 /// A oneDNN primitive with its memory objects created once; the buffers are
 /// bound per call (set_data_handle), so executing it allocates nothing.

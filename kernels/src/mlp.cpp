@@ -32,23 +32,7 @@ std::vector<std::size_t> layer_widths(std::size_t dim, const std::vector<std::si
   return w;
 }
 
-/// Softmax cross-entropy of one row of logits; when dz is not null writes
-/// (softmax - onehot) * scale into it. Log-sum-exp shifted by the max.
-inline double softmax_xent(const float* z, std::int32_t y, std::size_t k, float* dz, float scale) {
-  float m = z[0];
-  for (std::size_t j = 1; j < k; ++j)
-    m = std::max(m, z[j]);
-  double s = 0;
-  for (std::size_t j = 0; j < k; ++j)
-    s += std::exp(static_cast<double>(z[j]) - m);
-  const double lse = m + std::log(s);
-  if (dz != nullptr) {
-    for (std::size_t j = 0; j < k; ++j)
-      dz[j] = static_cast<float>(std::exp(static_cast<double>(z[j]) - lse)) * scale;
-    dz[y] -= scale;
-  }
-  return lse - z[y];
-}
+using detail::softmax_xent;
 
 class mlp final : public model {
 public:
@@ -137,16 +121,7 @@ private:
   std::size_t weights_in(std::size_t l) const { return net_.widths()[l] * net_.widths()[l + 1]; }
 
   void check(const batch_view& batch) const {
-    if (batch.dim != net_.in())
-      throw std::invalid_argument(name() + ": batch has dim " + std::to_string(batch.dim));
-    if (batch.rows == 0)
-      throw std::invalid_argument(name() + ": empty batch");
-    const auto k = static_cast<std::int32_t>(net_.out());
-    for (std::size_t i = 0; i < batch.rows; ++i)
-      if (batch.y[i] < 0 || batch.y[i] >= k)
-        throw std::invalid_argument(name() + ": label " + std::to_string(batch.y[i]) + " at row " +
-                                    std::to_string(i) + " is outside [0, " + std::to_string(k) +
-                                    ")");
+    detail::check_batch(name(), batch, net_.in(), net_.out());
   }
 
   double regulariser(const float* params) const {

@@ -56,7 +56,7 @@ vecd direction(const vecd& g, const std::deque<vecd>& s, const std::deque<vecd>&
 }  // namespace
 
 optimum minimize_full_loss(model& m, const dataset& d, const std::vector<float>& x0,
-                             double tolerance, std::size_t max_iterations) {
+                           double tolerance, std::size_t max_iterations) {
   if (d.size() == 0)
     throw std::invalid_argument("minimize_full_loss: the dataset has no rows");
   if (x0.size() != m.num_params())

@@ -42,7 +42,7 @@ Eigen::Index ix(std::size_t n) {
 // Not under ThreadSanitizer: the clones' ifunc resolvers run while the
 // dynamic loader relocates the program, before TSan's run time is set up, and
 // an instrumented resolver crashes there (SIGSEGV before main).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__AVX2__) && \
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__AVX2__) &&       \
   !defined(__SANITIZE_THREAD__)
 #define ATRAIN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
