@@ -156,6 +156,13 @@ std::size_t cnn_num_params(const cnn_config& c) {
   return st.back().bias_off + st.back().spec.out;
 }
 
+std::size_t cnn_activations_per_row(const cnn_config& c) {
+  std::size_t acts = c.input.size();
+  for (const auto& st : detail::cnn_stages(c))
+    acts += st.out.size();
+  return acts;
+}
+
 cnn_config lenet5(image_shape input, std::size_t classes) {
   using K = cnn_layer::kind;
   return {input,

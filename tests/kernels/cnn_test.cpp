@@ -414,6 +414,9 @@ BOOST_AUTO_TEST_CASE(presets_have_their_parameter_counts) {
   BOOST_TEST(cnn_num_params(lenet5({1, 28, 28}, 10)) == 61706u);
   // 320 + 64 + 18,496 + 128 + 73,856 + 256 + 147,584 (3x3x128 -> 128) + 1,290.
   BOOST_TEST(cnn_num_params(vgg_small({1, 28, 28}, 10)) == 241994u);
+  // 784 in; 4,704 conv and relu; 1,176 pool; 1,600 conv and relu; 400 pool;
+  // 120 twice, 84 twice, 10 logits.
+  BOOST_TEST(cnn_activations_per_row(lenet5({1, 28, 28}, 10)) == 15386u);
 }
 
 BOOST_AUTO_TEST_CASE(sgd_learns_a_separable_image_problem) {

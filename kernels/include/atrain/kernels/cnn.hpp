@@ -85,6 +85,10 @@ struct cnn_problem {
 /// Number of parameters of a config that check_cnn accepts.
 [[nodiscard]] std::size_t cnn_num_params(const cnn_config& c);
 
+/// Floats of activations one row produces (input included) for a config that
+/// check_cnn accepts: the engine bounds a chunk's memory with it.
+[[nodiscard]] std::size_t cnn_activations_per_row(const cnn_config& c);
+
 /// Throws std::invalid_argument with check_cnn's text ("cnn layer 2 (conv):
 /// kernel: ...") when the config is refused (limits: 1e9 parameters, 1e8
 /// activations per row), or when l2 < 0 or classes < 2.
