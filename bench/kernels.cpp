@@ -3,6 +3,9 @@
 // importable.
 //
 //   MLP 784-256-10, batch 64, random data: loss_and_gradient + SGD update.
+//   LeNet-5 and VGG_SMALL (cnn.hpp) on 1x28x28 images, batch 64, the MLP's
+//   random data; with the FLOPs of a step and the fraction of this core's FP32
+//   peak (bench/flops.hpp: a loop of independent AVX-512 FMAs).
 //   Logistic regression on a9a (123 features): batch 32 and the full 32561
 //   rows, loss_and_gradient + SGD update. Real a9a (data/a9a.gz, or --a9a FILE),
 //   else (--a9a none, or a file that cannot be read) synthetic data of the same shape.
@@ -36,12 +39,16 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "atrain/kernels/cnn.hpp"
 #include "atrain/kernels/dataset.hpp"
 #include "atrain/kernels/model.hpp"
 #include "atrain/kernels/rng.hpp"
 #include "atrain/kernels/vector_ops.hpp"
+
+#include "flops.hpp"
 
 #ifndef ATRAIN_SOURCE_DIR
 #define ATRAIN_SOURCE_DIR "."
@@ -275,6 +282,27 @@ int main(int argc, char** argv) {
     },
     seconds, rounds);
 
+  // The CNNs read the MLP's 784-value rows as 1x28x28 images.
+  const auto cnn_rate = [&](const atrain::cnn_config& cfg) {
+    auto net = atrain::make_cnn(cfg);
+    std::vector<float> p(net->num_params()), g(net->num_params());
+    net->init_params(p.data(), 1);
+    return measure(
+      [&](std::size_t n) {
+        const std::size_t b = n % pool;
+        const atrain::batch_view v{mx.data() + b * mlp_batch * mlp_dim, my.data() + b * mlp_batch,
+                                   mlp_batch, mlp_dim};
+        (void)net->loss_and_gradient(v, p.data(), g.data());
+        atrain::vec::axpy(static_cast<float>(-lr), g.data(), p.data(), p.size());
+      },
+      seconds, rounds);
+  };
+  auto lenet = atrain::lenet5({1, 28, 28}, mlp_classes),
+       vgg = atrain::vgg_small({1, 28, 28}, mlp_classes);
+  lenet.l2 = vgg.l2 = l2;
+  const rate lenet_rate = cnn_rate(lenet);
+  const rate vgg_rate = cnn_rate(vgg);
+
   auto logreg = atrain::make_logistic_regression(a9a_dim, l2);
   std::vector<float> wp(logreg->num_params()), wg(logreg->num_params());
   logreg->init_params(wp.data(), 1);
@@ -298,7 +326,7 @@ int main(int argc, char** argv) {
     seconds, rounds);
 
   // ---- torch peer -------------------------------------------------------------
-  rate t_mlp, t_lr32, t_lrfull;
+  rate t_mlp, t_lr32, t_lrfull, t_lenet, t_vgg;
   std::string peer_note;
   if (!peer) {
     peer_note = "peer skipped (--no-peer)";
@@ -325,6 +353,8 @@ int main(int argc, char** argv) {
         t_mlp = get("mlp");
         t_lr32 = get("lr32");
         t_lrfull = get("lr_full");
+        t_lenet = get("lenet5");
+        t_vgg = get("vgg_small");
         peer_note = "torch " + json_string(json, "torch") + " (" + py + ", " +
                     std::to_string(static_cast<int>(json_number(json, "threads"))) +
                     " thread, data " + json_string(json, "data") +
@@ -340,7 +370,22 @@ int main(int argc, char** argv) {
   print_row(("logreg " + a9a_source + ", batch 32").c_str(), lr32_rate, t_lr32);
   print_row(("logreg " + a9a_source + ", full " + std::to_string(a9a.size()) + " rows").c_str(),
             lrfull_rate, t_lrfull);
+  print_row("lenet5 1x28x28, batch 64", lenet_rate, t_lenet);
+  print_row("vgg_small 1x28x28, batch 64", vgg_rate, t_vgg);
   std::printf("(ratio = atrain/torch, medians per CPU second; > 1 means atrain is faster)\n");
+  const double peak = bench::avx512_fma_peak(seconds);
+  for (const auto& [name, cfg, r] :
+       {std::tuple{"lenet5", &lenet, lenet_rate}, std::tuple{"vgg_small", &vgg, vgg_rate}}) {
+    const double flops = bench::cnn_step_flops(*cfg, mlp_batch);
+    std::printf("%-10s %.1f MFLOP per step: %.1f GFLOP/s (atrain, median)", name, flops / 1e6,
+                flops * r.cpu / 1e9);
+    if (peak > 0)
+      std::printf(", %.2f of the FMA peak", flops * r.cpu / peak);
+    std::printf("\n");
+  }
+  if (peak > 0)
+    std::printf("FP32 FMA peak of this core: %.1f GFLOP/s (16 chains of AVX-512 FMAs, best of 5)\n",
+                peak / 1e9);
   std::printf("%s\n", peer_note.c_str());
   std::printf("logreg full-batch loss after the timed steps: %.6f\n", full_loss);
   return 0;

@@ -10,6 +10,8 @@ rounds of --seconds CPU seconds each; the median per wall second is also given.
 
   MLP 784-256-10 (ReLU), batch 64, random U[0,1) data, 16 batches cycled,
   softmax cross-entropy; L2 (l2/2 |W|^2) as decay of the weights only.
+  LeNet-5 and VGG_SMALL (atrain's presets, cnn.hpp) on the MLP's data read as
+  1x28x28 images, batch 64; L2 decay on conv and dense weights.
   Logistic regression on a9a (123 features; --a9a PATH, LIBSVM, gzip or plain;
   synthetic of the same shape if absent): batch 32 (consecutive slices cycled)
   and the full set; mean log(1 + exp(-s z)); L2 decay on w and b.
@@ -116,6 +118,31 @@ def main():
         sgd_update(net.parameters(), weights)
 
     measure(out, "mlp", mlp_step, args.seconds, args.rounds)
+
+    # ---- CNNs, batch 64, the MLP's rows as 1x28x28 images
+    nn = torch.nn
+    lenet = nn.Sequential(
+        nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+        nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+    blocks, ch = [], 1
+    for out_ch in (32, 64, 128):
+        blocks += [nn.Conv2d(ch, out_ch, 3, padding=1), nn.BatchNorm2d(out_ch), nn.ReLU(),
+                   nn.MaxPool2d(2)]
+        ch = out_ch
+    vgg = nn.Sequential(*blocks, nn.Flatten(), nn.Linear(128 * 3 * 3, 128), nn.ReLU(),
+                        nn.Linear(128, 10))
+    images = mx.view(pool, batch, 1, 28, 28)
+    for key, cnn in (("lenet5", lenet), ("vgg_small", vgg)):
+        decayed = [m.weight for m in cnn if isinstance(m, (nn.Conv2d, nn.Linear))]
+
+        def cnn_step(n, cnn=cnn, decayed=decayed):
+            b = n % pool
+            cnn.zero_grad(set_to_none=True)
+            F.cross_entropy(cnn(images[b]), my[b]).backward()
+            sgd_update(cnn.parameters(), decayed)
+
+        measure(out, key, cnn_step, args.seconds, args.rounds)
 
     # ---- logistic regression, a9a shape
     if args.a9a:

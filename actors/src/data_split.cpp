@@ -32,7 +32,9 @@ proto::DataSplit describe_split(const run_plan& plan, bool minibatch_noise) {
   }
   auto m = plan.prototype->clone();
   const std::size_t batch = minibatch_noise ? plan.batch_size : 0;
-  const auto h = measure_heterogeneity(*m, train, plan.shard, plan.x0.data(), batch, noise_rows);
+  const auto h = measure_heterogeneity(*m, train, plan.shard, plan.x0.data(), batch, noise_rows,
+                                       plan.zeta2_rows);
+  out.set_zeta2_rows_per_shard(static_cast<std::uint32_t>(plan.zeta2_rows));
   out.set_zeta2_x0(h.zeta2);
   if (minibatch_noise)
     out.set_sigma2_x0(h.sigma2);

@@ -97,7 +97,8 @@ void summarize_rows(proto::RunReport& r, const stop_settings& stop) {
 
 void record_final_heterogeneity(eval_state& st, const std::vector<float>& x) {
   const auto& plan = *st.ctx->plan;
-  const auto h = measure_heterogeneity(*st.m, *plan.train, plan.shard, x.data(), 0);
+  const auto h =
+    measure_heterogeneity(*st.m, *plan.train, plan.shard, x.data(), 0, 0, plan.zeta2_rows);
   st.report.mutable_data_split()->set_zeta2_final(h.zeta2);
 }
 

@@ -4,6 +4,8 @@
 #include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/algorithms.hpp"
 
+#include "model_of.hpp"
+
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
@@ -237,18 +239,9 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
     if (s.node() < n)
       plan->slowdown[s.node()] = s.factor();
 
-  const auto& m = spec.model();
-  if (m.has_logistic_regression()) {
-    if (plan->train->classes > 2)
-      refuse(ls, "model.logistic_regression",
-             "binary logistic regression needs 2 classes, the dataset has " +
-               std::to_string(plan->train->classes));
-    plan->prototype = make_logistic_regression(plan->train->dim, m.logistic_regression().l2());
-  } else {
-    std::vector<std::size_t> hidden(m.mlp().hidden().begin(), m.mlp().hidden().end());
-    plan->prototype = make_mlp(plan->train->dim, hidden,
-                               std::max<std::size_t>(2, plan->train->classes), m.mlp().l2());
-  }
+  auto built = model_of(ls, *plan->train);
+  plan->prototype = std::move(built.prototype);
+  plan->zeta2_rows = built.zeta2_rows;
   plan->x0.resize(plan->prototype->num_params());
   plan->prototype->init_params(plan->x0.data(), derive_seed(spec.seed(), 0x494e4954ULL));
 

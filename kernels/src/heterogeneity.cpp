@@ -51,6 +51,33 @@ double minibatch_noise(model& m, const dataset& d, const std::vector<std::uint32
   return var / b * (m_rows - b) / (m_rows - 1);
 }
 
+/// At most k rows of `rows`, evenly spaced (all of them when k is 0 or enough).
+std::vector<std::uint32_t> spaced(const std::vector<std::uint32_t>& rows, std::size_t k) {
+  if (k == 0 || rows.size() <= k)
+    return rows;
+  std::vector<std::uint32_t> out(k);
+  for (std::size_t r = 0; r < k; ++r)
+    out[r] = rows[r * rows.size() / k];
+  return out;
+}
+
+/// grad F as the shard-size-weighted mean of the shards' (sampled) gradients: equal to
+/// the gradient over every row when the shards cover d and nothing is sampled.
+std::vector<double> weighted_gradient(model& m, const dataset& d, const shards& s, const float* x,
+                                      std::size_t zeta_rows) {
+  std::size_t total = 0;
+  for (const auto& rows : s)
+    total += rows.size();
+  std::vector<double> full(m.num_params(), 0.0);
+  for (const auto& rows : s) {
+    const auto g = mean_gradient(m, d, spaced(rows, zeta_rows), x);
+    const double w = static_cast<double>(rows.size()) / static_cast<double>(total);
+    for (std::size_t j = 0; j < full.size(); ++j)
+      full[j] += w * g[j];
+  }
+  return full;
+}
+
 }  // namespace
 
 double mean_loss_and_gradient(model& m, const dataset& d, const std::vector<std::uint32_t>& rows,
@@ -90,18 +117,25 @@ std::vector<std::vector<std::uint64_t>> class_histograms(const dataset& d, const
 }
 
 heterogeneity measure_heterogeneity(model& m, const dataset& d, const shards& s, const float* x,
-                                    std::size_t batch, std::size_t noise_rows) {
+                                    std::size_t batch, std::size_t noise_rows,
+                                    std::size_t zeta_rows) {
   heterogeneity out;
   if (s.empty())
     return out;
-  std::vector<std::uint32_t> all(d.size());
-  std::iota(all.begin(), all.end(), std::uint32_t{0});
-  const auto full = mean_gradient(m, d, all, x);
-  for (std::size_t k = 0; k < s.size(); ++k) {
+  for (std::size_t k = 0; k < s.size(); ++k)
     if (s[k].empty())
       throw std::invalid_argument("measure_heterogeneity: shard " + std::to_string(k) +
                                   " is empty");
-    const auto local = mean_gradient(m, d, s[k], x);
+  std::vector<double> full;
+  if (zeta_rows == 0) {
+    std::vector<std::uint32_t> all(d.size());
+    std::iota(all.begin(), all.end(), std::uint32_t{0});
+    full = mean_gradient(m, d, all, x);
+  } else {
+    full = weighted_gradient(m, d, s, x, zeta_rows);
+  }
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    const auto local = mean_gradient(m, d, spaced(s[k], zeta_rows), x);
     out.node_zeta2.push_back(gap2(local, full));
     out.zeta2 += out.node_zeta2.back() / static_cast<double>(s.size());
     if (batch > 0) {

@@ -175,17 +175,23 @@ void checker::model_size(std::uint64_t dim, std::uint64_t classes, bool known) {
     width_sum = add(width_sum, widths[l]);
     shape += (l ? " x " : "") + std::to_string(widths[l]);
   }
-  const std::string at_least = known ? "" : "at least ";
   const std::string layers =
     " (layers " + shape + (known ? "" : ", with the dimension and classes still unknown") + ")";
+  size_bounds(params, width_sum, "sum of layer widths", layers, known);
+}
+
+void checker::size_bounds(std::uint64_t params, std::uint64_t values_per_row, const char* per_row,
+                          const std::string& layers, bool known) {
+  const auto& m = s_.spec.model();
+  const std::string at_least = known ? "" : "at least ";
   if (params > limits::max_params)
     bad("model", "the model has " + at_least + figure(params) + " parameters" + layers +
                    "; the limit is " + floats(limits::max_params));
-  const std::uint64_t batch = mul(m.batch_size(), width_sum);
+  const std::uint64_t batch = mul(m.batch_size(), values_per_row);
   if (batch > limits::max_batch_values)
     bad("model.batch_size",
-        "batch_size x (sum of layer widths) = " + std::to_string(m.batch_size()) + " x " +
-          figure(width_sum) + " = " + at_least + figure(batch) + " values per node" + layers +
+        "batch_size x (" + std::string(per_row) + ") = " + std::to_string(m.batch_size()) + " x " +
+          figure(values_per_row) + " = " + at_least + figure(batch) + " values per node" + layers +
           "; the limit is " + floats(limits::max_batch_values));
   const std::uint64_t nodes = s_.spec.nodes();
   const std::uint64_t total = mul(nodes, add(params, batch));
@@ -302,8 +308,11 @@ void checker::model() {
       }
       non_negative("model.mlp.l2", m.mlp().l2());
       break;
+    case proto::ModelSpec::kCnn:
+      cnn();
+      break;
     case proto::ModelSpec::KIND_NOT_SET:
-      bad("model", "choose a model: logistic_regression or mlp");
+      bad("model", "choose a model: logistic_regression, mlp or cnn");
       break;
   }
   if (m.batch_size() < 1)
@@ -345,8 +354,8 @@ void checker::topology(bool nodes_ok) {
     while ((std::uint64_t{1} << log2n) < n)
       ++log2n;
     const std::uint64_t edges =
-      t.builder() == T::COMPLETE         ? mul(n, n - 1)
-      : t.builder() == T::RANDOM_REGULAR ? mul(n, t.degree())
+      t.builder() == T::COMPLETE                                                ? mul(n, n - 1)
+      : t.builder() == T::RANDOM_REGULAR                                        ? mul(n, t.degree())
       : t.builder() == T::EXPONENTIAL || t.builder() == T::DIRECTED_EXPONENTIAL ? mul(n, log2n)
       : t.builder() == T::BIPARTITE_EXPONENTIAL ? mul(n, 2 * (log2n + 1))
       : t.builder() == T::EXPLICIT
@@ -385,7 +394,8 @@ void checker::topology(bool nodes_ok) {
     case T::BIPARTITE_EXPONENTIAL:
       if (nodes_ok && n % 2 != 0)
         bad("topology.builder", "BIPARTITE_EXPONENTIAL needs an even number of nodes (even and "
-                                "odd nodes are its two sides), got " + ns);
+                                "odd nodes are its two sides), got " +
+                                  ns);
       break;
     case T::EXPLICIT: {
       auto edges = [&](const char* name,
@@ -442,6 +452,14 @@ void check_model_size(const loaded_spec& s, std::uint64_t dim, std::uint64_t cla
   const spec_facts facts;
   checker c(s, facts);
   c.model_size(dim, classes, true);
+  throw_problems(c);
+}
+
+void check_model_figures(const loaded_spec& s, std::uint64_t params, std::uint64_t values_per_row,
+                         const std::string& shape) {
+  const spec_facts facts;
+  checker c(s, facts);
+  c.size_bounds(params, values_per_row, "activations per row", " (" + shape + ")", true);
   throw_problems(c);
 }
 

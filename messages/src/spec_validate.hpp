@@ -50,11 +50,16 @@ public:
 
   void run();
   void model_size(std::uint64_t dim, std::uint64_t classes, bool known);
+  /// The bounds on parameters, a node's batch values and the run's values;
+  /// `per_row` names what values_per_row counts, `layers` describes the model.
+  void size_bounds(std::uint64_t params, std::uint64_t values_per_row, const char* per_row,
+                   const std::string& layers, bool known);
 
 private:
   void deploy();
   void dataset();
   void model();
+  void cnn();  // spec_validate_cnn.cpp
   void algorithm();
   void topology(bool nodes_ok);
   void cost(bool nodes_ok);

@@ -244,6 +244,31 @@ BOOST_AUTO_TEST_CASE(zeta2_against_a_direct_computation) {
   BOOST_TEST(h_path.zeta2 > 20 * h_iid.zeta2);
   BOOST_TEST(h_iid.node_zeta2.size() == nodes);
   BOOST_TEST(h_iid.sigma2 == 0.0);  // not asked for
+  // zeta_rows at least the shard size samples nothing: the same figure through the
+  // shard-weighted grad F.
+  const auto h_all = measure_heterogeneity(*lr, d, path, x.data(), 0, 0, d.size());
+  BOOST_TEST(h_all.zeta2 == h_path.zeta2, boost::test_tools::tolerance(1e-9));
+  // Sampled: the same formula over evenly spaced rows, computed here directly, with
+  // grad F the weighted mean of the sampled shard gradients.
+  const std::size_t k_rows = 7;
+  std::vector<std::vector<float>> locals;
+  std::vector<double> full(x.size(), 0.0);
+  for (const auto& v : path) {
+    std::vector<std::uint32_t> picked;
+    for (std::size_t r = 0; r < k_rows; ++r)
+      picked.push_back(v[r * v.size() / k_rows]);
+    locals.emplace_back(x.size());
+    shard_gradient(*lr, d, picked, x.data(), locals.back().data());
+    for (std::size_t j = 0; j < x.size(); ++j)
+      full[j] += locals.back()[j] * static_cast<double>(v.size()) / static_cast<double>(d.size());
+  }
+  double z = 0;
+  for (const auto& l : locals)
+    for (std::size_t j = 0; j < x.size(); ++j)
+      z += (l[j] - full[j]) * (l[j] - full[j]) / nodes;
+  const auto h_part = measure_heterogeneity(*lr, d, path, x.data(), 0, 0, k_rows);
+  BOOST_TEST(h_part.zeta2 == z, boost::test_tools::tolerance(1e-4));
+  BOOST_TEST(h_part.zeta2 != h_path.zeta2);
 }
 
 BOOST_AUTO_TEST_CASE(sigma2_against_sampled_minibatches) {

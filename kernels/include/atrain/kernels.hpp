@@ -1,5 +1,6 @@
 #pragma once
 /// kernels/: models on oneDNN, vector ops on Eigen, datasets. Knows nothing of CAF.
+#include "atrain/kernels/cnn.hpp"
 #include "atrain/kernels/dataset.hpp"
 #include "atrain/kernels/heterogeneity.hpp"
 #include "atrain/kernels/model.hpp"

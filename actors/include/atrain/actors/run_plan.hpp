@@ -45,6 +45,7 @@ struct run_plan : run_settings {
   std::unique_ptr<model> prototype;            // cloned per actor
   std::vector<float> x0;                       // initial parameters (identical on every node)
   std::vector<std::uint32_t> train_eval_rows;  // rows of `train` used for train_loss
+  std::size_t zeta2_rows = 0;  // > 0: zeta^2 from this many rows per shard (a CNN's cost)
   std::vector<std::string> warnings;
 
   [[nodiscard]] std::size_t nodes() const noexcept { return shard.size(); }

@@ -36,8 +36,12 @@ struct heterogeneity {
 /// zeta^2 (and sigma^2 when batch > 0) at params x, with m's loss_and_gradient over each
 /// full shard (rows gathered in chunks). Every shard must be non-empty. noise_rows > 0
 /// caps the single-row gradients sigma^2 takes per shard (a large MLP's cost).
+/// zeta_rows > 0 estimates zeta^2 from that many evenly spaced rows per shard (a CNN's
+/// cost), with grad F the shard-size-weighted mean of the sampled shard gradients; the
+/// sampling noise adds about sigma^2 for a batch of zeta_rows to each node's term.
 [[nodiscard]] heterogeneity measure_heterogeneity(model& m, const dataset& d, const shards& s,
                                                   const float* x, std::size_t batch,
-                                                  std::size_t noise_rows = 0);
+                                                  std::size_t noise_rows = 0,
+                                                  std::size_t zeta_rows = 0);
 
 }  // namespace atrain

@@ -124,6 +124,9 @@ inline constexpr std::uint32_t max_topology_nodes = 4096;           // 2 x 128 M
 inline constexpr std::uint64_t max_edges = std::uint64_t{1} << 22;  // per graph: nodes x neighbours
 inline constexpr std::uint64_t max_layer_width = std::uint64_t{1} << 16;  // model.mlp.hidden[i]
 inline constexpr std::uint64_t max_params = std::uint64_t{1} << 27;       // one model copy
+inline constexpr std::uint32_t max_cnn_layers = 256;                      // model.cnn.layer
+inline constexpr std::uint32_t max_kernel_side = 1024;     // conv and pool kernel, stride, pad
+inline constexpr std::uint32_t max_image_side = 1U << 16;  // model.cnn channels, height, width
 // shard.clusters of FEATURE_SKEW (k-means: clusters x dimension centers, k-means++ passes).
 inline constexpr std::uint32_t max_clusters = 4096;
 // batch_size x (dimension + every layer's width): one node's batch and activations.
@@ -151,6 +154,11 @@ inline constexpr std::uint32_t max_link_window = 1U << 16;  // link.window (pack
 // the data, before building the model). Throws spec_error naming the field, the figure
 // and the limit.
 void check_model_size(const loaded_spec& s, std::uint64_t dim, std::uint64_t classes);
+
+// The same bounds for a model whose figures the engine computed (a CNN: its parameters
+// and activations per row); `shape` describes it in the message ("cnn: LENET5 on 1x28x28").
+void check_model_figures(const loaded_spec& s, std::uint64_t params, std::uint64_t values_per_row,
+                         const std::string& shape);
 
 // `p` resolved against s.base_dir (absolute paths and "" are returned unchanged).
 [[nodiscard]] std::string resolve_path(const loaded_spec& s, const std::string& p);
