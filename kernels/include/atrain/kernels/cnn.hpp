@@ -26,9 +26,18 @@
 /// with batch norm must fit one chunk (<= 4096 rows; std::invalid_argument).
 ///
 /// Primitives are built once per chunk row count and kept, as in the MLP
-/// (model.hpp), in plain layouts (nchw, oihw, oi) so the flat parameter
-/// buffer binds to them without reorders; oneDNN then picks its GEMM-based
-/// convolutions. Not thread-safe: one clone() per actor.
+/// (model.hpp). Convolutions are created with format_tag::any, so oneDNN
+/// picks its JIT kernels and their formats (blocked nChw16c, or nhwc where a
+/// conv of few input channels would otherwise get reference kernels);
+/// activations stay in those formats through ReLU, pooling and batch norm.
+/// The parameter buffer stays plain as documented above: reorders built once
+/// per shape move conv weights into the chosen format and their gradients
+/// back every step, and reorder the last spatial activation to nchw for the
+/// first dense layer (dense layers run on plain nc/oi). Blocked formats pad
+/// channels to the block, so a chunk can take more memory than
+/// cnn_activations_per_row's count for layers of few channels. Results are
+/// deterministic for a given oneDNN thread count (bit-identical across repeats
+/// and clone()s). Not thread-safe: one clone() per actor.
 #include <cstddef>
 #include <memory>
 #include <optional>
