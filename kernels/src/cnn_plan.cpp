@@ -71,18 +71,9 @@ void relu_backward(const float* __restrict a, const float* __restrict da, float*
   }
 }
 
-/// Every primitive here keeps its scratchpad in the plan's buffer (see
-/// cnn_plan::bind_scratchpads).
-dnnl::primitive_attr user_scratchpad() {
-  dnnl::primitive_attr a;
-  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return a;
-}
-
 bound_primitive make_reorder(const md& from, const md& to, const dnnl::engine& eng) {
-  return bound_primitive(
-    dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to, user_scratchpad())), eng,
-    {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+  return bound_primitive(dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to)), eng,
+                         {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
 }  // namespace
@@ -129,14 +120,11 @@ constexpr auto train = dnnl::prop_kind::forward_training;
 void conv_pds(stage_plan& sp, const md& src, const md& dst, bool needs_data,
               const dnnl::engine& eng) {
   const md w_any(sp.w_plain.dims(), dt::f32, tag::any);
-  sp.conv = {
-    {train, sp.alg, src, w_any, sp.b, dst, sp.strides, sp.pad, sp.pad}, user_scratchpad(), eng};
+  sp.conv = {{train, sp.alg, src, w_any, sp.b, dst, sp.strides, sp.pad, sp.pad}, eng};
   const md s = sp.conv.src_desc(), d = sp.conv.dst_desc();
-  sp.conv_bw = {
-    {sp.alg, s, w_any, sp.b, d, sp.strides, sp.pad, sp.pad}, user_scratchpad(), eng, sp.conv};
+  sp.conv_bw = {{sp.alg, s, w_any, sp.b, d, sp.strides, sp.pad, sp.pad}, eng, sp.conv};
   if (needs_data)
-    sp.conv_bd = {
-      {sp.alg, s, w_any, d, sp.strides, sp.pad, sp.pad}, user_scratchpad(), eng, sp.conv};
+    sp.conv_bd = {{sp.alg, s, w_any, d, sp.strides, sp.pad, sp.pad}, eng, sp.conv};
 }
 
 bool conv_is_fast(const stage_plan& sp, bool needs_data) {
@@ -153,7 +141,8 @@ bool pads_channels(const md& d) {
 /// (blocked), then nhwc (oneDNN 2.6 runs a conv of few input channels from
 /// nchw or blocked formats on reference kernels, but nhwc on brgconv/JIT).
 /// Keeps the first whose forward and backward all get JIT kernels without
-/// padding channels (LeNet's 6 would run as 16), else the first fast one.
+/// padding channels (LeNet's 6 would take the memory of 16), else the first
+/// fast one.
 void choose_conv(stage_plan& sp, const cnn_stage& s, std::size_t rows, bool needs_data,
                  const dnnl::engine& eng) {
   const md any_dst = shape_md(rows, s.out, false, tag::any);
@@ -207,7 +196,7 @@ void build_dense(stage_plan& sp, const cnn_stage& s, std::size_t rows, const dnn
   else
     sp.w = md{{D(l.out), D(s.in.channels), D(s.in.height), D(s.in.width)}, dt::f32, tag::oihw};
   sp.b = md{{D(l.out)}, dt::f32, tag::x};
-  sp.dense = {{train, sp.src, sp.w, sp.b, sp.dst}, user_scratchpad(), eng};
+  sp.dense = {{train, sp.src, sp.w, sp.b, sp.dst}, eng};
   sp.fwd = bound_primitive(dnnl::inner_product_forward(sp.dense), eng,
                            {{DNNL_ARG_SRC, sp.src},
                             {DNNL_ARG_WEIGHTS, sp.w},
@@ -220,9 +209,7 @@ void build_pool(stage_plan& sp, const cnn_stage& s, std::size_t rows, const dnnl
                                       : dnnl::algorithm::pooling_avg_exclude_padding;
   sp.src = sp.given;
   const md any_dst = shape_md(rows, s.out, false, tag::any);
-  sp.pool = {{train, sp.alg, sp.src, any_dst, sp.strides, sp.kernel, sp.pad, sp.pad},
-             user_scratchpad(),
-             eng};
+  sp.pool = {{train, sp.alg, sp.src, any_dst, sp.strides, sp.kernel, sp.pad, sp.pad}, eng};
   sp.dst = sp.pool.dst_desc();
   slots args{{DNNL_ARG_SRC, sp.src}, {DNNL_ARG_DST, sp.dst}};
   if (sp.pool.workspace_desc().get_size() != 0) {  // max: where each maximum came from
@@ -235,7 +222,7 @@ void build_pool(stage_plan& sp, const cnn_stage& s, std::size_t rows, const dnnl
 void build_norm(stage_plan& sp, const cnn_stage& s, const dnnl::engine& eng) {
   using F = dnnl::normalization_flags;
   sp.src = sp.dst = sp.given;
-  sp.norm = {{train, sp.src, bn_epsilon, F::use_scale_shift}, user_scratchpad(), eng};
+  sp.norm = {{train, sp.src, bn_epsilon, F::use_scale_shift}, eng};
   sp.stats.mean.resize(s.in.channels);
   sp.stats.var.resize(s.in.channels);
   sp.fwd = bound_primitive(dnnl::batch_normalization_forward(sp.norm), eng,
@@ -247,7 +234,7 @@ void build_norm(stage_plan& sp, const cnn_stage& s, const dnnl::engine& eng) {
   dnnl::batch_normalization_forward::primitive_desc ipd({dnnl::prop_kind::forward_inference, sp.src,
                                                          bn_epsilon,
                                                          F::use_scale_shift | F::use_global_stats},
-                                                        user_scratchpad(), eng);
+                                                        eng);
   sp.infer = bound_primitive(dnnl::batch_normalization_forward(ipd), eng,
                              {{DNNL_ARG_SRC, sp.src},
                               {DNNL_ARG_MEAN, ipd.mean_desc()},
@@ -315,17 +302,16 @@ void build_conv_backward(stage_plan& sp, bool first, const dnnl::engine& eng) {
 }
 
 void build_dense_backward(stage_plan& sp, bool first, const dnnl::engine& eng) {
-  sp.bwd_w = bound_primitive(dnnl::inner_product_backward_weights(
-                               {{sp.src, sp.w, sp.b, sp.dst}, user_scratchpad(), eng, sp.dense}),
-                             eng,
-                             {{DNNL_ARG_SRC, sp.src},
-                              {DNNL_ARG_DIFF_DST, sp.dst},
-                              {DNNL_ARG_DIFF_WEIGHTS, sp.w},
-                              {DNNL_ARG_DIFF_BIAS, sp.b}});
+  sp.bwd_w = bound_primitive(
+    dnnl::inner_product_backward_weights({{sp.src, sp.w, sp.b, sp.dst}, eng, sp.dense}), eng,
+    {{DNNL_ARG_SRC, sp.src},
+     {DNNL_ARG_DIFF_DST, sp.dst},
+     {DNNL_ARG_DIFF_WEIGHTS, sp.w},
+     {DNNL_ARG_DIFF_BIAS, sp.b}});
   if (!first)
     sp.bwd_data = bound_primitive(
-      dnnl::inner_product_backward_data({{sp.src, sp.w, sp.dst}, user_scratchpad(), eng, sp.dense}),
-      eng, {{DNNL_ARG_DIFF_DST, sp.dst}, {DNNL_ARG_WEIGHTS, sp.w}, {DNNL_ARG_DIFF_SRC, sp.src}});
+      dnnl::inner_product_backward_data({{sp.src, sp.w, sp.dst}, eng, sp.dense}), eng,
+      {{DNNL_ARG_DIFF_DST, sp.dst}, {DNNL_ARG_WEIGHTS, sp.w}, {DNNL_ARG_DIFF_SRC, sp.src}});
 }
 
 void build_pool_backward(stage_plan& sp, const dnnl::engine& eng) {
@@ -334,10 +320,8 @@ void build_pool_backward(stage_plan& sp, const dnnl::engine& eng) {
     args.emplace_back(DNNL_ARG_WORKSPACE, sp.pool.workspace_desc());
   args.emplace_back(DNNL_ARG_DIFF_SRC, sp.src);
   sp.bwd_data = bound_primitive(
-    dnnl::pooling_backward({{sp.alg, sp.src, sp.dst, sp.strides, sp.kernel, sp.pad, sp.pad},
-                            user_scratchpad(),
-                            eng,
-                            sp.pool}),
+    dnnl::pooling_backward(
+      {{sp.alg, sp.src, sp.dst, sp.strides, sp.kernel, sp.pad, sp.pad}, eng, sp.pool}),
     eng, args);
 }
 
@@ -346,7 +330,7 @@ void build_norm_backward(stage_plan& sp, const dnnl::engine& eng) {
   dnnl::batch_normalization_backward::primitive_desc bpd(
     {dnnl::prop_kind::backward, sp.dst, sp.src, bn_epsilon,
      dnnl::normalization_flags::use_scale_shift},
-    user_scratchpad(), eng, sp.norm);
+    eng, sp.norm);
   sp.bwd_data = bound_primitive(dnnl::batch_normalization_backward(bpd), eng,
                                 {{DNNL_ARG_SRC, sp.src},
                                  {DNNL_ARG_MEAN, sp.norm.mean_desc()},
@@ -398,30 +382,6 @@ cnn_plan::cnn_plan(const std::vector<cnn_stage>& stages, std::size_t rows, const
     act_.emplace_back(st_[i].dst.get_size());
     given = st_[i].dst;
   }
-  bind_scratchpads();
-}
-
-/// The primitives run one at a time, so they share one scratchpad: as large
-/// as the largest need so far (backward primitives come later and may grow it).
-void cnn_plan::bind_scratchpads() {
-  std::vector<bound_primitive*> all;
-  for (auto& sp : st_)
-    for (bound_primitive* p : {&sp.fwd, &sp.infer, &sp.bwd_data, &sp.bwd_w, &sp.to_src,
-                               &sp.from_diff_src, &sp.w_to_fwd, &sp.w_to_bwd, &sp.dw_to_plain})
-      if (*p)
-        all.push_back(p);
-  std::size_t need = 0;
-  for (const bound_primitive* p : all)
-    need = std::max(need, p->scratchpad_desc().get_size());
-  if (need > scratch_size_) {
-    scratch_ = aligned_buffer(need);
-    scratch_size_ = need;
-  }
-  for (bound_primitive* p : all) {
-    const md d = p->scratchpad_desc();
-    if (d.get_size() != 0)
-      p->bind(DNNL_ARG_SCRATCHPAD, memory(d, eng_, scratch_.data()));
-  }
 }
 
 cnn_plan::~cnn_plan() = default;
@@ -437,7 +397,6 @@ float* cnn_plan::dlogits() {
       diff_.emplace_back(st_[i].dst.get_size());
       build_backward(st_[i], stages_[i], i == 0, eng_);
     }
-    bind_scratchpads();
   }
   return diff_.back().data();
 }

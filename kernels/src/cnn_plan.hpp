@@ -69,7 +69,6 @@ public:
   std::uint64_t last_use = 0;
 
 private:
-  void bind_scratchpads();
   const float* stage_input(std::size_t i, const float* x) const;
   void forward_stage(dnnl::stream& s, std::size_t i, const float* src, const float* params,
                      const std::vector<bn_stats>* global);
@@ -82,8 +81,6 @@ private:
   std::vector<stage_plan> st_;
   std::vector<aligned_buffer> act_, diff_;  // per stage output, in its format; diff: d/d output
   bool backward_built_ = false;
-  aligned_buffer scratch_;  // every primitive's (scratchpad_mode::user)
-  std::size_t scratch_size_ = 0;
 };
 
 }  // namespace atrain::detail

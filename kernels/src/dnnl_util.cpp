@@ -26,12 +26,6 @@ void bound_primitive::run(dnnl::stream& s, std::initializer_list<const float*> p
   s.wait();
 }
 
-dnnl::memory::desc bound_primitive::scratchpad_desc() const {
-  const dnnl_memory_desc_t* d =
-    dnnl_primitive_desc_query_md(prim_.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
-  return d != nullptr ? dnnl::memory::desc(*d) : dnnl::memory::desc();
-}
-
 void check_batch(const std::string& model, const batch_view& batch, std::size_t dim,
                  std::size_t classes) {
   if (batch.dim != dim)

@@ -62,13 +62,6 @@ public:
 
   [[nodiscard]] explicit operator bool() const noexcept { return static_cast<bool>(prim_); }
 
-  /// The scratchpad a primitive made with scratchpad_mode::user needs (size 0
-  /// otherwise). oneDNN's own is allocated and freed around every execution.
-  [[nodiscard]] dnnl::memory::desc scratchpad_desc() const;
-
-  /// Binds m to arg for every call (a user scratchpad).
-  void bind(int arg, const dnnl::memory& m) { args_[arg] = m; }
-
 private:
   dnnl::primitive prim_;
   std::vector<dnnl::memory> mems_;
