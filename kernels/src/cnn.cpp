@@ -1,7 +1,6 @@
 // Convolutional networks on oneDNN (cnn.hpp): the model, its chunking and
 // its cache of plans (cnn_plan.hpp: the primitives for one chunk row count,
-// in the formats oneDNN chose); ReLU is a loop (its backward needs only the
-// output's sign).
+// in the formats oneDNN chose).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -2,7 +2,9 @@
 // are created with format_tag::any so oneDNN picks its blocked or nhwc JIT
 // kernels; pools, batch norm and ReLU work on whatever format reaches them;
 // a stage whose primitive wants another format gets a reorder in front (and
-// one behind for its gradient). All built once, run every step.
+// one behind for its gradient). ReLU is a loop (its backward needs only the
+// output's sign), or runs inside a batch norm right before it. All built
+// once, run every step.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -108,6 +110,8 @@ struct stage_plan {
   bound_primitive to_src, from_diff_src;            // given <-> src when they differ
   bound_primitive w_to_fwd, w_to_bwd, dw_to_plain;  // conv weights: oihw <-> chosen
   bool bwd_reads_fwd_weights = false;               // backward data shares w_buf
+  bool relu_fused = false;  // batch norm: the ReLU after it runs inside (fuse_norm_relu)
+  bool absorbed = false;    // ReLU: runs inside the batch norm before it
   aligned_buffer src_buf, diff_src_buf, w_buf, w_bwd_buf, dw_buf, ws;
   bn_stats stats;
 };
@@ -219,22 +223,27 @@ void build_pool(stage_plan& sp, const cnn_stage& s, std::size_t rows, const dnnl
   sp.fwd = bound_primitive(dnnl::pooling_forward(sp.pool), eng, args);
 }
 
+/// Batch norm; with a ReLU fused in (one pass over the activations instead
+/// of three), training keeps a workspace of where the output was positive.
 void build_norm(stage_plan& sp, const cnn_stage& s, const dnnl::engine& eng) {
   using F = dnnl::normalization_flags;
+  const F flags = F::use_scale_shift | (sp.relu_fused ? F::fuse_norm_relu : F::none);
   sp.src = sp.dst = sp.given;
-  sp.norm = {{train, sp.src, bn_epsilon, F::use_scale_shift}, eng};
+  sp.norm = {{train, sp.src, bn_epsilon, flags}, eng};
   sp.stats.mean.resize(s.in.channels);
   sp.stats.var.resize(s.in.channels);
-  sp.fwd = bound_primitive(dnnl::batch_normalization_forward(sp.norm), eng,
-                           {{DNNL_ARG_SRC, sp.src},
-                            {DNNL_ARG_SCALE_SHIFT, sp.norm.weights_desc()},
-                            {DNNL_ARG_DST, sp.dst},
-                            {DNNL_ARG_MEAN, sp.norm.mean_desc()},
-                            {DNNL_ARG_VARIANCE, sp.norm.variance_desc()}});
-  dnnl::batch_normalization_forward::primitive_desc ipd({dnnl::prop_kind::forward_inference, sp.src,
-                                                         bn_epsilon,
-                                                         F::use_scale_shift | F::use_global_stats},
-                                                        eng);
+  slots args{{DNNL_ARG_SRC, sp.src},
+             {DNNL_ARG_SCALE_SHIFT, sp.norm.weights_desc()},
+             {DNNL_ARG_DST, sp.dst},
+             {DNNL_ARG_MEAN, sp.norm.mean_desc()},
+             {DNNL_ARG_VARIANCE, sp.norm.variance_desc()}};
+  if (sp.relu_fused) {
+    sp.ws = aligned_buffer(sp.norm.workspace_desc().get_size());
+    args.emplace_back(DNNL_ARG_WORKSPACE, sp.norm.workspace_desc());
+  }
+  sp.fwd = bound_primitive(dnnl::batch_normalization_forward(sp.norm), eng, args);
+  dnnl::batch_normalization_forward::primitive_desc ipd(
+    {dnnl::prop_kind::forward_inference, sp.src, bn_epsilon, flags | F::use_global_stats}, eng);
   sp.infer = bound_primitive(dnnl::batch_normalization_forward(ipd), eng,
                              {{DNNL_ARG_SRC, sp.src},
                               {DNNL_ARG_MEAN, ipd.mean_desc()},
@@ -326,19 +335,22 @@ void build_pool_backward(stage_plan& sp, const dnnl::engine& eng) {
 }
 
 /// Batch norm's backward yields its data gradient and its parameters' at once.
+/// With a fused ReLU, diff_dst is the gradient of the ReLU's output.
 void build_norm_backward(stage_plan& sp, const dnnl::engine& eng) {
+  using F = dnnl::normalization_flags;
+  const F flags = F::use_scale_shift | (sp.relu_fused ? F::fuse_norm_relu : F::none);
   dnnl::batch_normalization_backward::primitive_desc bpd(
-    {dnnl::prop_kind::backward, sp.dst, sp.src, bn_epsilon,
-     dnnl::normalization_flags::use_scale_shift},
-    eng, sp.norm);
-  sp.bwd_data = bound_primitive(dnnl::batch_normalization_backward(bpd), eng,
-                                {{DNNL_ARG_SRC, sp.src},
-                                 {DNNL_ARG_MEAN, sp.norm.mean_desc()},
-                                 {DNNL_ARG_VARIANCE, sp.norm.variance_desc()},
-                                 {DNNL_ARG_DIFF_DST, sp.dst},
-                                 {DNNL_ARG_SCALE_SHIFT, sp.norm.weights_desc()},
-                                 {DNNL_ARG_DIFF_SRC, sp.src},
-                                 {DNNL_ARG_DIFF_SCALE_SHIFT, bpd.diff_weights_desc()}});
+    {dnnl::prop_kind::backward, sp.dst, sp.src, bn_epsilon, flags}, eng, sp.norm);
+  slots args{{DNNL_ARG_SRC, sp.src},
+             {DNNL_ARG_MEAN, sp.norm.mean_desc()},
+             {DNNL_ARG_VARIANCE, sp.norm.variance_desc()},
+             {DNNL_ARG_DIFF_DST, sp.dst},
+             {DNNL_ARG_SCALE_SHIFT, sp.norm.weights_desc()},
+             {DNNL_ARG_DIFF_SRC, sp.src},
+             {DNNL_ARG_DIFF_SCALE_SHIFT, bpd.diff_weights_desc()}};
+  if (sp.relu_fused)
+    args.emplace_back(DNNL_ARG_WORKSPACE, sp.norm.workspace_desc());
+  sp.bwd_data = bound_primitive(dnnl::batch_normalization_backward(bpd), eng, args);
 }
 
 void build_backward(stage_plan& sp, const cnn_stage& s, bool first, const dnnl::engine& eng) {
@@ -377,28 +389,41 @@ cnn_plan::cnn_plan(const std::vector<cnn_stage>& stages, std::size_t rows, const
   : stages_(stages), rows_(rows), eng_(eng), st_(stages.size()) {
   md given = shape_md(rows, stages.front().in, false);  // the dataset's nchw rows
   for (std::size_t i = 0; i < stages.size(); ++i) {
-    st_[i].given = given;
-    build_forward(st_[i], stages[i], rows, i == 0, eng_);
-    act_.emplace_back(st_[i].dst.get_size());
-    given = st_[i].dst;
+    stage_plan& sp = st_[i];
+    sp.given = given;
+    const auto type = [&](std::size_t j) { return stages[j].spec.type; };
+    sp.absorbed = i > 0 && type(i) == K::relu && type(i - 1) == K::batch_norm;
+    if (sp.absorbed) {  // the batch norm's output is already the ReLU's
+      sp.src = sp.dst = given;
+      act_.push_back(act_.back());
+      continue;
+    }
+    sp.relu_fused = type(i) == K::batch_norm && i + 1 < stages.size() && type(i + 1) == K::relu;
+    build_forward(sp, stages[i], rows, i == 0, eng_);
+    act_.push_back(act_buf_.emplace_back(sp.dst.get_size()).data());
+    given = sp.dst;
   }
 }
 
 cnn_plan::~cnn_plan() = default;
 
 const float* cnn_plan::logits() const noexcept {
-  return act_.back().data();
+  return act_.back();
 }
 
 float* cnn_plan::dlogits() {
   if (!backward_built_) {
     backward_built_ = true;
     for (std::size_t i = 0; i < stages_.size(); ++i) {
-      diff_.emplace_back(st_[i].dst.get_size());
+      if (st_[i].absorbed) {
+        diff_.push_back(diff_.back());
+        continue;
+      }
+      diff_.push_back(diff_buf_.emplace_back(st_[i].dst.get_size()).data());
       build_backward(st_[i], stages_[i], i == 0, eng_);
     }
   }
-  return diff_.back().data();
+  return diff_.back();
 }
 
 std::vector<bn_stats> cnn_plan::stats() const {
@@ -412,14 +437,16 @@ std::vector<bn_stats> cnn_plan::stats() const {
 const float* cnn_plan::stage_input(std::size_t i, const float* x) const {
   if (st_[i].to_src)
     return st_[i].src_buf.data();
-  return i == 0 ? x : act_[i - 1].data();
+  return i == 0 ? x : act_[i - 1];
 }
 
 void cnn_plan::forward(dnnl::stream& s, const float* x, const float* params,
                        const std::vector<bn_stats>* global) {
   for (std::size_t i = 0; i < stages_.size(); ++i) {
+    if (st_[i].absorbed)
+      continue;
     if (st_[i].to_src)
-      st_[i].to_src.run(s, {i == 0 ? x : act_[i - 1].data(), st_[i].src_buf.data()});
+      st_[i].to_src.run(s, {i == 0 ? x : act_[i - 1], st_[i].src_buf.data()});
     forward_stage(s, i, stage_input(i, x), params, global);
   }
 }
@@ -428,7 +455,7 @@ void cnn_plan::forward_stage(dnnl::stream& s, std::size_t i, const float* src, c
                              const std::vector<bn_stats>* global) {
   const cnn_stage& st = stages_[i];
   stage_plan& sp = st_[i];
-  float* dst = act_[i].data();
+  float* dst = act_[i];
   const float* w = params + st.weight_off;
   switch (st.spec.type) {
     case K::conv:
@@ -451,6 +478,8 @@ void cnn_plan::forward_stage(dnnl::stream& s, std::size_t i, const float* src, c
     case K::batch_norm:
       if (global != nullptr)
         sp.infer.run(s, {src, (*global)[i].mean.data(), (*global)[i].var.data(), w, dst});
+      else if (sp.relu_fused)
+        sp.fwd.run(s, {src, w, dst, sp.stats.mean.data(), sp.stats.var.data(), sp.ws.data()});
       else
         sp.fwd.run(s, {src, w, dst, sp.stats.mean.data(), sp.stats.var.data()});
       break;
@@ -462,9 +491,11 @@ void cnn_plan::forward_stage(dnnl::stream& s, std::size_t i, const float* src, c
 
 void cnn_plan::backward(dnnl::stream& s, const float* x, const float* params, float* grad) {
   for (std::size_t i = stages_.size(); i-- > 0;) {
+    if (st_[i].absorbed)
+      continue;
     backward_stage(s, i, stage_input(i, x), params, grad);
     if (st_[i].from_diff_src)
-      st_[i].from_diff_src.run(s, {st_[i].diff_src_buf.data(), diff_[i - 1].data()});
+      st_[i].from_diff_src.run(s, {st_[i].diff_src_buf.data(), diff_[i - 1]});
   }
 }
 
@@ -472,9 +503,9 @@ void cnn_plan::backward_stage(dnnl::stream& s, std::size_t i, const float* src, 
                               float* grad) {
   const cnn_stage& st = stages_[i];
   stage_plan& sp = st_[i];
-  const float* dout = diff_[i].data();
+  const float* dout = diff_[i];
   // d objective / d input, in the primitive's format; none for the input rows.
-  float* din = sp.diff_src_buf ? sp.diff_src_buf.data() : i > 0 ? diff_[i - 1].data() : nullptr;
+  float* din = sp.diff_src_buf ? sp.diff_src_buf.data() : i > 0 ? diff_[i - 1] : nullptr;
   const float* w = params + st.weight_off;
   switch (st.spec.type) {
     case K::conv: {
@@ -507,13 +538,18 @@ void cnn_plan::backward_stage(dnnl::stream& s, std::size_t i, const float* src, 
       else
         sp.bwd_data.run(s, {dout, din});
       break;
-    case K::batch_norm:
-      sp.bwd_data.run(
-        s, {src, sp.stats.mean.data(), sp.stats.var.data(), dout, w, din, grad + st.weight_off});
+    case K::batch_norm: {
+      const float* mean = sp.stats.mean.data();
+      const float* var = sp.stats.var.data();
+      if (sp.relu_fused)
+        sp.bwd_data.run(s, {src, mean, var, dout, w, din, grad + st.weight_off, sp.ws.data()});
+      else
+        sp.bwd_data.run(s, {src, mean, var, dout, w, din, grad + st.weight_off});
       break;
+    }
     case K::relu:
       if (i > 0)
-        relu_backward(act_[i].data(), dout, din, sp.dst.get_size() / sizeof(float));
+        relu_backward(act_[i], dout, din, sp.dst.get_size() / sizeof(float));
       break;
   }
 }

@@ -79,7 +79,10 @@ private:
   std::size_t rows_;
   dnnl::engine eng_;
   std::vector<stage_plan> st_;
-  std::vector<aligned_buffer> act_, diff_;  // per stage output, in its format; diff: d/d output
+  std::vector<aligned_buffer> act_buf_, diff_buf_;
+  // Per stage output, in its format, and d objective / d output; a ReLU fused
+  // into the batch norm before it shares that one's.
+  std::vector<float*> act_, diff_;
   bool backward_built_ = false;
 };
 

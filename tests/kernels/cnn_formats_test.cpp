@@ -1,8 +1,9 @@
 // CNN kernels in the formats oneDNN chooses (blocked nChw16c, nhwc, and the
 // reorders between them, the input rows and the plain parameter buffer):
 // full-size presets and nets that need reorders against the plain-layout
-// double reference, odd and changing batch sizes (several plans at once,
-// some dropped and rebuilt), determinism at full size, and clone()s.
+// double reference, batch norm with a fused ReLU, odd and changing batch
+// sizes (several plans at once, some dropped and rebuilt), determinism at
+// full size, and clone()s.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -152,6 +153,18 @@ BOOST_AUTO_TEST_CASE(nets_that_reorder_between_formats_match_finite_differences)
                            3,
                            0.0},
                           4, 52, 600);
+}
+
+// A ReLU right after batch norm runs inside it (fuse_norm_relu): at the
+// input, after a conv, and on features after a dense layer.
+BOOST_AUTO_TEST_CASE(batch_norm_with_a_fused_relu_matches_finite_differences) {
+  check_against_reference(
+    {{2, 6, 6},
+     {plain(K::batch_norm), plain(K::relu), conv(4, 3, 3, 1, 1), plain(K::batch_norm),
+      plain(K::relu), plain(K::dense, 5), plain(K::batch_norm), plain(K::relu)},
+     3,
+     1e-3},
+    6, 53);
 }
 
 // Plans for several row counts coexist (and beyond six the least recently
