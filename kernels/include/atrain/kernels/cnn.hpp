@@ -26,9 +26,20 @@
 /// with batch norm must fit one chunk (<= 4096 rows; std::invalid_argument).
 ///
 /// Primitives are built once per chunk row count and kept, as in the MLP
-/// (model.hpp), in plain layouts (nchw, oihw, oi) so the flat parameter
-/// buffer binds to them without reorders; oneDNN then picks its GEMM-based
-/// convolutions. Not thread-safe: one clone() per actor.
+/// (model.hpp). Convolutions are created with format_tag::any, so oneDNN
+/// picks its JIT kernels and their activation formats: blocked (nChw16c)
+/// where the channels fill the blocks, nhwc where a conv of few channels
+/// would pad them to 16 or fall back to reference kernels (LeNet-5's).
+/// ReLU, pooling and batch norm work on whatever format reaches them (a ReLU
+/// right after batch norm runs inside it: fuse_norm_relu). The parameter
+/// buffer stays plain as documented above: reorders built once per shape
+/// move conv weights into the chosen format and their gradients back every
+/// step, and the last spatial activation to nchw for the first dense layer
+/// (dense layers run on plain nc/oi, bound to the buffer directly). The
+/// copies those reorders write (and channels a conv still pads) make a chunk
+/// take more memory than cnn_activations_per_row counts. Same inputs give
+/// bit-identical results on repeats and clone()s (for a given oneDNN thread
+/// count). Not thread-safe: one clone() per actor.
 #include <cstddef>
 #include <memory>
 #include <optional>
