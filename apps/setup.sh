@@ -29,8 +29,10 @@ packages=(ccache libcaf-dev libdnnl-dev ocl-icd-opencl-dev libeigen3-dev libprot
 
 # Peers of the benchmarks only (bench/): not needed to build, run or test.
 # python3-torch is PyTorch for the DDP peer and the kernel comparison
-# (/usr/bin/python3; bench/*.py take --python or $ATRAIN_PYTHON).
-bench_packages=(libgloo-dev python3-torch)
+# (/usr/bin/python3; bench/*.py take --python or $ATRAIN_PYTHON). Without
+# libopenblas0-pthread torch's BLAS is the reference one (the MLP peer ran 85
+# steps/s instead of 1,006): an unfair peer.
+bench_packages=(libgloo-dev python3-torch libopenblas0-pthread)
 
 install_missing() {
   local missing=()

@@ -2,7 +2,7 @@
 """Reproduce every table of docs/RESULTS.md (three claims of the methods atrain implements).
 
 Usage (from the repository root):
-    python3 bench/results.py [ATRAIN] [--out DIR] [--only 1,2,3,mnist,skew,skew_mnist] [--reuse]
+    python3 bench/results.py [ATRAIN] [--out DIR] [--only 1,2,3,mnist,skew,skew_mnist,cnn] [--reuse]
 
 ATRAIN defaults to build/atrain. Every run goes through `atrain compare` on the virtual
 clock, one process at a time; the markdown tables are printed on stdout and every compare
@@ -339,12 +339,46 @@ def skew(args, which="a9a"):
                  "final acc blocking"], rows))
 
 
+LENET = "config/lenet_mnist.textproto"
+CNN_ALGS = ["rfast", "allreduce", "dpsgd", "adpsgd"]
+# LeNet-5's step sizes (8-node tuning runs, README "Train a convolutional network").
+CNN_STEPS = ["algorithm.rfast.step_size=0.05", "algorithm.allreduce.step_size=0.3",
+             "algorithm.dpsgd.step_size=0.05", "algorithm.adpsgd.step_size=0.1"]
+
+
+def cnn(args):
+    """Claim 1 on LeNet-5/MNIST: 16 nodes, iid and label skew, with and without node 3 at 4x;
+    target 0.97 (the shipped spec's 0.985 costs 3x the wall time per run)."""
+    splits = [("iid", []), ("skew α=0.5", ["shard={policy: LABEL_SKEW dirichlet_alpha: 0.5}"])]
+    stragglers = [STRAGGLERS[0], STRAGGLERS[2]]
+    res = {}
+    for split, ssets in splits:
+        for sname, straggle in stragglers:
+            sets = ["nodes=16", "stop.target_accuracy=0.97", "stop.time_seconds=20",
+                    "eval.period_seconds=0.5", "eval.train_loss_samples=1000"] + CNN_STEPS + ssets
+            if straggle:
+                sets.append("faults.straggle=" + straggle)
+            name = "cnn_%s_%s" % (split.split()[0], sname.replace(" ", ""))
+            res[(split, sname)] = compare(args, name, LENET, CNN_ALGS, args.cnn_seeds, sets)
+    print("\n### LeNet-5 on MNIST: time to 0.97 (virtual s), 16 nodes\n")
+    header = ["split", "stragglers"] + CNN_ALGS + ["rfast vs " + a for a in CNN_ALGS[1:]]
+    rows = []
+    for split, _ in splits:
+        for sname, _ in stragglers:
+            c = res[(split, sname)]
+            tr = ttt(c["rfast"])[0]
+            rows.append([split, sname] + [ttt(c[a])[1] for a in CNN_ALGS] +
+                        [ratio(ttt(c[a])[0], tr) for a in CNN_ALGS[1:]])
+    print(table(header, rows))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("atrain", nargs="?", default="build/atrain")
     p.add_argument("--out", default="build/results")
     p.add_argument("--only", default="1,2,3,mnist,skew")
     p.add_argument("--reuse", action="store_true")
+    p.add_argument("--cnn-seeds", type=int, default=1)
     args = p.parse_args()
     only = args.only.split(",")
     os.makedirs(args.out, exist_ok=True)
@@ -360,6 +394,8 @@ def main():
         skew(args)
     if "skew_mnist" in only:
         skew(args, "mnist")
+    if "cnn" in only:
+        cnn(args)
 
 
 if __name__ == "__main__":
