@@ -5,7 +5,11 @@
 //   MLP 784-256-10, batch 64, random data: loss_and_gradient + SGD update.
 //   LeNet-5 and VGG_SMALL (cnn.hpp) on 1x28x28 images, batch 64, the MLP's
 //   random data; with the FLOPs of a step and the fraction of this core's FP32
-//   peak (bench/flops.hpp: a loop of independent AVX-512 FMAs).
+//   peak (bench/flops.hpp: a loop of independent AVX-512 FMAs). Where oneDNN
+//   has native bf16 (cnn_bf16_supported()), the same two in bf16 compute
+//   (cnn_config::bf16), counting the same FLOPs, against the FP32 peak and
+//   against the bf16 one (a loop of independent vdpbf16ps: 2 bf16
+//   multiply-adds per FP32 lane, so nominally 2x FP32's).
 //   Logistic regression on a9a (123 features): batch 32 and the full 32561
 //   rows, loss_and_gradient + SGD update. Real a9a (data/a9a.gz, or --a9a FILE),
 //   else (--a9a none, or a file that cannot be read) synthetic data of the same shape.
@@ -302,6 +306,14 @@ int main(int argc, char** argv) {
   lenet.l2 = vgg.l2 = l2;
   const rate lenet_rate = cnn_rate(lenet);
   const rate vgg_rate = cnn_rate(vgg);
+  const bool bf16 = atrain::cnn_bf16_supported();
+  rate lenet_bf16_rate, vgg_bf16_rate;
+  auto lenet_bf16 = lenet, vgg_bf16 = vgg;
+  lenet_bf16.bf16 = vgg_bf16.bf16 = true;
+  if (bf16) {
+    lenet_bf16_rate = cnn_rate(lenet_bf16);
+    vgg_bf16_rate = cnn_rate(vgg_bf16);
+  }
 
   auto logreg = atrain::make_logistic_regression(a9a_dim, l2);
   std::vector<float> wp(logreg->num_params()), wg(logreg->num_params());
@@ -372,20 +384,36 @@ int main(int argc, char** argv) {
             lrfull_rate, t_lrfull);
   print_row("lenet5 1x28x28, batch 64", lenet_rate, t_lenet);
   print_row("vgg_small 1x28x28, batch 64", vgg_rate, t_vgg);
+  if (bf16) {  // torch's column: its f32 rate
+    print_row("lenet5 bf16 1x28x28, batch 64", lenet_bf16_rate, t_lenet);
+    print_row("vgg_small bf16 1x28x28, batch 64", vgg_bf16_rate, t_vgg);
+  }
   std::printf("(ratio = atrain/torch, medians per CPU second; > 1 means atrain is faster)\n");
   const double peak = bench::avx512_fma_peak(seconds);
-  for (const auto& [name, cfg, r] :
-       {std::tuple{"lenet5", &lenet, lenet_rate}, std::tuple{"vgg_small", &vgg, vgg_rate}}) {
+  const double bf16_peak = bf16 ? bench::avx512_bf16_peak(seconds) : 0.0;
+  std::vector<std::tuple<const char*, const atrain::cnn_config*, rate>> rows{
+    {"lenet5", &lenet, lenet_rate}, {"vgg_small", &vgg, vgg_rate}};
+  if (bf16) {
+    rows.emplace_back("lenet5 bf16", &lenet_bf16, lenet_bf16_rate);
+    rows.emplace_back("vgg_small bf16", &vgg_bf16, vgg_bf16_rate);
+  }
+  for (const auto& [name, cfg, r] : rows) {
     const double flops = bench::cnn_step_flops(*cfg, mlp_batch);
-    std::printf("%-10s %.1f MFLOP per step: %.1f GFLOP/s (atrain, median)", name, flops / 1e6,
+    std::printf("%-15s %.1f MFLOP per step: %.1f GFLOP/s (atrain, median)", name, flops / 1e6,
                 flops * r.cpu / 1e9);
     if (peak > 0)
-      std::printf(", %.2f of the FMA peak", flops * r.cpu / peak);
+      std::printf(", %.2f of the FP32 FMA peak", flops * r.cpu / peak);
+    if (bf16_peak > 0 && cfg->bf16)
+      std::printf(", %.2f of the bf16 peak", flops * r.cpu / bf16_peak);
     std::printf("\n");
   }
   if (peak > 0)
     std::printf("FP32 FMA peak of this core: %.1f GFLOP/s (16 chains of AVX-512 FMAs, best of 5)\n",
                 peak / 1e9);
+  if (bf16_peak > 0)
+    std::printf("bf16 peak of this core: %.1f GFLOP/s (16 chains of AVX-512 vdpbf16ps, best of 5); "
+                "bf16 rows count the same FLOPs as f32 (conversions and f32 layers not added)\n",
+                bf16_peak / 1e9);
   std::printf("%s\n", peer_note.c_str());
   std::printf("logreg full-batch loss after the timed steps: %.6f\n", full_loss);
   return 0;

@@ -181,7 +181,7 @@ std::string cnn::name() const {
         break;
     }
   }
-  return s + ")";
+  return s + (cfg_.bf16 ? " bf16)" : ")");
 }
 
 void cnn::init_params(float* params, std::uint64_t seed) const {
@@ -211,7 +211,7 @@ cnn_plan& cnn::plan_for(std::size_t rows) {
     plans_.erase(std::min_element(plans_.begin(), plans_.end(), [](const auto& a, const auto& b) {
       return a->last_use < b->last_use;
     }));
-  plans_.push_back(std::make_unique<cnn_plan>(stages_, rows, eng_));
+  plans_.push_back(std::make_unique<cnn_plan>(stages_, rows, eng_, cfg_.bf16));
   plans_.back()->last_use = clock_;
   return *plans_.back();
 }
@@ -219,6 +219,8 @@ cnn_plan& cnn::plan_for(std::size_t rows) {
 }  // namespace
 
 std::unique_ptr<model> make_cnn(const cnn_config& c) {
+  if (c.bf16)
+    detail::require_bf16();  // no silent fallback to f32
   return std::make_unique<cnn>(c);
 }
 

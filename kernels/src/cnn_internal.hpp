@@ -18,6 +18,10 @@ struct cnn_stage {
   std::size_t params = 0;
 };
 
+/// Throws std::invalid_argument naming oneDNN's ISA unless
+/// cnn_bf16_supported() (cnn_bf16.cpp).
+void require_bf16();
+
 /// The stages of an accepted config (head included); throws
 /// std::invalid_argument with check_cnn's text otherwise.
 [[nodiscard]] std::vector<cnn_stage> cnn_stages(const cnn_config& c);

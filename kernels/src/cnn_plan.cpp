@@ -4,7 +4,10 @@
 // a stage whose primitive wants another format gets a reorder in front (and
 // one behind for its gradient). ReLU is a loop (its backward needs only the
 // output's sign), or runs inside a batch norm right before it. All built
-// once, run every step.
+// once, run every step. In bf16 (stage_plan::compute) a conv or hidden dense
+// layer reads bf16: its reorder in front also converts (so it always has
+// one), and so do the ones of its weights and of its diff_dst
+// (cnn_bf16.cpp); it writes f32, so the stages around it are unchanged.
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -12,8 +15,7 @@
 #include <string>
 #include <utility>
 
-#include "cnn_plan.hpp"
-#include "dnnl_util.hpp"
+#include "cnn_stage_plan.hpp"
 
 namespace atrain::detail {
 
@@ -43,6 +45,8 @@ md shape_md(std::size_t rows, const image_shape& s, bool flat, tag t = tag::nchw
 bool same_layout(const md& a, const md& b) {
   if (a == b)
     return true;
+  if (a.data_type() != b.data_type())
+    return false;
   const auto plain = [](const md& d) {
     return d.data.format_kind == dnnl_blocked && d.data.format_desc.blocking.inner_nblks == 0 &&
            d.data.offset0 == 0;
@@ -73,12 +77,12 @@ void relu_backward(const float* __restrict a, const float* __restrict da, float*
   }
 }
 
+}  // namespace
+
 bound_primitive make_reorder(const md& from, const md& to, const dnnl::engine& eng) {
   return bound_primitive(dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to)), eng,
                          {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
-
-}  // namespace
 
 aligned_buffer::aligned_buffer(std::size_t bytes) {
   const std::size_t n = ((bytes + 63) / 64) * 64;
@@ -93,42 +97,25 @@ void aligned_buffer::release::operator()(float* p) const noexcept {
   std::free(p);
 }
 
-/// One stage's primitives, formats and buffers.
-struct stage_plan {
-  md given;           // the format the previous stage wrote (or the input rows')
-  md src, dst, w, b;  // what this stage's primitive reads and writes; w: weights as run
-  md w_plain, w_bwd;  // conv: flat-buffer weights (oihw); backward data's weights
-  memory::dims strides, pad, kernel;
-  dnnl::algorithm alg = dnnl::algorithm::undef;
-  dnnl::convolution_forward::primitive_desc conv;
-  dnnl::convolution_backward_weights::primitive_desc conv_bw;
-  dnnl::convolution_backward_data::primitive_desc conv_bd;
-  dnnl::inner_product_forward::primitive_desc dense;
-  dnnl::pooling_forward::primitive_desc pool;
-  dnnl::batch_normalization_forward::primitive_desc norm;
-  bound_primitive fwd, infer, bwd_data, bwd_w;
-  bound_primitive to_src, from_diff_src;            // given <-> src when they differ
-  bound_primitive w_to_fwd, w_to_bwd, dw_to_plain;  // conv weights: oihw <-> chosen
-  bool bwd_reads_fwd_weights = false;               // backward data shares w_buf
-  bool relu_fused = false;  // batch norm: the ReLU after it runs inside (fuse_norm_relu)
-  bool absorbed = false;    // ReLU: runs inside the batch norm before it
-  aligned_buffer src_buf, diff_src_buf, w_buf, w_bwd_buf, dw_buf, ws;
-  bn_stats stats;
-};
-
 namespace {
 
 constexpr auto train = dnnl::prop_kind::forward_training;
 
 /// Forward pd of a conv from src/dst formats; its backward pds alongside.
+/// src, weights and diff_dst in sp.compute; dst and every gradient in f32
+/// (oneDNN 2.6 supports f32 outputs of bf16 convs in all three directions).
 void conv_pds(stage_plan& sp, const md& src, const md& dst, bool needs_data,
               const dnnl::engine& eng) {
-  const md w_any(sp.w_plain.dims(), dt::f32, tag::any);
-  sp.conv = {{train, sp.alg, src, w_any, sp.b, dst, sp.strides, sp.pad, sp.pad}, eng};
+  const md w_any(sp.w_plain.dims(), sp.compute, tag::any);
+  const md dw_any(sp.w_plain.dims(), dt::f32, tag::any);
+  sp.conv = {
+    {train, sp.alg, with_type(src, sp.compute), w_any, sp.b, dst, sp.strides, sp.pad, sp.pad}, eng};
   const md s = sp.conv.src_desc(), d = sp.conv.dst_desc();
-  sp.conv_bw = {{sp.alg, s, w_any, sp.b, d, sp.strides, sp.pad, sp.pad}, eng, sp.conv};
+  const md dd = with_type(d, sp.compute);
+  sp.conv_bw = {{sp.alg, s, dw_any, sp.b, dd, sp.strides, sp.pad, sp.pad}, eng, sp.conv};
   if (needs_data)
-    sp.conv_bd = {{sp.alg, s, w_any, d, sp.strides, sp.pad, sp.pad}, eng, sp.conv};
+    sp.conv_bd = {
+      {sp.alg, with_type(s, dt::f32), w_any, dd, sp.strides, sp.pad, sp.pad}, eng, sp.conv};
 }
 
 bool conv_is_fast(const stage_plan& sp, bool needs_data) {
@@ -200,6 +187,11 @@ void build_dense(stage_plan& sp, const cnn_stage& s, std::size_t rows, const dnn
   else
     sp.w = md{{D(l.out), D(s.in.channels), D(s.in.height), D(s.in.width)}, dt::f32, tag::oihw};
   sp.b = md{{D(l.out)}, dt::f32, tag::x};
+  if (sp.compute != dt::f32) {
+    sp.w_plain = sp.w;
+    build_dense_bf16(sp, sp.src, sp.dst, eng);
+    return;
+  }
   sp.dense = {{train, sp.src, sp.w, sp.b, sp.dst}, eng};
   sp.fwd = bound_primitive(dnnl::inner_product_forward(sp.dense), eng,
                            {{DNNL_ARG_SRC, sp.src},
@@ -282,6 +274,8 @@ void build_forward(stage_plan& sp, const cnn_stage& s, std::size_t rows, bool fi
     sp.src_buf = aligned_buffer(sp.src.get_size());
     sp.to_src = make_reorder(sp.given, sp.src, eng);
   }
+  sp.diff_src = with_type(sp.src, dt::f32);
+  sp.diff_dst = with_type(sp.dst, sp.compute);
 }
 
 /// Backward primitives of a conv; the input stage (`first`) needs no data
@@ -294,7 +288,7 @@ void build_conv_backward(stage_plan& sp, bool first, const dnnl::engine& eng) {
   }
   sp.bwd_w = bound_primitive(dnnl::convolution_backward_weights(sp.conv_bw), eng,
                              {{DNNL_ARG_SRC, sp.src},
-                              {DNNL_ARG_DIFF_DST, sp.dst},
+                              {DNNL_ARG_DIFF_DST, sp.diff_dst},
                               {DNNL_ARG_DIFF_WEIGHTS, dw},
                               {DNNL_ARG_DIFF_BIAS, sp.b}});
   if (first)
@@ -305,9 +299,10 @@ void build_conv_backward(stage_plan& sp, bool first, const dnnl::engine& eng) {
     sp.w_bwd_buf = aligned_buffer(sp.w_bwd.get_size());
     sp.w_to_bwd = make_reorder(sp.w_plain, sp.w_bwd, eng);
   }
-  sp.bwd_data = bound_primitive(
-    dnnl::convolution_backward_data(sp.conv_bd), eng,
-    {{DNNL_ARG_DIFF_DST, sp.dst}, {DNNL_ARG_WEIGHTS, sp.w_bwd}, {DNNL_ARG_DIFF_SRC, sp.src}});
+  sp.bwd_data = bound_primitive(dnnl::convolution_backward_data(sp.conv_bd), eng,
+                                {{DNNL_ARG_DIFF_DST, sp.diff_dst},
+                                 {DNNL_ARG_WEIGHTS, sp.w_bwd},
+                                 {DNNL_ARG_DIFF_SRC, sp.diff_src}});
 }
 
 void build_dense_backward(stage_plan& sp, bool first, const dnnl::engine& eng) {
@@ -354,12 +349,16 @@ void build_norm_backward(stage_plan& sp, const dnnl::engine& eng) {
 }
 
 void build_backward(stage_plan& sp, const cnn_stage& s, bool first, const dnnl::engine& eng) {
+  build_diff_dst_conversion(sp, eng);
   switch (s.spec.type) {
     case K::conv:
       build_conv_backward(sp, first, eng);
       break;
     case K::dense:
-      build_dense_backward(sp, first, eng);
+      if (sp.compute != dt::f32)
+        build_dense_backward_bf16(sp, first, eng);
+      else
+        build_dense_backward(sp, first, eng);
       break;
     case K::max_pool:
     case K::avg_pool:
@@ -374,18 +373,21 @@ void build_backward(stage_plan& sp, const cnn_stage& s, bool first, const dnnl::
   }
   // Where the data gradient lands in the primitive's format before going
   // back to the previous stage's (batch norm writes one even at the input).
+  // It is f32 where src may be bf16: compared by layout, not by to_src.
   const bool writes_data = !first || s.spec.type == K::batch_norm;
-  if (writes_data && (sp.to_src || first))
-    sp.diff_src_buf = aligned_buffer(sp.src.get_size());
-  if (!first && sp.to_src)
-    sp.from_diff_src = make_reorder(sp.src, sp.given, eng);
+  const bool moves = !same_layout(sp.given, sp.diff_src);
+  if (writes_data && (moves || first))
+    sp.diff_src_buf = aligned_buffer(sp.diff_src.get_size());
+  if (!first && moves)
+    sp.from_diff_src = make_reorder(sp.diff_src, sp.given, eng);
 }
 
 }  // namespace
 
 // ---------------------------------------------------------------------------
 
-cnn_plan::cnn_plan(const std::vector<cnn_stage>& stages, std::size_t rows, const dnnl::engine& eng)
+cnn_plan::cnn_plan(const std::vector<cnn_stage>& stages, std::size_t rows, const dnnl::engine& eng,
+                   bool bf16)
   : stages_(stages), rows_(rows), eng_(eng), st_(stages.size()) {
   md given = shape_md(rows, stages.front().in, false);  // the dataset's nchw rows
   for (std::size_t i = 0; i < stages.size(); ++i) {
@@ -399,6 +401,9 @@ cnn_plan::cnn_plan(const std::vector<cnn_stage>& stages, std::size_t rows, const
       continue;
     }
     sp.relu_fused = type(i) == K::batch_norm && i + 1 < stages.size() && type(i + 1) == K::relu;
+    // bf16: convs and hidden dense layers; the head (last) stays f32.
+    const bool matmul = type(i) == K::conv || (type(i) == K::dense && i + 1 < stages.size());
+    sp.compute = bf16 && matmul ? dt::bf16 : dt::f32;
     build_forward(sp, stages[i], rows, i == 0, eng_);
     act_.push_back(act_buf_.emplace_back(sp.dst.get_size()).data());
     given = sp.dst;
@@ -459,13 +464,11 @@ void cnn_plan::forward_stage(dnnl::stream& s, std::size_t i, const float* src, c
   const float* w = params + st.weight_off;
   switch (st.spec.type) {
     case K::conv:
+    case K::dense:  // f32 dense layers read the buffer's plain weights
       if (sp.w_to_fwd) {
         sp.w_to_fwd.run(s, {w, sp.w_buf.data()});
         w = sp.w_buf.data();
       }
-      sp.fwd.run(s, {src, w, params + st.bias_off, dst});
-      break;
-    case K::dense:
       sp.fwd.run(s, {src, w, params + st.bias_off, dst});
       break;
     case K::max_pool:
@@ -504,11 +507,16 @@ void cnn_plan::backward_stage(dnnl::stream& s, std::size_t i, const float* src, 
   const cnn_stage& st = stages_[i];
   stage_plan& sp = st_[i];
   const float* dout = diff_[i];
+  if (sp.to_diff_dst) {  // bf16
+    sp.to_diff_dst.run(s, {dout, sp.diff_dst_buf.data()});
+    dout = sp.diff_dst_buf.data();
+  }
   // d objective / d input, in the primitive's format; none for the input rows.
   float* din = sp.diff_src_buf ? sp.diff_src_buf.data() : i > 0 ? diff_[i - 1] : nullptr;
   const float* w = params + st.weight_off;
   switch (st.spec.type) {
-    case K::conv: {
+    case K::conv:
+    case K::dense: {  // f32 dense layers: plain, no reorders
       float* dw = sp.dw_buf ? sp.dw_buf.data() : grad + st.weight_off;
       sp.bwd_w.run(s, {src, dout, dw, grad + st.bias_off});
       if (sp.dw_to_plain)
@@ -524,11 +532,6 @@ void cnn_plan::backward_stage(dnnl::stream& s, std::size_t i, const float* src, 
       sp.bwd_data.run(s, {dout, w, din});
       break;
     }
-    case K::dense:
-      sp.bwd_w.run(s, {src, dout, grad + st.weight_off, grad + st.bias_off});
-      if (i > 0)
-        sp.bwd_data.run(s, {dout, w, din});
-      break;
     case K::max_pool:
     case K::avg_pool:
       if (i == 0)

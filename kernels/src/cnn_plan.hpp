@@ -3,7 +3,8 @@
 // chunk row count (cnn.cpp keeps a few of them). Activations stay in the
 // formats oneDNN chose between layers; the flat parameter buffer stays
 // plain, so conv weights are reordered in (and their gradients out) by
-// reorders built here once and run every step.
+// reorders built here once and run every step; in bf16 those reorders, and
+// the ones of activations and gradients into the bf16 primitives, convert.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -40,7 +41,9 @@ struct stage_plan;
 
 class cnn_plan {
 public:
-  cnn_plan(const std::vector<cnn_stage>& stages, std::size_t rows, const dnnl::engine& eng);
+  /// bf16: convs and hidden dense layers compute in bf16 (cnn.hpp).
+  cnn_plan(const std::vector<cnn_stage>& stages, std::size_t rows, const dnnl::engine& eng,
+           bool bf16);
   cnn_plan(const cnn_plan&) = delete;
   cnn_plan& operator=(const cnn_plan&) = delete;
   ~cnn_plan();

@@ -40,6 +40,27 @@
 /// take more memory than cnn_activations_per_row counts. Same inputs give
 /// bit-identical results on repeats and clone()s (for a given oneDNN thread
 /// count). Not thread-safe: one clone() per actor.
+///
+/// bf16 (cnn_config::bf16; needs AVX512_BF16, cnn_bf16_supported(), and
+/// make_cnn throws rather than fall back to f32): convolutions and the
+/// hidden dense layers compute in bf16. Their inputs (activations, weights
+/// and diff_dst) are converted from f32 every step by reorders built once
+/// per chunk row count, into the formats oneDNN picks for bf16; they
+/// accumulate in f32 and write f32 (dst, diff_src, diff weights and bias:
+/// oneDNN 2.6 has JIT kernels for all of these). Everything else stays f32:
+/// the head (the last dense layer, 0.2% of LeNet-5's work, and the logits the
+/// loss reads), ReLU, pools, batch norm, softmax cross-entropy, the
+/// parameter buffer and the gradient ("fp32 master weights": an optimiser
+/// updates f32 parameters). Precision: a bf16 value keeps 8 significant
+/// bits (rounding error <= 2^-9 relative), so through convs and dense
+/// layers alone the gradient stays within ~5e-3 of f32's (relative L2);
+/// with ReLUs and max pools, units whose decision the rounding flips move
+/// it by 2-6e-2 for LeNet-5 and VGG_SMALL (most in the first layers), the
+/// loss by < 1e-3. Training follows f32: LeNet-5 on MNIST reaches the same
+/// held-out loss within 10% (tests/kernels/cnn_bf16_test.cpp). Results are
+/// bit-identical on repeats and clone()s as in f32, but differ from f32's.
+/// Speed: about 1.2-1.5x f32's steps per CPU second for LeNet-5 and
+/// VGG_SMALL at batch 64 on one AVX512_BF16 core (bench_kernels).
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -72,7 +93,12 @@ struct cnn_config {
   std::vector<cnn_layer> layers;  // the head (dense to classes) comes after them
   std::size_t classes = 10;
   double l2 = 0;
+  bool bf16 = false;  // convs and hidden dense layers in bf16 (see above); needs AVX512_BF16
 };
+
+/// Whether oneDNN's effective ISA has native bf16 (avx512_core_bf16 or
+/// above), which make_cnn requires of a config with bf16 set.
+[[nodiscard]] bool cnn_bf16_supported();
 
 /// What is wrong with a config, if anything: `layer` is the index in
 /// config.layers (layers.size() for the head, and for the input or classes),
@@ -102,7 +128,8 @@ struct cnn_problem {
 
 /// Throws std::invalid_argument with check_cnn's text ("cnn layer 2 (conv):
 /// kernel: ...") when the config is refused (limits: 1e9 parameters, 1e8
-/// activations per row), or when l2 < 0 or classes < 2.
+/// activations per row), or when l2 < 0 or classes < 2; and ("cnn: bf16
+/// needs a CPU with AVX512_BF16; ...") when c.bf16 && !cnn_bf16_supported().
 [[nodiscard]] std::unique_ptr<model> make_cnn(const cnn_config& c);
 
 /// LeNet-5 for 28x28 inputs: conv 6 5x5 pad 2, relu, max 2, conv 16 5x5,
