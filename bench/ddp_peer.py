@@ -2,7 +2,7 @@
 """PyTorch DDP peer of atrain's Ring-AllReduce SGD on the real clock.
 
 N worker processes (torch.distributed, backend gloo, TCP on 127.0.0.1) train
-the MLP of an atrain spec on exactly the rows `atrain shards` exported for
+the MLP (or, --model lenet5, the LeNet-5 CNN) of an atrain spec on exactly the rows `atrain shards` exported for
 each node (rank r = node r), synchronously: DDP averages the N minibatch
 gradients with an all-reduce and every rank takes the same SGD step
 
@@ -10,9 +10,10 @@ gradients with an all-reduce and every rank takes the same SGD step
 
 which is atrain's Ring-AllReduce step (x -= gamma/n * sum_i g_i with
 g_i = grad f_i + l2 W). Like atrain:
-  - MLP dim-hidden...-classes, ReLU, softmax cross-entropy, He-uniform
-    weights U(+-sqrt(6/fan_in)) and zero biases (same scheme, not the same
-    numbers: torch's generator), identical on every rank;
+  - MLP dim-hidden...-classes, ReLU (or LeNet-5 as atrain's LENET5 preset),
+    softmax cross-entropy, He-uniform weights U(+-sqrt(6/fan_in)) and zero
+    biases (same scheme, not the same numbers: torch's generator), identical
+    on every rank; L2 on conv and dense weights;
   - each rank draws batches without replacement from its own shard,
     reshuffled every epoch;
   - a straggler waits (factor - 1) x its own measured compute time (batch
@@ -27,7 +28,8 @@ g_i = grad f_i + l2 W). Like atrain:
     actor does: rank 0 sends a copy of the model every --eval-period seconds
     of wall time (the first at t = 0); the evaluator computes test accuracy
     on the test rows (and train loss on atrain's train-loss rows) and stamps
-    the row with the snapshot time. Time to target = the first stamp whose
+    the row with the snapshot time. When it falls behind it takes the newest
+    snapshot and evaluates the skipped ones after the stop. Time to target = the first stamp whose
     accuracy >= --target. The workers stop at the step after rank 0 learns
     the target was reached or --time-limit passed.
 t = 0 is after every rank loaded its shard, built DDP and passed a barrier
@@ -54,6 +56,7 @@ import gzip
 import json
 import math
 import os
+import queue
 import socket
 import struct
 import sys
@@ -104,19 +107,52 @@ def load_rows(part, rows=None):
             torch.from_numpy(y.astype(np.int64)))
 
 
+def he_uniform(layers):
+    """atrain's init: weights U(+-sqrt(6/fan_in)), zero biases."""
+    for m in layers:
+        if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)):
+            fan_in = m.weight[0].numel()
+            a = math.sqrt(6.0 / fan_in)
+            torch.nn.init.uniform_(m.weight, -a, a)
+            torch.nn.init.zeros_(m.bias)
+    return torch.nn.Sequential(*layers)
+
+
 def make_mlp(dim, hidden, classes, seed):
     torch.manual_seed(seed)
     widths = [dim] + hidden + [classes]
     layers = []
     for i in range(len(widths) - 1):
-        lin = torch.nn.Linear(widths[i], widths[i + 1])
-        a = math.sqrt(6.0 / widths[i])
-        torch.nn.init.uniform_(lin.weight, -a, a)
-        torch.nn.init.zeros_(lin.bias)
-        layers.append(lin)
+        layers.append(torch.nn.Linear(widths[i], widths[i + 1]))
         if i + 1 < len(widths) - 1:
             layers.append(torch.nn.ReLU())
-    return torch.nn.Sequential(*layers)
+    return he_uniform(layers)
+
+
+def make_lenet5(dim, classes, seed):
+    """atrain's LENET5 preset (kernels/include/atrain/kernels/cnn.hpp) on
+    1 x 28 x 28 rows: conv 6 5x5 pad 2, relu, max 2, conv 16 5x5, relu, max 2,
+    dense 120, relu, dense 84, relu, dense classes."""
+    if dim != 28 * 28:
+        raise SystemExit(f"--model lenet5 needs 28x28 rows, the split has {dim} features")
+    torch.manual_seed(seed)
+    nn = torch.nn
+    return he_uniform([
+        nn.Unflatten(1, (1, 28, 28)),
+        nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+        nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, classes)])
+
+
+def make_model(args, split):
+    if args.model == "lenet5":
+        return make_lenet5(split["dim"], split["classes"], args.seed)
+    return make_mlp(split["dim"], args.hidden, split["classes"], args.seed)
+
+
+def decayed_weights(model):
+    """The weights L2 applies to (conv and dense, not biases), as in atrain."""
+    return [m.weight for m in model if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))]
 
 
 class straggle_state:
@@ -156,12 +192,12 @@ def worker(rank, args, split, port, shared):
     n = split["nodes"]
     dist.init_process_group("gloo", rank=rank, world_size=n)
     x, y = load_rows(split["train"], np.asarray(split["shards"][rank], dtype=np.int64))
-    model = DDP(make_mlp(split["dim"], args.hidden, split["classes"], args.seed))
+    model = DDP(make_model(args, split))
     state = (straggle_state(args.factor, args.delay) if rank == args.straggler
              else straggle_state(1.0))
     if state.slow():  # everyone else keeps DDP's built-in (C++) all-reduce
         model.register_comm_hook(state, straggle_allreduce_hook)
-    weights = [m.weight for m in model.module if isinstance(m, torch.nn.Linear)]
+    weights = decayed_weights(model.module)
     params = list(model.parameters())
     gen = np.random.default_rng([args.seed, rank])
     order = gen.permutation(len(y))
@@ -217,27 +253,46 @@ def worker(rank, args, split, port, shared):
 
 
 def evaluator(args, split, shared):
+    """Evaluates the newest snapshot first: on 2 shared cores a CNN evaluation
+    can take longer than --eval-period, and evaluating every snapshot in order
+    let the workers train on long past the target (PERFORMANCE.md). Snapshots
+    skipped while behind are evaluated after the stop, so the table of
+    evaluations, and the time to target (its first stamp >= target), is
+    complete and exact; only the moment the workers stop depends on the lag."""
     torch.set_num_threads(1)
     xt, yt = load_rows(split["test"])
     xl, yl = load_rows(split["train"], np.asarray(split["train_eval_rows"], dtype=np.int64))
-    model = make_mlp(split["dim"], args.hidden, split["classes"], args.seed)
+    model = make_model(args, split)
     params = list(model.parameters())
-    evals = []
-    while True:
-        item = shared["snapshots"].get()
-        if item is None:
-            break
+
+    def evaluate(item):
         t, step, flat = item
         with torch.no_grad():
             torch.nn.utils.vector_to_parameters(torch.from_numpy(flat), params)
             acc = (model(xt).argmax(1) == yt).double().mean().item()
             loss = F.cross_entropy(model(xl), yl).item()
-            loss += 0.5 * args.l2 * sum(float((m.weight ** 2).sum())
-                                        for m in model if isinstance(m, torch.nn.Linear))
-        evals.append((t, step, acc, loss))
-        if acc >= args.target and not shared["reached"].is_set():
+            loss += 0.5 * args.l2 * sum(float((w ** 2).sum()) for w in decayed_weights(model))
+        return (t, step, acc, loss)
+
+    evals, skipped, done = [], [], False
+    while not done:
+        batch = [shared["snapshots"].get()]
+        while True:
+            try:
+                batch.append(shared["snapshots"].get_nowait())
+            except queue.Empty:
+                break
+        done = batch[-1] is None
+        batch = [b for b in batch if b is not None]
+        if not batch:
+            continue
+        skipped += batch[:-1]
+        evals.append(evaluate(batch[-1]))
+        if evals[-1][2] >= args.target and not shared["reached"].is_set():
             shared["reached"].set()
-    shared["results"].put(("evals", evals))
+    evals += [evaluate(item) for item in skipped]
+    evals.sort(key=lambda e: e[0])
+    shared["results"].put(("evals", evals, len(skipped)))
 
 
 def free_port():
@@ -249,6 +304,8 @@ def free_port():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shards", required=True, help="JSON from `atrain shards SPEC --out FILE`")
+    ap.add_argument("--model", choices=("mlp", "lenet5"), default="mlp",
+                    help="the spec's model: an MLP (--hidden) or atrain's LENET5 preset")
     ap.add_argument("--hidden", type=int, nargs="*", default=[128])
     ap.add_argument("--batch", type=int, default=64, help="per rank")
     ap.add_argument("--lr", type=float, default=0.1, help="SGD step (atrain allreduce step_size)")
@@ -287,7 +344,9 @@ def main():
     for p in procs:
         p.start()
     steps, waits, evals = {}, {}, None
-    deadline = time.perf_counter() + args.time_limit + 120  # loading + a margin
+    # loading, a margin, and an evaluator behind its snapshots (a CNN evaluation
+    # can take longer than --eval-period)
+    deadline = time.perf_counter() + 2 * args.time_limit + 120
     while len(steps) < n or evals is None:
         try:
             item = shared["results"].get(timeout=max(1.0, deadline - time.perf_counter()))
@@ -296,7 +355,7 @@ def main():
                 p.kill()
             raise SystemExit("ddp_peer: a process did not finish in time (killed)")
         if item[0] == "evals":
-            evals = item[1]
+            evals, evaluated_late = item[1], item[2]
         else:
             steps[item[0]] = item[1]
             waits[item[0]] = item[2]
@@ -310,7 +369,7 @@ def main():
         "gradients": sum(steps.values()), "straggler_wait_seconds": waits.get(args.straggler, 0.0),
         "final_accuracy": evals[-1][2] if evals else None,
         "final_train_loss": evals[-1][3] if evals else None,
-        "wall_seconds": time.perf_counter() - wall,
+        "wall_seconds": time.perf_counter() - wall, "evaluated_after_stop": evaluated_late,
         "evals": [[round(t, 4), s, round(a, 5)] for t, s, a, _ in evals]}))
     return 0
 

@@ -15,7 +15,8 @@ same order, so slow phases of a shared machine hit all of them.
                      algorithm.allreduce.step_size=GAMMA link.latency_seconds=0 ...
   atrain rfast     : the same with SPEC's own rfast block
   ddp (gloo)       : bench/ddp_peer.py, N processes + an evaluator process, lr GAMMA
-  allreduce_hosts, rfast_hosts : the atrain runs with every node in its own
+  ALG, ALG_hosts  : any other atrain algorithm (adpsgd, dpsgd, ...), at --step ALG=G
+  allreduce_hosts, rfast_hosts, ALG_hosts : the atrain runs with every node in its own
                      `atrain node` process on 127.0.0.1 (N hosts, node i on host
                      i; the driver evaluates in another process), over CAF/TCP like
                      DDP's gloo — the like-for-like comparison
@@ -37,7 +38,7 @@ installed: peer skipped") when --python cannot import torch.
 
   python3 bench/realtime_claim1.py build/atrain [--nodes 4] [--target 0.95] [--reps 3]
       [--straggler 3 --factor 4 | --delay S] [--allreduce-step 0.5] [--rfast-step G] [--rfast-phi-min P] [--rfast-set K=V]... [--python /usr/bin/python3]
-      [--mnist DIR] [--out build/realtime_claim1]
+      [--step adpsgd=0.1]... [--alg-set adpsgd:K=V]... [--ddp-model lenet5] [--mnist DIR] [--out build/realtime_claim1]
       [--systems allreduce,rfast,ddp,allreduce_hosts,rfast_hosts,shipped_adpsgd,...]
 """
 import argparse
@@ -108,7 +109,7 @@ def ddp_run(args, seed, straggle, out):
     cmd = [args.python, os.path.join(HERE, "ddp_peer.py"), "--shards", shards,
            "--lr", str(args.allreduce_step), "--target", str(args.target),
            "--time-limit", str(args.time_limit), "--eval-period", str(args.eval_period),
-           "--seed", str(seed)]
+           "--seed", str(seed), "--model", args.ddp_model]
     if straggle:
         cmd += ["--straggler", str(args.straggler), "--factor", str(args.factor),
                 "--delay", str(args.delay)]
@@ -161,6 +162,14 @@ def main():
     ap.add_argument("--rfast-set", action="append", default=[], metavar="K=V",
                     help="an extra override of the atrain rfast runs (repeatable), e.g. "
                          "cost.real_min_seconds=0.005")
+    ap.add_argument("--step", action="append", default=[], metavar="ALG=G",
+                    help="gamma of the atrain system ALG or ALG_hosts other than allreduce and rfast "
+                         "(repeatable), e.g. adpsgd=0.1")
+    ap.add_argument("--alg-set", action="append", default=[], metavar="ALG:K=V",
+                    help="an extra override of the atrain system ALG or ALG_hosts of --step's kind "
+                         "(repeatable), e.g. adpsgd:topology.builder=RING")
+    ap.add_argument("--ddp-model", choices=("mlp", "lenet5"), default="mlp",
+                    help="the model DDP trains: SPEC's (an MLP of 128 hidden, or LENET5)")
     ap.add_argument("--eval-period", type=float, default=0.25)
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--systems", default="allreduce,rfast,ddp")
@@ -169,6 +178,17 @@ def main():
     ap.add_argument("--out", default="realtime_claim1")
     args = ap.parse_args()
     args.atrain = os.path.abspath(args.atrain)
+    try:
+        args.step = {k: float(v) for k, v in (kv.split("=", 1) for kv in args.step)}
+    except ValueError:
+        raise SystemExit("--step takes ALG=G, e.g. adpsgd=0.1")
+    alg_set = {}
+    for a in args.alg_set:
+        alg, sep, kv = a.partition(":")
+        if not sep or "=" not in kv:
+            raise SystemExit(f"--alg-set {a}: give ALG:K=V, e.g. adpsgd:topology.builder=RING")
+        alg_set.setdefault(alg, []).append(kv)
+    args.alg_set = alg_set
     if args.factor is None:
         args.factor = 1.0 if args.delay > 0 else 4.0
     systems = args.systems.split(",")
@@ -212,6 +232,10 @@ def run_all(args, systems, conditions, results, cluster):
                 elif algo == "allreduce":
                     r = atrain_run(args, sysname, [f"algorithm.allreduce.step_size={args.allreduce_step}"],
                                    seed, straggle, out, where)
+                elif algo != "rfast":  # any other algorithm, at its --step (else its defaults)
+                    sets = [f"algorithm.{algo}.step_size={args.step[algo]}"] if algo in args.step else []
+                    r = atrain_run(args, sysname, sets + args.alg_set.get(algo, []), seed, straggle,
+                                   out, where)
                 else:
                     sets = [f"algorithm.rfast.step_size={args.rfast_step}"] if args.rfast_step else []
                     if args.rfast_phi_min:

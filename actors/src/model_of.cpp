@@ -97,6 +97,10 @@ std::unique_ptr<model> cnn_of(const loaded_spec& ls, const dataset& train) {
       cfg.layers.push_back(layer_of(l));
   }
   cfg.l2 = c.l2();
+  cfg.bf16 = c.bf16();
+  if (cfg.bf16 && !cnn_bf16_supported())
+    refuse(ls, "model.cnn.bf16",
+           "bf16 needs a CPU with AVX512_BF16 (oneDNN finds none on this one); set bf16: false");
   const std::string preset = c.preset() == proto::Cnn::PRESET_UNSPECIFIED
                                ? std::to_string(c.layer_size()) + " layers"
                                : proto::Cnn::Preset_Name(c.preset());

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "atrain/kernels/cnn.hpp"
 #include "fixtures.hpp"
 #include "source_dir.hpp"
 
@@ -157,6 +158,38 @@ BOOST_AUTO_TEST_CASE(a_cnn_run_replays_to_the_same_trace) {
   t::expect_replay([](std::uint64_t seed) {
     return atrain::prepare_run(
       mnist_spec("rfast", small_cnn, {"seed=" + std::to_string(seed), "stop.time_seconds=3"}));
+  });
+}
+
+// model.cnn.bf16: convolutions and hidden dense layers in bf16 (kernels/ tests
+// their gradients against f32); here the engine builds it, trains about as well
+// as f32, and replays. A CPU without AVX512_BF16 refuses it naming the field.
+BOOST_AUTO_TEST_CASE(a_bf16_cnn_trains_like_f32_and_replays) {
+  std::string bf16_cnn = small_cnn;
+  bf16_cnn.insert(bf16_cnn.find("    l2:"), "    bf16: true\n");
+  if (!atrain::cnn_bf16_supported()) {
+    BOOST_TEST(refusal(bf16_cnn).find("model.cnn.bf16: bf16 needs a CPU with AVX512_BF16") !=
+               std::string::npos);
+    return;
+  }
+  const auto final_of = [](const std::string& model) {
+    auto r = atrain::run_experiment(
+      atrain::prepare_run(mnist_spec("adpsgd", model, {"stop.time_seconds=8"})));
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->error().empty(), r->error());
+    return *r;
+  };
+  const auto f32 = final_of(small_cnn);
+  const auto b16 = final_of(bf16_cnn);
+  BOOST_TEST_MESSAGE("final test accuracy f32 " << f32.final().test_accuracy() << ", bf16 "
+                                                << b16.final().test_accuracy());
+  // The flag reached the kernels: the runs differ.
+  BOOST_TEST(f32.trace_hash() != b16.trace_hash());
+  BOOST_TEST(b16.final().test_accuracy() > 0.6);
+  BOOST_TEST(b16.final().test_accuracy() >= f32.final().test_accuracy() - 0.03);
+  t::expect_replay([&](std::uint64_t seed) {
+    return atrain::prepare_run(
+      mnist_spec("adpsgd", bf16_cnn, {"seed=" + std::to_string(seed), "stop.time_seconds=2"}));
   });
 }
 
