@@ -1,8 +1,8 @@
 /// Convolutional networks in the engine (README "Train a convolutional network"): a
 /// spec's CNN checked against the data's shape naming the layer and field, and every
 /// algorithm training a small CNN on MNIST on the virtual clock (each with the step
-/// size of its shipped MNIST spec, config/mnist_hosts/), R-FAST with its tracker mass
-/// checked after every event, and a replay giving the same trace.
+/// size of its shipped MNIST spec, config/mnist_hosts/), R-FAST's tracker mass and
+/// SGP/OSGP's push-sum mass checked after every event, and a replay giving the same trace.
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../algorithms/sgp/sgp_ledger_check.hpp"
 #include "atrain/kernels/cnn.hpp"
 #include "fixtures.hpp"
 #include "source_dir.hpp"
@@ -136,6 +137,15 @@ BOOST_AUTO_TEST_CASE(every_algorithm_trains_a_small_cnn) {
         report = t::run_checking_mass(plan, checks, worst);
         BOOST_TEST(checks > 1000u);
         BOOST_TEST_MESSAGE("rfast: " << checks << " mass checks, worst residual " << worst);
+      } else if (std::string{alg} == "sgp" || std::string{alg} == "osgp") {
+        // Push-sum mass (weights and values) after every event, as on the MLP.
+        namespace sc = atrain::test::sgp_check;
+        sc::ledger_check check{*plan, sc::max_ahead(*plan)};
+        report = sc::run_checked(plan, check);
+        BOOST_TEST(check.checks > 1000u);
+        BOOST_TEST(!check.failed);
+        BOOST_TEST_MESSAGE(alg << ": " << check.checks << " ledger checks, worst residual w "
+                               << check.worst_w << " x " << check.worst_x);
       } else {
         auto r = atrain::run_experiment(plan);
         BOOST_REQUIRE(r);
