@@ -16,7 +16,8 @@
   X(loscar)                      \
   X(sgp)                         \
   X(osgp)                        \
-  X(async_ps)
+  X(async_ps)                     \
+  X(diloco)
 // clang-format on
 
 namespace atrain {

@@ -1,6 +1,7 @@
 /// Engine benchmarks (issue: R-FAST end to end):
-///  1. virtual clock: messages (scheduler jobs) per wall second and wall time
-///     per virtual second for R-FAST on 8, 64 and 512 nodes (exponential graph);
+///  1. virtual clock: messages (scheduler jobs) per wall second, wall time
+///     per virtual second and memory per node for R-FAST on 8, 64, 512 and
+///     4,096 nodes (exponential graph);
 ///  2. real clock: gradients per second of 8 R-FAST nodes against a bare loop
 ///     (same model, batch, sampler and SGD update, no actors) in the same run.
 ///
@@ -29,25 +30,52 @@ std::shared_ptr<const atrain::run_plan> plan(const std::string& spec,
     atrain::load_spec(std::string{ATRAIN_SOURCE_DIR} + "/config/" + spec, overrides));
 }
 
+/// Resident set size of this process now (/proc/self/statm), bytes.
+double rss_bytes() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
+      resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+/// Virtual time simulated at n nodes: jobs per virtual second grow as
+/// nodes x degree, so larger runs simulate less of it.
+double horizon_for(int n, bool quick) {
+  if (quick)
+    return n <= 512 ? 0.2 : 0.05;
+  return n <= 64 ? 2.0 : (n <= 512 ? 0.5 : 0.2);
+}
+
+/// "engine kB/node": the RSS the run adds once its actors have run (after
+/// its last step, before they are gone) over the RSS with the plan alone
+/// (data, graphs), per node.
 void virtual_scaling(bool quick) {
   std::printf("\n## virtual clock: R-FAST, exponential graph, a9a logistic regression\n");
-  std::printf("%6s %8s %12s %12s %10s %12s %14s\n", "nodes", "edges", "virtual_s", "jobs", "wall_s",
-              "jobs/s", "wall/virtual");
-  for (int n : {8, 64, 512}) {
-    const double horizon = quick ? 0.2 : (n <= 64 ? 2.0 : 0.5);
+  std::printf("%6s %8s %10s %12s %10s %12s %13s %10s %15s\n", "nodes", "edges", "virtual_s", "jobs",
+              "wall_s", "jobs/s", "wall/virtual", "rss_MB", "engine_kB/node");
+  for (int n : {8, 64, 512, 4096}) {
+    const double horizon = horizon_for(n, quick);
     auto p =
       plan("quickstart.textproto", {"nodes=" + std::to_string(n), "stop.stop_at_target=false",
                                     "stop.time_seconds=" + std::to_string(horizon),
                                     "eval.period_seconds=" + std::to_string(horizon)});
     const auto edges = p->topo->g_r.num_edges() + p->topo->g_c.num_edges();
+    malloc_trim(0);  // the previous run's freed heap would hide this one's growth
+    const double before = rss_bytes();
     atrain::virtual_run run{p};
     const auto t0 = clock_type::now();
     while (run.step()) {
     }
     const double wall = std::chrono::duration<double>(clock_type::now() - t0).count();
-    std::printf("%6d %8zu %12.2f %12llu %10.3f %12.0f %14.3f\n", n, edges, horizon,
+    const double rss = rss_bytes();
+    std::printf("%6d %8zu %10.2f %12llu %10.3f %12.0f %13.3f %10.1f %15.1f\n", n, edges, horizon,
                 static_cast<unsigned long long>(run.jobs()), wall,
-                static_cast<double>(run.jobs()) / wall, wall / horizon);
+                static_cast<double>(run.jobs()) / wall, wall / horizon, rss / 1e6,
+                (rss - before) / 1e3 / n);
+    std::fflush(stdout);
   }
 }
 

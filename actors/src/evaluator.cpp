@@ -166,6 +166,31 @@ void ask_buffer(eval_ptr self, const gathering_ptr& g, std::size_t i, bool with_
       buffer_failed(self, g, i));
 }
 
+/// Links whose counters one evaluation has asked for and not received yet.
+/// CAF 0.17 keeps an actor's pending responses in a flat vector, so L
+/// requests in flight cost O(L^2) as their answers come in: 30 s per
+/// evaluation at 4,096 nodes (188,416 links) when all were asked at once.
+constexpr std::size_t links_in_flight = 1024;
+
+/// Asks link `*next` for its counters; each answer asks the next one.
+void ask_next_link(eval_ptr self, const gathering_ptr& g,
+                   const std::shared_ptr<std::size_t>& next) {
+  auto& st = self->state;
+  if (*next >= st.links.size())
+    return;
+  self->request(st.links[(*next)++], st.ctx->reply_timeout(), stats_atom::value)
+    .then(
+      [self, g, next](link_stats& s) {
+        g->links.push_back(s);
+        finish_one(g);  // never the last while links are left to ask
+        ask_next_link(self, g, next);
+      },
+      [self, g, next](caf::error& e) {
+        fail(g, "link", e);
+        ask_next_link(self, g, next);
+      });
+}
+
 /// The hub's model (a parameter server) and every link's counters.
 void ask_hub_and_links(eval_ptr self, const gathering_ptr& g) {
   auto& st = self->state;
@@ -181,16 +206,10 @@ void ask_hub_and_links(eval_ptr self, const gathering_ptr& g) {
           fail(g, self->state.ctx->plan->algorithm().evaluation.hub_label, e);
         });
   }
-  for (const auto& link : st.links) {
-    ++g->pending;
-    self->request(link, st.ctx->reply_timeout(), stats_atom::value)
-      .then(
-        [g](link_stats& s) {
-          g->links.push_back(s);
-          finish_one(g);
-        },
-        [g](caf::error& e) { fail(g, "link", e); });
-  }
+  g->pending += st.links.size();
+  auto next = std::make_shared<std::size_t>(0);
+  for (std::size_t k = 0; k < std::min(links_in_flight, st.links.size()); ++k)
+    ask_next_link(self, g, next);
 }
 
 /// Asks every node, the hub and the links for what an evaluation needs;

@@ -22,8 +22,25 @@ std::pair<std::size_t, std::size_t> ring_chunk(std::size_t d, std::uint32_t n, s
 
 // ---------------------------------------------------------------- state machine
 
-ring_allreduce::ring_allreduce(std::uint32_t rank, std::uint32_t n, std::size_t dim)
-  : rank_(rank), n_(n), dim_(dim), buf_(dim, 0.0F), counts_(n, 0.0) {}
+ring_allreduce::ring_allreduce(std::uint32_t rank, std::uint32_t n, std::size_t dim,
+                               std::uint32_t fragments)
+  : rank_(rank), n_(n), dim_(dim), fragments_(std::max<std::uint32_t>(1, fragments)),
+    buf_(dim, 0.0F), counts_(n, 0.0) {}
+
+std::pair<std::size_t, std::size_t> ring_allreduce::fragment(std::uint64_t round) const {
+  return ring_chunk(dim_, fragments_, static_cast<std::uint32_t>(round % fragments_));
+}
+
+namespace {
+
+/// Chunk c of fragment [f.first, f.second) split over n ranks.
+std::pair<std::size_t, std::size_t> chunk_of(std::pair<std::size_t, std::size_t> f, std::uint32_t n,
+                                             std::uint32_t c) {
+  const auto [b, e] = ring_chunk(f.second - f.first, n, c);
+  return {f.first + b, f.first + e};
+}
+
+}  // namespace
 
 bool ring_allreduce::called() const {
   auto it = stash_.lower_bound({round_, 0});
@@ -39,7 +56,7 @@ std::uint32_t ring_allreduce::sent_chunk(std::uint32_t rank, std::uint32_t step)
 
 ring_allreduce::send ring_allreduce::make_send(std::uint32_t step) const {
   const auto c = sent_chunk(rank_, step);
-  const auto [b, e] = ring_chunk(dim_, n_, c);
+  const auto [b, e] = chunk_of(fragment(round_), n_, c);
   return {round_, step,
           float_blob{std::vector<float>(buf_.begin() + static_cast<std::ptrdiff_t>(b),
                                         buf_.begin() + static_cast<std::ptrdiff_t>(e))},
@@ -47,7 +64,8 @@ ring_allreduce::send ring_allreduce::make_send(std::uint32_t step) const {
 }
 
 std::vector<ring_allreduce::send> ring_allreduce::begin(const float* v, double count) {
-  std::copy(v, v + dim_, buf_.begin());
+  const auto [fb, fe] = fragment(round_);
+  std::copy(v + fb, v + fe, buf_.begin() + static_cast<std::ptrdiff_t>(fb));
   contribution_.assign(v, v + dim_);
   contribution_count_ = count;
   std::fill(counts_.begin(), counts_.end(), count);
@@ -71,7 +89,7 @@ void ring_allreduce::run(std::vector<send>& out) {
       return;
     const std::uint32_t predecessor = (rank_ + n_ - 1) % n_;
     const auto c = sent_chunk(predecessor, next_);
-    const auto [b, e] = ring_chunk(dim_, n_, c);
+    const auto [b, e] = chunk_of(fragment(round_), n_, c);
     const float* in = it->second.first.ptr();
     if (next_ < n_ - 1) {  // reduce-scatter: add
       vec::axpy(1.0F, in, buf_.data() + b, e - b);
@@ -90,6 +108,7 @@ void ring_allreduce::run(std::vector<send>& out) {
 }
 
 void ring_allreduce::finish_round() {
+  last_round_ = round_;
   active_ = false;
   finished_ = true;
   ++round_;
@@ -123,7 +142,7 @@ ring_allreduce::verdict ring_allreduce::offer(std::uint64_t round, std::uint32_t
   if (count && !(*count >= 0 && std::isfinite(*count) && std::floor(*count) == *count))
     return verdict::invalid;
   const std::uint32_t predecessor = (rank_ + n_ - 1) % n_;
-  const auto [b, e] = ring_chunk(dim_, n_, sent_chunk(predecessor, step));
+  const auto [b, e] = chunk_of(fragment(round), n_, sent_chunk(predecessor, step));
   if (chunk.size() != e - b || !vec::all_finite(chunk.ptr(), chunk.size()))
     return verdict::invalid;
   if (round < round_ || (round == round_ && active_ && step < next_) ||

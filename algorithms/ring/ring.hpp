@@ -21,6 +21,10 @@
 /// like the values: after the round every rank holds the same COUNT. With
 /// WAIT the counts do not travel (the packets stay as they were): a chunk
 /// received at reduce-scatter step s holds s+1 contributions, n after.
+///
+/// Fragments (DiLoCo's streaming variant): with F > 1 round k reduces only
+/// fragment k mod F of the vector (fragment f = ring_chunk(d, F, f)), split
+/// into n chunks the same way; F = 1 is the whole vector every round.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -57,11 +61,14 @@ public:
   };
   enum class verdict { accepted, duplicate, invalid };
 
-  ring_allreduce(std::uint32_t rank, std::uint32_t n, std::size_t dim);
+  ring_allreduce(std::uint32_t rank, std::uint32_t n, std::size_t dim, std::uint32_t fragments = 1);
 
-  /// Starts the current round with this rank's vector (dim values) holding
-  /// `count` contributions. Returns the chunks to send now (the step-0
-  /// chunk, then any unblocked by chunks stashed earlier).
+  /// [begin, end) of the values round `round` reduces (its fragment).
+  [[nodiscard]] std::pair<std::size_t, std::size_t> fragment(std::uint64_t round) const;
+
+  /// Starts the current round with this rank's vector (dim values; only the
+  /// round's fragment is read) holding `count` contributions. Returns the chunks to send now (the
+  /// step-0 chunk, then any unblocked by chunks stashed earlier).
   std::vector<send> begin(const float* v, double count = 1);
   /// A chunk from the predecessor. Duplicates (already used or stashed, or of
   /// a finished round) are ignored; wrong size, non-finite values, a step out
@@ -74,8 +81,14 @@ public:
 
   /// True between the last step of a round and the next begin().
   [[nodiscard]] bool finished() const noexcept { return finished_; }
-  /// The sum of the last finished round.
+  /// The sum of the last finished round (valid over its fragment).
   [[nodiscard]] const std::vector<float>& sum() const noexcept { return buf_; }
+  /// The number of the last finished round and the [begin, end) of the
+  /// values it reduced (a restart may have moved round() on since).
+  [[nodiscard]] std::uint64_t last_round() const noexcept { return last_round_; }
+  [[nodiscard]] std::pair<std::size_t, std::size_t> last_fragment() const noexcept {
+    return fragment(last_round_);
+  }
   /// How many contributions that sum holds (the same on every rank).
   [[nodiscard]] double count() const noexcept { return counts_.front(); }
   /// True between begin() and the end of the round.
@@ -113,6 +126,7 @@ private:
   std::uint32_t rank_;
   std::uint32_t n_;
   std::size_t dim_;
+  std::uint32_t fragments_;
   std::vector<float> buf_;
   std::vector<double> counts_;  // contributions per chunk
   std::uint64_t round_ = 0;     // the active (or next) round
@@ -120,10 +134,11 @@ private:
   bool finished_ = false;
   std::uint32_t next_ = 0;  // next step whose chunk we wait for
   std::map<std::pair<std::uint64_t, std::uint32_t>, std::pair<float_blob, double>> stash_;
-  std::vector<float> contribution_;  // this rank's vector of the active round
+  std::vector<float> contribution_;  // this rank's vector of the active round (all dim values)
   double contribution_count_ = 0;
   std::vector<float> last_sum_;
   double last_count_ = 0;
+  std::uint64_t last_round_ = 0;
 };
 
 /// A worker's end of the ring: the state machine plus packets, counters and
@@ -131,8 +146,9 @@ private:
 /// also carry the chunk's contribution count as the one scalar.
 class ring_endpoint {
 public:
-  ring_endpoint(std::uint32_t rank, std::uint32_t n, std::size_t dim, bool counted)
-    : ring_(rank, n, dim), rank_(rank), counted_(counted) {}
+  ring_endpoint(std::uint32_t rank, std::uint32_t n, std::size_t dim, bool counted,
+                std::uint32_t fragments = 1)
+    : ring_(rank, n, dim, fragments), rank_(rank), counted_(counted) {}
 
   void connect(std::uint32_t successor, caf::actor route) {
     out_.routes.emplace_back(successor, std::move(route));
@@ -231,6 +247,15 @@ struct ring_worker_state {
   std::vector<float> pending;
   std::vector<std::uint64_t> pending_read;
 
+  virtual ~ring_worker_state() = default;
+  /// What a restart hands a replacement from its donor (the donor's model;
+  /// DiLoCo: its outer model and momentum), and how the replacement takes it.
+  [[nodiscard]] virtual float_blob donor_model() const { return float_blob{x}; }
+  virtual void adopt_donor_model(const float_blob& m) { x = m.vec(); }
+  /// The algorithm's own fields of its checkpoint part, if any (DiLoCo's).
+  virtual void save_part(proto::RingNodeState&) const {}
+  virtual void restore_part(const proto::RingNodeState&) {}
+
   /// Records a gradient read at step `read` applied now (at `steps`).
   void applied(std::uint64_t read) {
     const auto s = steps - read;
@@ -288,7 +313,7 @@ ring_worker_actor::behavior_type ring_joining(Self* self, std::uint32_t id, cons
     auto& st = self->state;
     for (const auto& route : out)
       st.ring->connect((id + 1) % n, route);
-    st.x = x.vec();
+    st.adopt_donor_model(x);
     st.steps = steps;
     st.averages = averages;
     st.ring->skip_to(self, *ctx, round);
@@ -339,6 +364,7 @@ template <class State>
     *k.mutable_pending() = {st.pending.begin(), st.pending.end()};
     *k.mutable_pending_read() = {st.pending_read.begin(), st.pending_read.end()};
   }
+  st.save_part(*s.mutable_ring());
   return s.SerializeAsString();
 }
 
@@ -355,6 +381,7 @@ void restore_ring_worker(State& st, const proto::NodeState& s) {
   st.pending.assign(s.ring().skip().pending().begin(), s.ring().skip().pending().end());
   st.pending_read.assign(s.ring().skip().pending_read().begin(),
                          s.ring().skip().pending_read().end());
+  st.restore_part(s.ring());
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
@@ -416,7 +443,7 @@ template <class Self, class OnSum>
                        ring_resume(self, *ctx, m, sum, count, on_sum);
                      }));
       return std::make_tuple(ring.round(), float_blob{ring.last_sum()}, ring.last_count(),
-                             float_blob{st.x}, st.steps, st.averages);
+                             st.donor_model(), st.steps, st.averages);
     },
     // The end of a freeze and a replacement's join come only while the
     // worker waits for them (every one sent once): nothing here.
@@ -470,17 +497,18 @@ template <class Self>
 /// has not begun arrives (the ring waits for it: straggler_policy SKIP may
 /// join at once). `counted`: the chunks carry contribution counts;
 /// `joining`: a replacement (its state comes with the join, not from a
-/// checkpoint). Wiring, packets and model snapshots are common; the first
-/// gradient starts with the wiring.
+/// checkpoint); `fragments`: the ring reduces one fragment per round.
+/// Wiring, packets and model snapshots are common; the first gradient starts
+/// with the wiring.
 template <class Self, class OnWake, class OnSum, class OnCalled>
-ring_worker_actor::behavior_type ring_worker(Self* self, std::uint32_t id, const context_ptr& ctx,
-                                             bool counted, bool joining, OnWake on_wake,
-                                             OnSum on_sum, OnCalled on_called) {
+ring_worker_actor::behavior_type
+ring_worker(Self* self, std::uint32_t id, const context_ptr& ctx, bool counted, bool joining,
+            OnWake on_wake, OnSum on_sum, OnCalled on_called, std::uint32_t fragments = 1) {
   const auto& plan = *ctx->plan;
   const auto n = static_cast<std::uint32_t>(plan.nodes());
   auto& st = self->state;
   st.cu.emplace(*ctx, id);
-  st.ring.emplace(id, n, plan.dim(), counted);
+  st.ring.emplace(id, n, plan.dim(), counted, fragments);
   st.x = plan.x0;
   const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)

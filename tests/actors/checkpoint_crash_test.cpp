@@ -39,6 +39,7 @@ const std::vector<algo_case>& restartable() {
     {"dpsgd", "algorithms/dpsgd.textproto", lossy},
     {"allreduce", "algorithms/allreduce.textproto", lossy},
     {"local_sgd", "algorithms/local_sgd.textproto", lossy},
+    {"diloco", "algorithms/diloco.textproto", lossy},
     {"sgp", "algorithms/sgp.textproto", lossy},
     {"osgp", "algorithms/osgp.textproto", lossy},
     {"dasgd", "algorithms/dasgd.textproto", four},

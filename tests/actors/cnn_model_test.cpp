@@ -126,7 +126,7 @@ BOOST_AUTO_TEST_CASE(the_size_bounds_count_activations) {
 
 BOOST_AUTO_TEST_CASE(every_algorithm_trains_a_small_cnn) {
   for (const char* alg : {"rfast", "allreduce", "dpsgd", "adpsgd", "osgp", "sgp", "dasgd",
-                          "local_sgd", "async_ps", "loscar"}) {
+                          "local_sgd", "async_ps", "loscar", "diloco"}) {
     BOOST_TEST_CONTEXT(alg) {
       auto plan = atrain::prepare_run(mnist_spec(alg, small_cnn, {"stop.time_seconds=12"}));
       BOOST_TEST(plan->dim() == 1490u);

@@ -47,8 +47,8 @@ BOOST_AUTO_TEST_CASE(a_whole_node_restart_is_the_worker_restart_where_the_worker
     BOOST_TEST(r->error().empty(), r->error());
     return *r;
   };
-  for (const char* file :
-       {"async_ps", "adpsgd", "dpsgd", "allreduce", "local_sgd", "sgp", "osgp", "loscar", "dasgd"})
+  for (const char* file : {"async_ps", "adpsgd", "dpsgd", "allreduce", "local_sgd", "sgp", "osgp",
+                           "loscar", "dasgd", "diloco"})
     BOOST_TEST_CONTEXT(file) {
       const auto whole = run(file, true);
       const auto worker = run(file, false);
@@ -64,8 +64,8 @@ BOOST_AUTO_TEST_CASE(a_whole_node_restart_is_the_worker_restart_where_the_worker
 }
 
 BOOST_AUTO_TEST_CASE(same_spec_and_seed_replay_exactly_with_a_restart) {
-  for (const char* file :
-       {"async_ps", "adpsgd", "dpsgd", "allreduce", "local_sgd", "sgp", "osgp", "loscar", "dasgd"})
+  for (const char* file : {"async_ps", "adpsgd", "dpsgd", "allreduce", "local_sgd", "sgp", "osgp",
+                           "loscar", "dasgd", "diloco"})
     BOOST_TEST_CONTEXT(file) {
       t::expect_replay([&](std::uint64_t seed) {
         return t::config(std::string{"algorithms/"} + file + ".textproto",

@@ -28,13 +28,14 @@ struct ring_result {
 /// soon as it finishes one, so chunks of round k+1 overtake those of round k.
 /// `count[round][rank]`: the contribution counts that travel with the chunks
 /// (straggler_policy SKIP); empty: none travel (WAIT), one per rank.
+/// `fragments`: round k reduces fragment k mod fragments only.
 inline ring_result simulate_ring(const std::vector<std::vector<std::vector<float>>>& v,
                                  const std::vector<std::vector<double>>& count, std::uint32_t n,
-                                 std::size_t d, std::uint32_t seed) {
+                                 std::size_t d, std::uint32_t seed, std::uint32_t fragments = 1) {
   const std::size_t rounds = v.size();
   std::vector<ring_allreduce> ranks;
   for (std::uint32_t r = 0; r < n; ++r)
-    ranks.emplace_back(r, n, d);
+    ranks.emplace_back(r, n, d, fragments);
   ring_result res;
   res.sums.assign(rounds, std::vector<std::vector<float>>(n));
   res.counts.assign(rounds, std::vector<double>(n, -1));
