@@ -44,7 +44,7 @@ import sys
 
 QS = "config/quickstart.textproto"
 ALGS = ["rfast", "allreduce", "dpsgd", "adpsgd", "sgp", "osgp", "dasgd", "async_ps",
-        "local_sgd", "loscar", "loscar_naive", "centralized"]
+        "local_sgd", "diloco", "loscar", "loscar_naive", "centralized"]
 STEP = re.compile(r"(\bstep_size:\s*)([0-9.eE+-]+)")
 NODES = re.compile(r"^nodes:\s*(\d+)", re.M)
 
