@@ -394,4 +394,22 @@ BOOST_AUTO_TEST_CASE(a_session_with_several_faults_replays_exactly) {
   });
 }
 
+// 128 nodes on the exponential graph have 1,664 links (both graphs share
+// them), more than the evaluator keeps asking at once (1,024): every
+// evaluation still completes, and the drops it sums over all links are the
+// loss rate of every packet sent (the first 1,024 links alone read ~0.12).
+BOOST_AUTO_TEST_CASE(an_evaluation_counts_every_link_of_a_128_node_run) {
+  const auto r =
+    run("quickstart.textproto", {"nodes=128", "link.loss=0.2", "stop.stop_at_target=false",
+                                 "stop.time_seconds=0.5", "eval.period_seconds=0.1"});
+  BOOST_TEST(r.metrics_size() == 6);  // t = 0, 0.1, ..., 0.5
+  const double rate =
+    static_cast<double>(r.packets_dropped()) / static_cast<double>(r.messages_sent());
+  BOOST_TEST(r.messages_sent() > 100000u);
+  BOOST_TEST(rate > 0.19);
+  BOOST_TEST(rate < 0.21);
+  BOOST_TEST_MESSAGE("128 nodes, loss 0.2: " << r.packets_dropped() << " of " << r.messages_sent()
+                                             << " packets dropped (" << rate << ")");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
