@@ -15,6 +15,7 @@
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/network.hpp"
+#include "atrain/kernels/fused_ops.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 
 namespace atrain {
@@ -40,6 +41,8 @@ struct worker_state {
   // reused once nothing holds them (no allocation per wake).
   blob_pool<float> g_pool;
   blob_pool<float> v_pool;
+  std::vector<const float*> pull_parts;  // step 2's models and weights (kept: no allocation)
+  std::vector<double> pull_weights;
   static inline const char* name = "atrain_rfast_worker";
 };
 
@@ -125,19 +128,56 @@ void worker_start(worker_ptr self, std::uint32_t id, const run_context& ctx,
   schedule_next(self);
 }
 
-/// Step 1: the local descent v = x - gamma_k d, sent at once to the G_R
-/// out-neighbours; returns v.
-float_blob descend_and_send(worker_ptr self, std::uint32_t id, run_context& ctx,
-                            const float_blob& d) {
+/// Step 2's in-neighbours: the models kept (a stale one is left out and the
+/// weights scaled back to a row sum of 1) into st.pull_parts, their weights
+/// after r_ii into st.pull_weights. Returns the sum of the kept weights.
+double plan_pull(worker_state& st, const std::vector<float_blob>& v_hat,
+                 const std::vector<std::uint64_t>& ages, const std::vector<double>& r,
+                 std::vector<float>& own) {
+  auto& parts = st.pull_parts;
+  auto& weights = st.pull_weights;
+  parts.clear();
+  weights.assign(1, r.at(0));
+  double kept = r[0];
+  for (std::size_t k = 0; k < v_hat.size(); ++k) {
+    st.staleness.add(static_cast<double>(ages[k]));
+    if (st.stale_limit > 0 && ages[k] > st.stale_limit)
+      continue;  // silent in-neighbour: its model would only drag x back
+    // A new epoch's in-neighbour that has sent nothing yet counts as this
+    // node's own x (pre-descent; copied: x is overwritten).
+    if (v_hat[k].empty() && own.empty())
+      own = st.x;
+    parts.push_back(v_hat[k].empty() ? own.data() : v_hat[k].ptr());
+    weights.push_back(r.at(k + 1));
+    kept += r[k + 1];
+  }
+  if (weights.size() < v_hat.size() + 1)
+    for (auto& w : weights)
+      w /= kept;  // row stochastic again over the neighbours kept
+  return kept;
+}
+
+/// Steps 1 and 2 in one pass over x: the local descent v = x - gamma_k d,
+/// then x = r_ii v + sum_j r_ij v^_j over the in-neighbours kept; v is sent
+/// to the G_R out-neighbours.
+void descend_and_pull(worker_ptr self, std::uint32_t id, run_context& ctx, const float_blob& d,
+                      const std::vector<float_blob>& v_hat, const std::vector<std::uint64_t>& ages,
+                      const std::vector<double>& r) {
   auto& st = self->state;
   const std::size_t dim = st.x.size();
   const double gamma = st.gamma / (1.0 + st.decay * static_cast<double>(st.seq));
-  auto v = st.v_pool.take(dim);
-  float* out = v->data();
-  const float* dir = d.ptr();
   const auto step = static_cast<float>(gamma);
-  for (std::size_t k = 0; k < dim; ++k)
-    out[k] = st.x[k] - step * dir[k];
+  std::vector<float> own;
+  const double kept = plan_pull(st, v_hat, ages, r, own);
+  auto v = st.v_pool.take(dim);
+  if (kept > 0) {
+    vec::descend_weighted_sum(st.x.data(), d.ptr(), step, v->data(), st.pull_parts, st.pull_weights,
+                              dim);
+  } else {  // a tree child cut off from its parent keeps its model
+    *v = st.x;
+    vec::axpy(-step, d.ptr(), v->data(), dim);  // x + (-step d): x - step d's bits
+    st.x = *v;
+  }
   packet p;
   p.from = id;
   p.kind = rfast_model;
@@ -145,38 +185,6 @@ float_blob descend_and_send(worker_ptr self, std::uint32_t id, run_context& ctx,
   p.f = st.v_pool.publish(std::move(v));
   p.epoch = st.epoch;
   st.out_r.broadcast(self, ctx, p);
-  return p.f;
-}
-
-/// Step 2: x = r_ii v + sum_j r_ij v^_j over the in-neighbours kept (a
-/// stale one is left out and the weights scaled back to a row sum of 1).
-void pull_consensus(worker_state& st, const float_blob& v, const std::vector<float_blob>& v_hat,
-                    const std::vector<std::uint64_t>& ages, const std::vector<double>& r) {
-  const std::size_t dim = st.x.size();
-  std::vector<const float*> parts{v.ptr()};
-  std::vector<double> weights{r.at(0)};
-  double kept = r[0];
-  // A new epoch's in-neighbour that has sent nothing yet counts as
-  // this node's own x (pre-descent; copied: x is overwritten below).
-  std::vector<float> own;
-  for (std::size_t k = 0; k < v_hat.size(); ++k) {
-    st.staleness.add(static_cast<double>(ages[k]));
-    if (st.stale_limit > 0 && ages[k] > st.stale_limit)
-      continue;  // silent in-neighbour: its model would only drag x back
-    if (v_hat[k].empty() && own.empty())
-      own = st.x;
-    parts.push_back(v_hat[k].empty() ? own.data() : v_hat[k].ptr());
-    weights.push_back(r.at(k + 1));
-    kept += r[k + 1];
-  }
-  if (!(kept > 0)) {
-    st.x = v.vec();  // a tree child cut off from its parent keeps its model
-    return;
-  }
-  if (weights.size() < v_hat.size() + 1)
-    for (auto& w : weights)
-      w /= kept;  // row stochastic again over the neighbours kept
-  vec::weighted_sum(parts, weights, st.x.data(), dim);
 }
 
 /// `x_start` empty: a fresh worker (x = x^0, initialises the tracker);
@@ -199,10 +207,8 @@ rfast_worker_actor::behavior_type rfast_worker(worker_ptr self, std::uint32_t id
                   static_cast<std::uint8_t>(gate))
         .then([=](const float_blob& d, const std::vector<float_blob>& v_hat,
                   const std::vector<std::uint64_t>& ages, const std::vector<double>& r) {
-          if (!d.empty()) {  // empty: folded into the next step (routes busy)
-            auto v = descend_and_send(self, id, *ctx, d);    // 1
-            pull_consensus(self->state, v, v_hat, ages, r);  // 2
-          }
+          if (!d.empty())  // empty: folded into the next step (routes busy)
+            descend_and_pull(self, id, *ctx, d, v_hat, ages, r);
           if (!self->state.hold.stop_here())  // (a checkpoint holds here)
             schedule_next(self);              // next gradient at x
         });

@@ -7,6 +7,7 @@
 
 #include "atrain/actors/context.hpp"
 #include "atrain/actors/node_actor.hpp"
+#include "atrain/kernels/fused_ops.hpp"
 #include "atrain/messages/blob_pool.hpp"
 #include "atrain/messages/wire.hpp"
 
@@ -89,6 +90,9 @@ public:
   double_blob correct_push_direction(const float* g, float* d);
   /// Step 3: z += c_ij (rho^_j - rho~_ij); rho~_ij = rho^_j (phi likewise).
   void absorb();
+  /// The buffer's wake: correct_push_direction(g, d) then absorb(), in one
+  /// pass over the vectors (the same bits). Returns push()'s rho.
+  double_blob wake(const float* g, float* d);
   /// Keeps rho^_j when seq is newer than what we hold. Returns false for a
   /// stale or duplicate packet (ignored).
   bool receive(std::uint32_t from, std::uint64_t seq, const double_blob& rho, double sigma);
@@ -112,9 +116,15 @@ public:
   void restore(const proto::RfastNodeState& s);
 
 private:
+  /// correct_push_direction() and, with news_, absorb()'s pass over z.
+  double_blob push_pass(const float* g, float* d);
   /// push()'s bookkeeping once `next` holds the new rho.
   double_blob finish_push(blob_pool<double>::buffer next);
   [[nodiscard]] double direction_scale(double phi) const;
+  /// absorb()'s in-neighbours with news, into news_ (z untouched); then,
+  /// once z has them, their phi and rho~ bookkeeping.
+  void collect_news();
+  void settle_news();
 
   std::uint32_t node_;
   std::size_t dim_;
@@ -131,6 +141,7 @@ private:
   std::uint64_t pushes_ = 0;
   std::uint32_t epoch_ = 0;
   std::vector<in_neighbour> in_c_;
+  std::vector<vec::tracking_news> news_;  // collect_news()'s, kept: no allocation per wake
 };
 
 /// Mass conservation (ALGORITHMS.md §1) over all nodes' accounts:

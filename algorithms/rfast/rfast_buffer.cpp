@@ -241,8 +241,7 @@ buffer_track(buffer_ptr self, std::uint32_t id, run_context& ctx, const float_bl
   auto& tr = *st.tracker;
   ++st.tracks;
   auto d = st.d_pool.take(ctx.plan->dim());
-  send_mass(self, id, ctx, tr.correct_push_direction(grad, d->data()));  // 4, 5 (and 1's d)
-  tr.absorb();                                                           // 3
+  send_mass(self, id, ctx, tr.wake(grad, d->data()));  // 4, 5 (and 1's d), then 3
   std::vector<std::uint64_t> ages = st.v_age;
   for (auto& a : st.v_age)
     ++a;

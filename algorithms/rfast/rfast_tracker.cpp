@@ -85,42 +85,48 @@ std::vector<float> rfast_tracker::direction() const {
 }
 
 double_blob rfast_tracker::correct_push_direction(const float* g, float* d) {
+  news_.clear();
+  return push_pass(g, d);
+}
+
+double_blob rfast_tracker::wake(const float* g, float* d) {
+  collect_news();
+  auto rho = push_pass(g, d);
+  settle_news();  // after the push's phi, as absorb() after push()
+  return rho;
+}
+
+double_blob rfast_tracker::push_pass(const float* g, float* d) {
   auto next = rho_pool_.take(dim_);
-  const double* old = rho_.ptr();
-  double* out = next->data();
   const double scale = direction_scale(phi_ * c_self_);  // phi after the push
-  for (std::size_t k = 0; k < dim_; ++k) {
-    const double gk = g[k];  // correct()
-    z_[k] += gk - g_prev_[k];
-    g_prev_[k] = gk;
-    out[k] = old[k] + z_[k];  // push()
-    z_[k] *= c_self_;
-    d[k] = static_cast<float>(z_[k] * scale);  // direction()
-  }
+  vec::track_wake({g, z_.data(), g_prev_.data(), rho_.ptr(), next->data(), d, c_self_, scale},
+                  news_, dim_);
   return finish_push(std::move(next));
 }
 
 void rfast_tracker::absorb() {
-  // Every in-neighbour with news in one pass over z; per element the terms
-  // are added in neighbour order, as one pass per neighbour would.
-  struct part {
-    const double* hat;
-    const double* used;
-    double c;
-  };
-  std::vector<part> parts;
+  collect_news();
+  vec::absorb_news(z_.data(), news_, dim_);
+  settle_news();
+}
+
+void rfast_tracker::collect_news() {
+  // Per element the terms are added in neighbour order, as one pass per
+  // neighbour would.
+  news_.clear();
+  for (const auto& nb : in_c_)
+    if (nb.rho_hat.ptr() != nb.rho_tilde.ptr())  // else nothing new since the last absorb
+      news_.push_back({nb.rho_hat.ptr(), nb.rho_tilde.ptr(), nb.c});
+}
+
+void rfast_tracker::settle_news() {
   for (auto& nb : in_c_) {
     if (nb.rho_hat.ptr() == nb.rho_tilde.ptr())
-      continue;  // nothing new from j since the last absorb
-    parts.push_back({nb.rho_hat.ptr(), nb.rho_tilde.ptr(), nb.c});
+      continue;
     phi_ += nb.c * (nb.sigma_hat - nb.sigma_tilde);
     nb.sigma_tilde = nb.sigma_hat;
-  }
-  for (std::size_t k = 0; k < dim_; ++k)
-    for (const auto& p : parts)
-      z_[k] += p.c * (p.hat[k] - p.used[k]);
-  for (auto& nb : in_c_)
     nb.rho_tilde = nb.rho_hat;  // after the pass: it read the old rho~
+  }
 }
 
 bool rfast_tracker::receive(std::uint32_t from, std::uint64_t seq, const double_blob& rho,

@@ -16,6 +16,8 @@
 // in the AVX-512 clone only) and the reductions keep their fixed 16-lane order.
 #include "atrain/kernels/vector_ops.hpp"
 
+#include "clones.hpp"
+
 #include <algorithm>
 #include <cassert>
 #include <cstring>
@@ -38,16 +40,6 @@ Eigen::Index ix(std::size_t n) {
 }
 
 }  // namespace
-
-// Not under ThreadSanitizer: the clones' ifunc resolvers run while the
-// dynamic loader relocates the program, before TSan's run time is set up, and
-// an instrumented resolver crashes there (SIGSEGV before main).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__AVX2__) &&       \
-  !defined(__SANITIZE_THREAD__)
-#define ATRAIN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define ATRAIN_CLONES
-#endif
 
 ATRAIN_CLONES void axpy(float a, const float* x, float* y, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i)
@@ -111,7 +103,6 @@ namespace {
 /// sum_i f(i) in double over 16 lanes (vectorisable), then the tail. Always
 /// inlined, with its lambdas, so that each ISA clone of the callers below
 /// compiles it for its ISA (a call would run the baseline copy).
-#define ATRAIN_INLINE __attribute__((always_inline))
 template <class F>
 ATRAIN_INLINE inline double lane_sum(std::size_t n, F&& f) {
   constexpr std::size_t lanes = 16;
