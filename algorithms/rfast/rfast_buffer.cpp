@@ -23,17 +23,6 @@ void set_routes(outbox& out, const rfast_epoch& e) {
 
 namespace {
 
-[[nodiscard]] bool finite(const float* x, std::size_t n) {
-  return vec::all_finite(x, n);
-}
-
-[[nodiscard]] bool finite(const double* x, std::size_t n) {
-  for (std::size_t k = 0; k < n; ++k)
-    if (!std::isfinite(x[k]))
-      return false;
-  return true;
-}
-
 struct buffer_state {
   std::optional<rfast_tracker> tracker;
   outbox out_c;
@@ -147,7 +136,7 @@ void init_buffer(buffer_state& st, std::uint32_t id, const run_context& ctx, boo
 /// not an in-neighbour's, or not a finite model of the model's size.
 [[nodiscard]] bool take_model(buffer_state& st, const packet& p, std::size_t dim) {
   auto it = std::find(st.in_r.begin(), st.in_r.end(), p.from);
-  if (it == st.in_r.end() || p.f.size() != dim || !finite(p.f.ptr(), dim))
+  if (it == st.in_r.end() || p.f.size() != dim || !vec::all_finite(p.f.ptr(), dim))
     return false;
   auto k = static_cast<std::size_t>(it - st.in_r.begin());
   if (p.seq > st.v_seq[k]) {
@@ -161,7 +150,7 @@ void init_buffer(buffer_state& st, std::uint32_t id, const run_context& ctx, boo
 /// A G_C in-neighbour's running sums, to the tracker (which keeps the
 /// newest). False: malformed, or not from a G_C in-neighbour.
 [[nodiscard]] bool take_mass(buffer_state& st, const packet& p, std::size_t dim) {
-  if (p.d.size() != dim || p.scalars.size() != 1 || !finite(p.d.ptr(), dim) ||
+  if (p.d.size() != dim || p.scalars.size() != 1 || !vec::all_finite(p.d.ptr(), dim) ||
       !std::isfinite(p.scalars[0]))
     return false;
   bool known = false;

@@ -146,22 +146,35 @@ double sum(const double* x, std::size_t n) {
   return cmapd(x, ix(n)).sum();
 }
 
-bool all_finite(const float* x, std::size_t n) {
-  // Inf and NaN are the floats whose exponent bits are all ones.
-  constexpr std::uint32_t exp_mask = 0x7f800000u;
+namespace {
+
+/// Inf and NaN are the values whose exponent bits are all ones: an OR over
+/// blocks vectorises, where an early-exit isfinite loop does not.
+template <class Bits, class T>
+bool exponent_bits_finite(const T* x, std::size_t n, Bits exp_mask) {
   constexpr std::size_t block = 1024;
   for (std::size_t start = 0; start < n; start += block) {
     const std::size_t len = std::min(block, n - start);
-    std::uint32_t bad = 0;
+    Bits bad = 0;
     for (std::size_t i = 0; i < len; ++i) {
-      std::uint32_t bits;
+      Bits bits;
       std::memcpy(&bits, x + start + i, sizeof bits);
-      bad |= static_cast<std::uint32_t>((bits & exp_mask) == exp_mask);
+      bad |= static_cast<Bits>((bits & exp_mask) == exp_mask);
     }
     if (bad != 0)
       return false;
   }
   return true;
+}
+
+}  // namespace
+
+bool all_finite(const float* x, std::size_t n) {
+  return exponent_bits_finite<std::uint32_t>(x, n, 0x7f800000u);
+}
+
+bool all_finite(const double* x, std::size_t n) {
+  return exponent_bits_finite<std::uint64_t>(x, n, 0x7ff0000000000000ull);
 }
 
 void gather(const float* x, const std::vector<std::uint32_t>& idx, float* out) {

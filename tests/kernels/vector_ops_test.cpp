@@ -2,6 +2,7 @@
 // weighted_sum block size (1024).
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -198,6 +199,33 @@ BOOST_AUTO_TEST_CASE(all_finite_detects_nan_and_inf) {
       y = x;
       y[n / 2] = bad;
       BOOST_TEST(!vec::all_finite(y.data(), n));
+    }
+  }
+}
+
+// The float64 version against std::isfinite on every element, with the
+// largest finite double and subnormals, which must pass.
+BOOST_AUTO_TEST_CASE(all_finite_detects_nan_and_inf_in_doubles) {
+  for (auto n : sizes) {
+    const auto f = randf(n, 31);
+    std::vector<double> x(f.begin(), f.end());
+    if (n > 2) {
+      x[0] = std::numeric_limits<double>::max();
+      x[1] = std::numeric_limits<double>::denorm_min();
+    }
+    BOOST_TEST(vec::all_finite(x.data(), n) ==
+               std::all_of(x.begin(), x.end(), [](double v) { return std::isfinite(v); }));
+    BOOST_TEST(vec::all_finite(x.data(), n));
+    for (std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
+      if (n == 0)
+        break;
+      for (double bad :
+           {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+            -std::numeric_limits<double>::infinity()}) {
+        auto y = x;
+        y[at] = bad;
+        BOOST_TEST(!vec::all_finite(y.data(), n));
+      }
     }
   }
 }

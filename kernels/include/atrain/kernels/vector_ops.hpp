@@ -22,6 +22,7 @@ void weighted_sum(const std::vector<const float*>& xs, const std::vector<double>
 [[nodiscard]] double squared_distance(const float* x, const float* y, std::size_t n);
 [[nodiscard]] double sum(const double* x, std::size_t n);
 [[nodiscard]] bool all_finite(const float* x, std::size_t n);
+[[nodiscard]] bool all_finite(const double* x, std::size_t n);
 /// out[k] = x[idx[k]]
 void gather(const float* x, const std::vector<std::uint32_t>& idx, float* out);
 /// x[idx[k]] = v[k]
