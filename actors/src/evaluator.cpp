@@ -172,13 +172,20 @@ void ask_buffer(eval_ptr self, const gathering_ptr& g, std::size_t i, bool with_
 /// evaluation at 4,096 nodes (188,416 links) when all were asked at once.
 constexpr std::size_t links_in_flight = 1024;
 
-/// Asks link `*next` for its counters; each answer asks the next one.
+/// The links one evaluation asks, [next, end) still to ask. A new tracking
+/// epoch appends links meanwhile (adopt_epoch): they wait for the next one.
+struct link_cursor {
+  std::size_t next = 0;
+  std::size_t end = 0;
+};
+
+/// Asks the cursor's next link for its counters; each answer asks the next one.
 void ask_next_link(eval_ptr self, const gathering_ptr& g,
-                   const std::shared_ptr<std::size_t>& next) {
+                   const std::shared_ptr<link_cursor>& next) {
   auto& st = self->state;
-  if (*next >= st.links.size())
+  if (next->next >= next->end)
     return;
-  self->request(st.links[(*next)++], st.ctx->reply_timeout(), stats_atom::value)
+  self->request(st.links[next->next++], st.ctx->reply_timeout(), stats_atom::value)
     .then(
       [self, g, next](link_stats& s) {
         g->links.push_back(s);
@@ -207,7 +214,7 @@ void ask_hub_and_links(eval_ptr self, const gathering_ptr& g) {
         });
   }
   g->pending += st.links.size();
-  auto next = std::make_shared<std::size_t>(0);
+  auto next = std::make_shared<link_cursor>(link_cursor{0, st.links.size()});
   for (std::size_t k = 0; k < std::min(links_in_flight, st.links.size()); ++k)
     ask_next_link(self, g, next);
 }
