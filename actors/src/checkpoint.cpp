@@ -170,6 +170,11 @@ std::string check_node(const proto::NodeState& s, std::uint32_t i, const run_pla
   if (algo.check_node)
     if (auto why = algo.check_node(s, i, plan); !why.empty())
       return at + why;
+  if (auto why = check_codec_state(s.codec(), dim); !why.empty())
+    return at + why;
+  if ((s.codec().sender_size() > 0 || s.codec().receiver_size() > 0) &&
+      plan.link.codec.kind == codec::codec_kind::none)
+    return at + "holds coded links' state, but the spec's link.codec is none";
   return {};
 }
 

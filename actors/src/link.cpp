@@ -9,6 +9,7 @@
 #include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/exceptions.hpp"
+#include "atrain/actors/link_codec.hpp"
 #include "atrain/actors/network.hpp"
 #include "atrain/kernels/rng.hpp"
 
@@ -531,6 +532,8 @@ void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, link_list& l
 }
 
 bool sum_into(packet& into, const packet& p) {
+  if (!into.coded.empty() || !p.coded.empty())
+    return false;  // coded bytes do not add up
   if (into.f.size() != p.f.size() || into.d.size() != p.d.size() ||
       into.scalars.size() != p.scalars.size())
     return false;
@@ -548,12 +551,21 @@ bool sum_into(packet& into, const packet& p) {
   return true;
 }
 
-void outbox::count(caf::local_actor* self, run_context& ctx, std::size_t k, packet& p) {
+void outbox::count(caf::local_actor* self, run_context& ctx, std::size_t k, packet& p,
+                   bool leaves) {
   const auto node = routes.at(k).first;
   p.to = node;
   ++messages;
-  bytes += p.bytes();
+  if (!coder)
+    bytes += p.bytes();
+  else if (leaves)
+    encode(p);
   ctx.events.record(ctx.ns(self), p.from, event_kind::send, node, p.seq);
+}
+
+void outbox::encode(packet& p) {
+  coder->encode(p);
+  bytes += p.bytes();
 }
 
 bool outbox::slot_or_wait(run_context& ctx, std::size_t k, packet& p) {

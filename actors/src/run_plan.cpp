@@ -23,6 +23,7 @@ void check_spec(const loaded_spec& ls) {
       };
     facts.uses_topology = algo->uses_topology;
     facts.lossless_links = algo->links.acknowledged;
+    facts.coded_links = algo->links.coding != nullptr;
     if (algo->whole_restart_refusal)
       facts.whole_restart_refusal = [algo, config](std::uint32_t k) {
         return algo->whole_restart_refusal(*config, k);

@@ -49,6 +49,15 @@ link_settings link_of(const proto::LinkModel& m) {
   if (m.has_retransmit_seconds())
     l.retransmit_seconds = m.retransmit_seconds();
   l.window = m.window();
+  const auto& c = m.codec();
+  l.codec.kind = static_cast<codec::codec_kind>(c.kind());  // NONE..TOPK in the same order
+  if (c.has_block())
+    l.codec.block = c.block();
+  if (c.has_topk_fraction())
+    l.codec.topk_fraction = c.topk_fraction();
+  l.codec.error_feedback = c.error_feedback();
+  if (c.has_resync_every())
+    l.resync_every = c.resync_every();
   return l;
 }
 

@@ -225,9 +225,13 @@ std::tuple<float_blob, std::uint64_t, std::uint64_t> fence_off(adpsgd_ptr self, 
 
 /// An exchange packet: a passive node serves requests, an active one takes
 /// the reply to its outstanding exchange; anything else is rejected.
-void on_deliver(adpsgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p) {
+void on_deliver(adpsgd_ptr self, run_context& ctx, std::uint32_t id, const packet& coded) {
   auto& st = self->state;
-  ctx.events.record(ctx.ns(self), id, event_kind::receive, p.from, p.seq);
+  ctx.events.record(ctx.ns(self), id, event_kind::receive, coded.from, coded.seq);
+  const auto opened = open_values(coded, st.x.size());  // link.codec
+  if (!opened)
+    return gossip::reject(self, ctx, st, id, coded);
+  const packet& p = *opened;
   if (!st.active && gossip::well_formed(st, p, adpsgd_request))
     return serve(self, ctx, id, p);
   if (st.active && gossip::well_formed(st, p, adpsgd_reply))
@@ -421,6 +425,7 @@ algorithm_descriptor adpsgd_algorithm() {
   d.spawn_replacement = spawn_adpsgd_replacement;
   d.join = join_adpsgd_worker;
   d.check_node = adpsgd_check_node;
+  d.links.coding = values_coding;
   return d;
 }
 

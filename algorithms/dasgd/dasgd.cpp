@@ -124,9 +124,13 @@ void wake(dasgd_ptr self, run_context& ctx, std::uint32_t id) {
          static_cast<std::uint64_t>(c) <= p.seq;
 }
 
-void deliver(dasgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p) {
+void deliver(dasgd_ptr self, run_context& ctx, std::uint32_t id, const packet& coded) {
   auto& st = self->state;
-  ctx.events.record(ctx.ns(self), id, event_kind::receive, p.from, p.seq);
+  ctx.events.record(ctx.ns(self), id, event_kind::receive, coded.from, coded.seq);
+  const auto opened = open_values(coded, st.x.size());  // link.codec
+  if (!opened)
+    return gossip::reject(self, ctx, st, id, coded);
+  const packet& p = *opened;
   if (!well_formed(st, id, p) || from_the_future(p.seq, st.seq_rate, ctx.seconds(self)))
     return gossip::reject(self, ctx, st, id, p);
   const auto first = first_of(p);
@@ -177,6 +181,7 @@ dasgd_worker_actor::behavior_type dasgd_worker(dasgd_ptr self, std::uint32_t id,
   st.record = ctx->probe != nullptr;
   st.highest.assign(st.n, 0);
   st.lost.resize(st.n);
+  st.out.coder = coder_for(plan);                                  // link.codec
   const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)
     restore_dasgd(st, id, *saved);
@@ -313,6 +318,7 @@ algorithm_descriptor dasgd_algorithm() {
   d.check_checkpoint = dasgd_check_checkpoint;
   d.links.outbox_sums = true;
   d.links.coalesces = [](const algorithm_config& c) { return config_as<dasgd_config>(c).coalesce; };
+  d.links.coding = values_coding;
   return d;
 }
 

@@ -103,7 +103,7 @@ struct dpsgd_state : gossip::node_base {
   std::vector<double> w_in;  // aligned with neighbours
   double gamma = 0;
   double decay = 0;
-  bool skip = false;  // straggler_policy SKIP
+  bool skip = false;    // straggler_policy SKIP
   bool overlap = true;  // order OVERLAP: x^round goes out when the round starts
   std::uint64_t round = 0;
   bool woke = false;             // a gradient is done, not yet applied
@@ -272,9 +272,13 @@ void try_finish_round(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
 }
 
 /// A neighbour's model (WAIT or SKIP: kept per round and sender, once).
-void on_deliver(dpsgd_ptr self, run_context& ctx, std::uint32_t id, const packet& p) {
+void on_deliver(dpsgd_ptr self, run_context& ctx, std::uint32_t id, const packet& coded) {
   auto& st = self->state;
-  ctx.events.record(ctx.ns(self), id, event_kind::receive, p.from, p.seq);
+  ctx.events.record(ctx.ns(self), id, event_kind::receive, coded.from, coded.seq);
+  const auto opened = open_values(coded, st.x.size());  // link.codec
+  if (!opened)
+    return gossip::reject(self, ctx, st, id, coded);
+  const packet& p = *opened;
   if (!gossip::well_formed(st, p, dpsgd_model) || p.seq > st.round + 1)
     return gossip::reject(self, ctx, st, id, p);
   if (p.seq < st.round)
@@ -491,6 +495,7 @@ algorithm_descriptor dpsgd_algorithm() {
   d.join = join_dpsgd_worker;
   d.check_checkpoint = dpsgd_check_checkpoint;
   d.links.replay_on_restart = true;
+  d.links.coding = values_coding;
   return d;
 }
 

@@ -12,6 +12,7 @@
 
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
+#include "atrain/actors/link_codec.hpp"
 #include "atrain/actors/network.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 
@@ -70,6 +71,7 @@ inline void init(node_base& st, const run_context& ctx, std::uint32_t id) {
   st.cu.emplace(ctx, id);
   st.x = ctx.plan->x0;
   st.neighbours = ctx.plan->topo->g_r.out(id);
+  st.out.coder = coder_for(*ctx.plan);  // link.codec (refused where not supported)
 }
 
 inline void take_routes(node_base& st, const std::vector<caf::actor>& routes) {

@@ -57,6 +57,7 @@ void save_worker(const worker_state& st, proto::NodeState& s) {
   s.set_messages_sent(st.out_r.messages);
   s.set_bytes_sent(st.out_r.bytes);
   save_staleness(st.staleness, s);
+  save_coder(st.out_r, s);
 }
 
 void restore_worker(worker_state& st, const proto::NodeState& s) {
@@ -66,6 +67,7 @@ void restore_worker(worker_state& st, const proto::NodeState& s) {
   st.out_r.messages = s.messages_sent();
   st.out_r.bytes = s.bytes_sent();
   restore_staleness(st.staleness, s);
+  restore_coder(st.out_r, s, [](std::uint32_t kind) { return kind == rfast_model; });
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
@@ -91,6 +93,7 @@ const proto::NodeState* init_worker(worker_ptr self, std::uint32_t id, const run
   const bool restarted = !x_start.empty();
   st.x = restarted ? std::move(x_start) : plan.x0;
   const auto* saved = restarted ? nullptr : resumed_node(ctx, id);  // a replacement joins
+  st.out_r.coder = coder_for(plan);
   if (saved)
     restore_worker(st, *saved);
   run_probe::show_model(ctx.probe, self, id, &st.x);
@@ -347,6 +350,13 @@ std::string rfast_check_node(const proto::NodeState& node, std::uint32_t i, cons
   return {};
 }
 
+/// link.codec: models as values, the tracker's running sums as coded increments.
+stream_coding rfast_coding(std::uint32_t kind) {
+  return kind == rfast_model  ? stream_coding::values
+         : kind == rfast_mass ? stream_coding::running_sum
+                              : stream_coding::raw;
+}
+
 }  // namespace
 
 algorithm_descriptor rfast_algorithm() {
@@ -367,6 +377,7 @@ algorithm_descriptor rfast_algorithm() {
   d.links.acknowledged = false;
   d.links.newest_wins = true;
   d.links.follow_restarts = false;
+  d.links.coding = rfast_coding;
   d.evaluation.mass_residual = mass_residual;
   return d;
 }

@@ -9,6 +9,7 @@
 #include "algorithms/rfast/rfast_internal.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/exceptions.hpp"
+#include "atrain/actors/link_codec.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 
 namespace atrain::rfast_detail {
@@ -45,6 +46,8 @@ struct buffer_state {
   std::vector<float> folded;
   std::uint32_t folded_n = 0;
   std::uint64_t folded_total = 0;
+  /// link.codec: the G_C in-neighbours' running sums as decoded so far.
+  std::optional<sum_decoder> decoder;
   static inline const char* name = "atrain_rfast_buffer";
 };
 
@@ -89,6 +92,9 @@ void save_buffer(const buffer_state& st, proto::NodeState& s) {
     r.mutable_folded()->Assign(st.folded.begin(), st.folded.end());
   r.set_folded_n(st.folded_n);
   r.set_folded_total(st.folded_total);
+  save_coder(st.out_c, s);
+  if (st.decoder)
+    st.decoder->save(*s.mutable_codec());
 }
 
 void restore_buffer(buffer_state& st, const proto::NodeState& s) {
@@ -107,6 +113,9 @@ void restore_buffer(buffer_state& st, const proto::NodeState& s) {
   st.folded.assign(r.folded().begin(), r.folded().end());
   st.folded_n = r.folded_n();
   st.folded_total = r.folded_total();
+  restore_coder(st.out_c, s, [](std::uint32_t kind) { return kind == rfast_mass; });
+  if (st.decoder)
+    st.decoder->restore(s.codec());
 }
 
 /// The buffer at its spawn: the spec's graph pair (epoch 0), x^0 as every
@@ -128,13 +137,20 @@ void init_buffer(buffer_state& st, std::uint32_t id, const run_context& ctx, boo
   st.v_seq.assign(st.in_r.size(), 0);
   st.v_age.assign(st.in_r.size(), 0);
   st.seq_rate = future_seq_rate(plan);
+  st.out_c.coder = coder_for(plan);
+  if (st.out_c.coder)
+    st.decoder.emplace(plan.dim());
   if (const auto* saved = fresh ? nullptr : resumed_node(ctx, id))
     restore_buffer(st, *saved);
 }
 
 /// A G_R in-neighbour's model, kept when newer than the one held. False:
 /// not an in-neighbour's, or not a finite model of the model's size.
-[[nodiscard]] bool take_model(buffer_state& st, const packet& p, std::size_t dim) {
+[[nodiscard]] bool take_model(buffer_state& st, const packet& coded, std::size_t dim) {
+  const auto opened = open_values(coded, dim);
+  if (!opened)
+    return false;
+  const packet& p = *opened;
   auto it = std::find(st.in_r.begin(), st.in_r.end(), p.from);
   if (it == st.in_r.end() || p.f.size() != dim || !vec::all_finite(p.f.ptr(), dim))
     return false;
@@ -150,15 +166,27 @@ void init_buffer(buffer_state& st, std::uint32_t id, const run_context& ctx, boo
 /// A G_C in-neighbour's running sums, to the tracker (which keeps the
 /// newest). False: malformed, or not from a G_C in-neighbour.
 [[nodiscard]] bool take_mass(buffer_state& st, const packet& p, std::size_t dim) {
-  if (p.d.size() != dim || p.scalars.size() != 1 || !vec::all_finite(p.d.ptr(), dim) ||
-      !std::isfinite(p.scalars[0]))
+  const bool coded = !p.coded.empty();
+  if (p.scalars.size() != 1 || !std::isfinite(p.scalars[0]) ||
+      (coded ? !st.decoder || !p.d.empty() : p.d.size() != dim || !vec::all_finite(p.d.ptr(), dim)))
     return false;
   bool known = false;
   for (const auto& nb : st.tracker->in_c())
     known = known || nb.node == p.from;
   if (!known)
     return false;
-  st.tracker->receive(p.from, p.seq, p.d, p.scalars[0]);
+  if (!coded) {
+    st.tracker->receive(p.from, p.seq, p.d, p.scalars[0]);
+    return true;
+  }
+  // The decoder's sum is the sender's as of this packet once it applies;
+  // a stale one or one whose base was lost waits for the next exact sum.
+  const auto r = st.decoder->receive(p);
+  if (r.outcome == codec::receive_outcome::malformed)
+    return false;
+  if (r.outcome == codec::receive_outcome::applied_increment ||
+      r.outcome == codec::receive_outcome::applied_full)
+    st.tracker->receive(p.from, p.seq, double_blob{st.decoder->sum(p.from, p.kind)}, p.scalars[0]);
   return true;
 }
 
@@ -252,6 +280,10 @@ void buffer_adopt_epoch(buffer_ptr self, std::uint32_t id, run_context& ctx, con
   st.v_seq.assign(st.in_r.size(), 0);
   st.v_age.assign(st.in_r.size(), 0);
   set_routes(st.out_c, e);
+  if (st.out_c.coder)  // every running sum starts again from 0
+    st.out_c.coder->reset();
+  if (st.decoder)
+    st.decoder->reset();
   ctx.events.record(ctx.ns(self), id, event_kind::reroot, e.epoch, e.in_c.size());
 }
 

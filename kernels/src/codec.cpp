@@ -382,4 +382,12 @@ void error_feedback_encoder::reset() {
   std::fill(residual_.begin(), residual_.end(), 0.0f);
 }
 
+bool error_feedback_encoder::restore(const std::vector<float>& residual) {
+  if (residual.size() != residual_.size() ||
+      !std::all_of(residual.begin(), residual.end(), [](float r) { return std::isfinite(r); }))
+    return false;
+  residual_ = residual;
+  return true;
+}
+
 }  // namespace atrain::codec

@@ -101,6 +101,19 @@ std::vector<double> running_sum_sender::unsent() const {
   return out;
 }
 
+bool running_sum_sender::restore(std::uint64_t seq, const std::vector<double>& sent,
+                                 const std::vector<double>& last) {
+  const auto finite = [](const std::vector<double>& v) {
+    return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+  };
+  if (sent.size() != sent_.size() || last.size() != sent_.size() || !finite(sent) || !finite(last))
+    return false;
+  seq_ = seq;
+  sent_ = sent;
+  last_rho_ = last;
+  return true;
+}
+
 running_sum_receiver::running_sum_receiver(std::size_t n) : sum_(n, 0.0), decoded_(n) {
   if (n > max_elements)
     throw std::invalid_argument("running_sum_receiver: " + std::to_string(n) +
@@ -162,6 +175,15 @@ receive_result running_sum_receiver::receive(const std::uint8_t* data, std::size
     sum_[i] += static_cast<double>(decoded_[i]);
   applied_seq_ = seq;
   return {receive_outcome::applied_increment, {}};
+}
+
+bool running_sum_receiver::restore(std::uint64_t applied_seq, const std::vector<double>& sum) {
+  if (sum.size() != sum_.size() ||
+      !std::all_of(sum.begin(), sum.end(), [](double x) { return std::isfinite(x); }))
+    return false;
+  applied_seq_ = applied_seq;
+  sum_ = sum;
+  return true;
 }
 
 }  // namespace atrain::codec

@@ -64,6 +64,7 @@ private:
   void topology(bool nodes_ok);
   void cost(bool nodes_ok);
   void link();
+  void codec();
   void faults(bool nodes_ok);
   void window(const std::string& path, double from, double to);
   void node_in_range(const std::string& path, std::uint32_t node, bool nodes_ok);

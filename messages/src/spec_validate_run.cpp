@@ -62,11 +62,38 @@ void checker::link() {
   if (l.window() > 0 && !(l.latency_seconds() > 0 || l.bandwidth_bytes_per_second() > 0))
     bad("link.window", "needs link.latency_seconds or bandwidth_bytes_per_second > 0 (the "
                        "answers' round trip)");
+  codec();
   // Acknowledged links retransmit until a copy gets through: a link that
   // loses everything never delivers.
   if (facts_.lossless_links && l.loss() == 1)
     bad("link.loss", "must be < 1 for acknowledged links (this algorithm's): a link that "
                      "drops every packet never delivers");
+}
+
+void checker::codec() {
+  const auto& c = s_.spec.link().codec();
+  if (!proto::Codec::Kind_IsValid(c.kind()))
+    return bad("link.codec.kind", "unknown kind " + std::to_string(c.kind()));
+  if (c.kind() == proto::Codec::NONE) {
+    if (c.has_block() || c.has_topk_fraction() || c.error_feedback() || c.has_resync_every())
+      bad("link.codec", "sets options but no kind (FP16, BF16, INT8 or TOPK)");
+    return;
+  }
+  if (!facts_.coded_links)
+    bad("link.codec", "this algorithm does not code its packets (link.codec is supported by "
+                      "rfast, adpsgd, dpsgd and dasgd)");
+  if (c.has_block() && c.kind() != proto::Codec::INT8)
+    bad("link.codec.block", "is for kind INT8");
+  if (c.has_block() && (c.block() < 1 || c.block() > limits::max_codec_block))
+    bad("link.codec.block", "must be in [1, " + std::to_string(limits::max_codec_block) +
+                              "] (got " + std::to_string(c.block()) + ")");
+  if (c.has_topk_fraction() && c.kind() != proto::Codec::TOPK)
+    bad("link.codec.topk_fraction", "is for kind TOPK");
+  if (c.has_topk_fraction() && !(c.topk_fraction() > 0 && c.topk_fraction() <= 1))
+    bad("link.codec.topk_fraction", "must be in (0, 1] (got " + num(c.topk_fraction()) + ")");
+  if (c.has_resync_every() && (c.resync_every() < 1 || c.resync_every() > limits::max_codec_resync))
+    bad("link.codec.resync_every", "must be in [1, " + std::to_string(limits::max_codec_resync) +
+                                     "] (got " + std::to_string(c.resync_every()) + ")");
 }
 
 void checker::node_in_range(const std::string& path, std::uint32_t node, bool nodes_ok) {
@@ -170,6 +197,9 @@ void checker::faults(bool nodes_ok) {
       bad(p + ".factor", "must be non-zero for SCALED");
     window(p, x.from_seconds(), x.to_seconds());
   }
+  if (f.join_size() > 0)
+    bad(idx(base + ".join", 0), "nodes joining a running job are not implemented yet (issue 19); "
+                                "a crash with restart_after_seconds brings a lost node back");
 }
 
 void checker::stop_and_eval() {

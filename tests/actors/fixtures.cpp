@@ -120,6 +120,27 @@ proto::RunReport run_checking_mass(std::shared_ptr<const run_plan> plan, std::si
   return *report;
 }
 
+std::vector<std::string> small_task(std::vector<std::string> extra) {
+  std::vector<std::string> o{"dataset.max_train_samples=2000",
+                             "dataset.max_test_samples=500",
+                             "nodes=6",
+                             "stop.time_seconds=0.6",
+                             "stop.stop_at_target=false",
+                             "eval.period_seconds=0.2",
+                             "progress=false"};
+  o.insert(o.end(), extra.begin(), extra.end());
+  return o;
+}
+
+double bytes_per_gradient(const proto::RunReport& r) {
+  double bytes = 0, grads = 0;
+  for (const auto& n : r.per_node()) {
+    bytes += static_cast<double>(n.bytes_sent());
+    grads += static_cast<double>(n.gradients());
+  }
+  return bytes / grads;
+}
+
 void expect_target_over_lossy_links(const std::string& file, double loss) {
   auto report =
     run_experiment(config("algorithms/" + file, {"link.loss=" + std::to_string(loss),

@@ -17,6 +17,13 @@ namespace atrain::test {
 /// it is accepted.
 [[nodiscard]] std::string quickstart_refusal(const std::vector<std::string>& overrides);
 
+/// Overrides for a small, fast quickstart: 2000 training rows, 500 test
+/// rows, 6 nodes, 0.6 s of virtual time, no progress; then `extra`.
+[[nodiscard]] std::vector<std::string> small_task(std::vector<std::string> extra);
+
+/// Bytes all nodes sent per gradient they computed, over a whole run.
+[[nodiscard]] double bytes_per_gradient(const proto::RunReport& r);
+
 /// Same from any spec under config/.
 [[nodiscard]] std::shared_ptr<const run_plan> config(const std::string& name,
                                                      const std::vector<std::string>& overrides);

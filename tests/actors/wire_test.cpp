@@ -80,6 +80,22 @@ BOOST_AUTO_TEST_CASE(packet_round_trips_with_raw_blobs) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_coded_packet_ships_its_bytes_and_counts_them) {
+  // link.codec: the outbox leaves f or d empty and ships the coded bytes.
+  atrain::packet p;
+  p.from = 1;
+  p.kind = 2;
+  p.seq = 9;
+  p.coded = atrain::blob<std::uint8_t>{std::vector<std::uint8_t>{1, 4, 0, 0, 200, 255, 7}};
+  p.scalars = {0.5};
+  for (auto q : {round_trip(p), through_message(p)}) {
+    BOOST_TEST(same(q.coded, p.coded));
+    BOOST_TEST(q.f.empty());
+    BOOST_TEST(q.d.empty());
+    BOOST_TEST(q.bytes() == 24u + 7u + 8u);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(empty_blobs_round_trip) {
   atrain::packet p;
   auto q = round_trip(p);

@@ -39,6 +39,18 @@ BOOST_AUTO_TEST_CASE(rfast_resumed_run_ends_exactly_like_the_uninterrupted_one) 
     1.0, 2.0, 2.6, "rfast");
 }
 
+// Coded links (link.codec): the coders' residuals and running sums and the
+// receivers' decoded sums are in the checkpoint, so every later message is
+// coded as in the uninterrupted run.
+BOOST_AUTO_TEST_CASE(coded_rfast_resumed_run_ends_exactly_like_the_uninterrupted_one) {
+  expect_resume_equals_uninterrupted(
+    "quickstart.textproto",
+    {"dataset.max_train_samples=8000", "link.loss=0.1", "link.duplicate=0.05", "link.reorder=0.1",
+     "link.reorder_delay_seconds=0.003",
+     "link.codec={kind: INT8 error_feedback: true resync_every: 5}"},
+    1.0, 2.0, 2.6, "rfast_coded");
+}
+
 BOOST_AUTO_TEST_CASE(the_barrier_conserves_rfast_tracker_mass) {
   const auto file = scratch("mass_{k}.ckpt").string();
   auto plan =

@@ -10,19 +10,6 @@ namespace t = atrain::test;
 
 namespace {
 
-/// A small, fast task: 2000 training rows, 6 nodes, 0.6 s of virtual time.
-std::vector<std::string> small(std::vector<std::string> extra) {
-  std::vector<std::string> o{"dataset.max_train_samples=2000",
-                             "dataset.max_test_samples=500",
-                             "nodes=6",
-                             "stop.time_seconds=0.6",
-                             "stop.stop_at_target=false",
-                             "eval.period_seconds=0.2",
-                             "progress=false"};
-  o.insert(o.end(), extra.begin(), extra.end());
-  return o;
-}
-
 /// A virtual run whose trackers and workers the test can reach, advanced by
 /// `events` scheduler steps.
 struct probed_run {
@@ -49,10 +36,10 @@ BOOST_AUTO_TEST_SUITE(rfast)
 BOOST_AUTO_TEST_CASE(mass_is_conserved_after_every_event_under_loss_duplication_reordering) {
   for (const char* variant : {"PHI", "PLAIN"}) {
     for (double loss : {0.0, 0.1, 0.3, 0.5}) {
-      auto plan = t::quickstart(
-        small({"link.loss=" + std::to_string(loss), "link.duplicate=0.2", "link.reorder=0.3",
-               "link.reorder_delay_seconds=0.02", std::string{"algorithm.rfast.variant="} + variant,
-               std::string{"algorithm.rfast.step_size="} + (variant[1] == 'H' ? "1" : "4")}));
+      auto plan = t::quickstart(t::small_task(
+        {"link.loss=" + std::to_string(loss), "link.duplicate=0.2", "link.reorder=0.3",
+         "link.reorder_delay_seconds=0.02", std::string{"algorithm.rfast.variant="} + variant,
+         std::string{"algorithm.rfast.step_size="} + (variant[1] == 'H' ? "1" : "4")}));
       std::size_t checks = 0;
       double worst = 0;
       auto report = t::run_checking_mass(plan, checks, worst);
@@ -73,7 +60,7 @@ BOOST_AUTO_TEST_CASE(mass_is_conserved_after_every_event_under_loss_duplication_
 BOOST_AUTO_TEST_CASE(bandwidth_bound_links_keep_the_newest_packet_and_conserve_mass) {
   // ~1.5 kB per wake per link every ~10 ms against 40 kB/s: packets must wait,
   // and a newer one replaces the one still waiting (depth one per stream).
-  auto plan = t::quickstart(small(
+  auto plan = t::quickstart(t::small_task(
     {"link.bandwidth_bytes_per_second=40000", "link.latency_seconds=0.001", "link.loss=0.1"}));
   std::size_t checks = 0;
   double worst = 0;
@@ -88,7 +75,7 @@ BOOST_AUTO_TEST_CASE(bandwidth_bound_links_keep_the_newest_packet_and_conserve_m
 BOOST_AUTO_TEST_CASE(mass_check_detects_a_lost_unit_of_mass) {
   // The invariant check itself must be able to fail: remove mass from one
   // account and the residual must show it.
-  probed_run r{t::quickstart(small({})), 5000};
+  probed_run r{t::quickstart(t::small_task({})), 5000};
   std::vector<atrain::mass_account> accounts;
   for (const auto* tr : r.probe->states<atrain::rfast_tracker>()) {
     BOOST_REQUIRE(tr != nullptr);
@@ -103,16 +90,16 @@ BOOST_AUTO_TEST_CASE(mass_check_detects_a_lost_unit_of_mass) {
 
 BOOST_AUTO_TEST_CASE(same_seed_same_trace_other_seed_differs) {
   t::expect_replay([](std::uint64_t seed) {
-    return t::quickstart(small({"seed=" + std::to_string(seed), "link.loss=0.1", "link.reorder=0.2",
-                                "link.reorder_delay_seconds=0.01"}));
+    return t::quickstart(t::small_task({"seed=" + std::to_string(seed), "link.loss=0.1",
+                                        "link.reorder=0.2", "link.reorder_delay_seconds=0.01"}));
   });
 }
 
 BOOST_AUTO_TEST_CASE(a_pair_without_common_root_is_refused_before_any_actor) {
   // G_R: 0 -> 1 -> 2 (only 0 reaches all); G_C: 0 -> 1 -> 2 (all reach only 2).
-  std::vector<std::string> o = small({"topology.builder=EXPLICIT", "nodes=3",
-                                      "topology.r_edges=[{from: 0 to: 1}, {from: 1 to: 2}]",
-                                      "topology.c_edges=[{from: 0 to: 1}, {from: 1 to: 2}]"});
+  std::vector<std::string> o = t::small_task(
+    {"topology.builder=EXPLICIT", "nodes=3", "topology.r_edges=[{from: 0 to: 1}, {from: 1 to: 2}]",
+     "topology.c_edges=[{from: 0 to: 1}, {from: 1 to: 2}]"});
   try {
     auto plan = t::quickstart(o);
     BOOST_ERROR("a topology without common root was accepted");
@@ -126,7 +113,7 @@ BOOST_AUTO_TEST_CASE(a_pair_without_common_root_is_refused_before_any_actor) {
 }
 
 BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
-  probed_run r{t::quickstart(small({})), 3000};
+  probed_run r{t::quickstart(t::small_task({})), 3000};
   BOOST_REQUIRE(r.probe->buffers.size() == 6u);
   auto target = caf::actor_cast<caf::actor>(r.probe->buffers[1]);
   const std::size_t dim = r.run.context().plan->dim();
@@ -170,7 +157,7 @@ BOOST_AUTO_TEST_CASE(malformed_packets_are_rejected_and_counted_never_applied) {
 BOOST_AUTO_TEST_CASE(sequence_numbers_from_the_future_are_rejected_and_the_stream_goes_on) {
   // Well formed, from real in-neighbours, but numbered 2^40: kept as the
   // newest, they would make buffer 1 ignore every later packet of node j.
-  probed_run r{t::quickstart(small({})), 3000};
+  probed_run r{t::quickstart(t::small_task({})), 3000};
   const auto& topo = *r.run.context().plan->topo;
   const std::uint32_t j = topo.g_c.in(1).at(0);
   const std::uint32_t m = topo.g_r.in(1).at(0);
@@ -221,7 +208,7 @@ BOOST_AUTO_TEST_CASE(sequence_numbers_from_the_future_are_rejected_and_the_strea
 }
 
 BOOST_AUTO_TEST_CASE(a_crashed_worker_ends_the_run_with_an_error_naming_it) {
-  probed_run r{t::quickstart(small({})), 2000};
+  probed_run r{t::quickstart(t::small_task({})), 2000};
   BOOST_REQUIRE(r.probe->workers.size() == 6u);
   caf::anon_send_exit(r.probe->workers[4], caf::exit_reason::kill);
   auto report = r.run.run();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/link_codec.hpp"
 #include "atrain/actors/recovery.hpp"
 #include "atrain/messages/spec_checker.hpp"
 
@@ -37,6 +38,9 @@ struct link_policy {
   /// A restarted worker is sent the link's last packet again (the round it
   /// missed).
   bool replay_on_restart = false;
+  /// How each stream (packet kind) is coded under link.codec; nullptr: the
+  /// algorithm's packets are never coded (the spec's codec is refused).
+  stream_coding (*coding)(std::uint32_t kind) = nullptr;
 };
 
 /// What the evaluator and the report need to know of an algorithm.

@@ -108,9 +108,16 @@ void save_rng(const rng& gen, google::protobuf::RepeatedField<std::uint64_t>* ou
 void save_staleness(const staleness_stats& s, proto::NodeState& out);
 void restore_staleness(staleness_stats& s, const proto::NodeState& in);
 
+/// An outbox's coders (link.codec) to and from NodeState.codec: nothing
+/// without a coder. restore_coder takes the streams `mine` accepts (all: nullptr).
+struct outbox;
+void save_coder(const outbox& out, proto::NodeState& s);
+void restore_coder(outbox& out, const proto::NodeState& s,
+                   bool (*mine)(std::uint32_t kind) = nullptr);
+
 /// What every worker with an outbox saves alike: the compute unit, the
-/// outbox's counters, rejected packets and staleness. State has cu, out,
-/// rejected and staleness members.
+/// outbox's counters and coders, rejected packets and staleness. State has
+/// cu, out, rejected and staleness members.
 template <class State>
 void save_worker_counters(const State& st, proto::NodeState& s) {
   st.cu->save(*s.mutable_compute());
@@ -118,6 +125,7 @@ void save_worker_counters(const State& st, proto::NodeState& s) {
   s.set_bytes_sent(st.out.bytes);
   s.set_rejected(st.rejected);
   save_staleness(st.staleness, s);
+  save_coder(st.out, s);
 }
 
 template <class State>
@@ -127,6 +135,7 @@ void restore_worker_counters(State& st, const proto::NodeState& s) {
   st.out.bytes = s.bytes_sent();
   st.rejected = s.rejected();
   restore_staleness(st.staleness, s);
+  restore_coder(st.out, s);
 }
 
 /// The counters plus the model x and the step or request count (`wakes`).

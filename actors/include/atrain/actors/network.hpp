@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <set>
 #include <utility>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "atrain/messages/wire.hpp"
 
 namespace atrain {
+
+class link_coder;  // atrain/actors/link_codec.hpp
 
 /// Whether the run's links acknowledge and retransmit (a reliable transport
 /// over the lossy wire): the descriptor's link_policy::acknowledged (an
@@ -98,7 +101,8 @@ void wire_star(caf::event_based_actor* sup, const context_ptr& ctx, link_list& l
                std::uint32_t at, std::vector<node_actors>& nodes);
 
 /// Adds `p`'s payloads into `into` (coalescing: gradients summed, the
-/// newest sequence number kept). False when the shapes differ.
+/// newest sequence number kept). False when the shapes differ or either is
+/// coded (link.codec).
 [[nodiscard]] bool sum_into(packet& into, const packet& p);
 
 /// A node's outgoing side: counts messages and bytes, records the trace.
@@ -126,6 +130,9 @@ struct outbox {
   };
   std::vector<waiting_route> waiting;    // index = route (multi-host runs only)
   std::vector<route_traffic> past_wire;  // of routes given up by reroute()
+  /// link.codec: codes each packet as it leaves (nullptr: raw). With it,
+  /// `bytes` counts the coded packets that left, not those merged away.
+  std::shared_ptr<link_coder> coder;
 
   /// Sends `p` (p.to is set per receiver) to every route. `Self`: the
   /// sending actor, typed or not.
@@ -160,8 +167,11 @@ struct outbox {
   void send(Self* self, run_context& ctx, std::size_t k, packet p);
 
 private:
-  /// Counts and records `p` leaving on route k (p.to set).
-  void count(caf::local_actor* self, run_context& ctx, std::size_t k, packet& p);
+  /// Counts and records `p` leaving on route k (p.to set); `leaves`: it goes
+  /// now (a coder codes it first), else dispatch() codes and counts its bytes.
+  void count(caf::local_actor* self, run_context& ctx, std::size_t k, packet& p, bool leaves);
+  /// Codes `p` (coder set) and counts its coded bytes.
+  void encode(packet& p);
   /// Cross-process: true when route k has a free slot, else `p` waits
   /// (merged as the algorithm allows).
   [[nodiscard]] bool slot_or_wait(run_context& ctx, std::size_t k, packet& p);
@@ -173,9 +183,10 @@ private:
 
 template <class Self>
 void outbox::send(Self* self, run_context& ctx, std::size_t k, packet p) {
-  count(self, ctx, k, p);
   const auto& handle = routes[k].second;
-  if (!ctx.flow_controls(handle.node() != self->node())) {
+  const bool flow = ctx.flow_controls(handle.node() != self->node());
+  count(self, ctx, k, p, !flow);
+  if (!flow) {
     // A route is a caf::actor; a typed sender may send() to typed handles only.
     self->send(caf::actor_cast<packet_sink>(handle), deliver_atom::value, std::move(p));
     return;
@@ -186,6 +197,8 @@ void outbox::send(Self* self, run_context& ctx, std::size_t k, packet p) {
 
 template <class Self>
 void outbox::dispatch(Self* self, run_context& ctx, std::size_t k, packet p) {
+  if (coder)
+    encode(p);
   ++waiting[k].traffic.packets;
   waiting[k].traffic.bytes += p.bytes();
   ++ctx.remote_sent;

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "atrain/kernels/codec.hpp"
+
 namespace atrain::proto {
 class ExperimentSpec;
 }  // namespace atrain::proto
@@ -60,6 +62,8 @@ struct link_settings {
   double reorder_delay_seconds = 0;          // ... of at most this
   std::optional<double> retransmit_seconds;  // acknowledged links; absent = from the above
   std::uint32_t window = 0;                  // VIRTUAL: the outbox's window per route; 0 = none
+  codec::codec_config codec;                 // link.codec (kind none: raw)
+  std::uint32_t resync_every = 16;           // link.codec: running sums' exact message period
 
   /// Whether a packet is delayed, limited or lost at all (else a link may be bypassed).
   [[nodiscard]] bool active() const noexcept {

@@ -67,6 +67,8 @@ public:
   [[nodiscard]] std::vector<std::uint8_t> encode(const float* v, std::size_t n);
   [[nodiscard]] const std::vector<float>& residual() const { return residual_; }
   void reset();
+  /// A checkpoint's residual; false (nothing changed) when its size is not n.
+  [[nodiscard]] bool restore(const std::vector<float>& residual);
 
 private:
   codec_config config_;
@@ -92,6 +94,12 @@ public:
   /// rho - sent() for the last rho encoded: the part the algorithm still holds.
   [[nodiscard]] std::vector<double> unsent() const;
   [[nodiscard]] std::uint64_t seq() const { return seq_; }
+  /// The last rho encoded (unsent() = last() - sent()).
+  [[nodiscard]] const std::vector<double>& last() const { return last_rho_; }
+  /// A checkpoint's state; false (nothing changed) when a size is not n or a
+  /// value is not finite.
+  [[nodiscard]] bool restore(std::uint64_t seq, const std::vector<double>& sent,
+                             const std::vector<double>& last);
 
 private:
   codec_config config_;
@@ -125,6 +133,9 @@ public:
   /// Equals the sender's sent() as of message applied_seq(), bit for bit.
   [[nodiscard]] const std::vector<double>& sum() const { return sum_; }
   [[nodiscard]] std::uint64_t applied_seq() const { return applied_seq_; }
+  /// A checkpoint's state; false (nothing changed) when sum's size is not n
+  /// or a value is not finite.
+  [[nodiscard]] bool restore(std::uint64_t applied_seq, const std::vector<double>& sum);
 
 private:
   std::uint64_t applied_seq_ = 0;

@@ -101,6 +101,7 @@ struct spec_facts {
   std::function<void(spec_checker&)> check_block;
   bool uses_topology = true;    // the topology block is checked
   bool lossless_links = false;  // acknowledged links: link.loss = 1 never delivers
+  bool coded_links = false;     // its streams may be coded (link.codec)
   // Why node k cannot be restarted whole (a hub of the run lives on it); empty: it can.
   std::function<std::string(std::uint32_t k)> whole_restart_refusal;
   // Why a whole-node restart cannot be combined with checkpoints; empty: it can.
@@ -147,6 +148,8 @@ inline constexpr std::uint32_t default_sustained_evaluations = 20;
 inline constexpr double max_straggle_factor = 1e6;
 inline constexpr double max_straggle_add_seconds = 1e6;
 inline constexpr std::uint32_t max_link_window = 1U << 16;  // link.window (packets per route)
+inline constexpr std::uint32_t max_codec_block = 1U << 16;  // link.codec.block (values per scale)
+inline constexpr std::uint32_t max_codec_resync = 1000000;  // link.codec.resync_every
 }  // namespace limits
 
 // The model's share of the bounds above once the data's dimension and class count are

@@ -110,20 +110,23 @@ struct packet {
   float_blob f;                 // float payload (models, gradients)
   double_blob d;                // double payload (tracker running sums)
   std::vector<double> scalars;  // small extras (push-sum weights ...)
+  /// link.codec: f (values) or d (a running sum) coded by the sender's
+  /// outbox, which then leaves that payload empty (actors/link_codec.hpp).
+  blob<std::uint8_t> coded;
   /// R-FAST tracking epoch of the sender (0 until a re-rooting); receivers
   /// drop packets of another epoch.
   std::uint32_t epoch = 0;
 
   /// Header (from, to, kind, seq, epoch: 24 bytes) + payloads.
   [[nodiscard]] std::size_t bytes() const noexcept {
-    return 24 + f.bytes() + d.bytes() + scalars.size() * sizeof(double);
+    return 24 + f.bytes() + d.bytes() + coded.bytes() + scalars.size() * sizeof(double);
   }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, packet& x) {
   return f(caf::meta::type_name("atrain_packet"), x.from, x.to, x.kind, x.seq, x.f, x.d, x.scalars,
-           x.epoch);
+           x.epoch, x.coded);
 }
 
 /// What a worker tells the evaluator about itself.

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Link codecs against raw links: bytes and time to the target, per algorithm.
+
+Usage (from the repository root, after a build):
+    python3 bench/codecs.py [ATRAIN] [--seeds 2] [--tasks a9a,mnist] [--out build/codecs]
+                            [--algorithms rfast,adpsgd,dasgd] [--reuse]
+
+Virtual clock, 8 nodes, every run stopped at its task's target, on bandwidth-bound links
+(docs/ALGORITHMS.md "Codecs on links"):
+  a9a    config/algorithms/NAME.textproto as shipped (logistic regression, d = 124, target
+         0.845) on links of 100 kB/s and 2 ms: raw R-FAST puts ~1.5 kB on each link per
+         10 ms gradient, more than the link carries;
+  mnist  config/mnist_mlp.textproto (784-128-10, d = 101,770, target 0.95) with the
+         algorithm's MNIST step on links of 10 MB/s and 2 ms.
+Codecs: none, fp16, bf16, int8 (block 256, error feedback), top-k 10 % and 1 % (error
+feedback). Prints one markdown table per task and algorithm (mean over seeds; "-" when a
+seed missed the target within the budget) and writes every run's report under --out.
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from low_comm import run, table  # noqa: E402  (the same runner and table)
+
+CODECS = [
+    ("none", "{}"),
+    ("fp16", "{kind: FP16}"),
+    ("bf16", "{kind: BF16}"),
+    ("int8 + EF", "{kind: INT8 error_feedback: true}"),
+    ("top-k 10% + EF", "{kind: TOPK topk_fraction: 0.1 error_feedback: true}"),
+    ("top-k 1% + EF", "{kind: TOPK topk_fraction: 0.01 error_feedback: true}"),
+]
+A9A = ["link.bandwidth_bytes_per_second=1e5", "link.latency_seconds=0.002",
+       "eval.period_seconds=0.05", "stop.time_seconds=30"]
+MNIST = ["link.bandwidth_bytes_per_second=1e7", "link.latency_seconds=0.002",
+         "eval.period_seconds=0.25", "stop.time_seconds=60"]
+# The MNIST MLP's steps of docs/RESULTS.md's MNIST grids (config/mnist_mlp.textproto is R-FAST's).
+MNIST_BLOCK = {
+    "rfast": ["algorithm.rfast.step_size=0.5"],
+    "adpsgd": ["algorithm.adpsgd={step_size: 0.5}", "topology.builder=BIPARTITE_EXPONENTIAL"],
+    "dasgd": ["algorithm.dasgd={step_size: 0.05}"],
+    "dpsgd": ["algorithm.dpsgd={step_size: 1}"],
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("atrain", nargs="?", default="build/atrain")
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--tasks", default="a9a,mnist")
+    ap.add_argument("--algorithms", default="rfast,adpsgd,dasgd")
+    ap.add_argument("--out", default="build/codecs")
+    ap.add_argument("--reuse", action="store_true", help="read the reports already under --out")
+    a = ap.parse_args()
+    for task in a.tasks.split(","):
+        for name in a.algorithms.split(","):
+            rows = []
+            for label, codec in CODECS:
+                if task == "a9a":
+                    spec, sets = f"config/algorithms/{name}.textproto", list(A9A)
+                else:
+                    spec, sets = "config/mnist_mlp.textproto", MNIST + MNIST_BLOCK[name]
+                sets.append(f"link.codec={codec}")
+                runs = []
+                for seed in range(1, a.seeds + 1):
+                    out = os.path.join(a.out, task, name, label.replace(" ", "_"), str(seed))
+                    runs.append(run(a.atrain, spec, sets + [f"seed={seed}"], out, a.reuse))
+                    print(f"{task} {name} {label} seed {seed}: "
+                          f"{runs[-1].get('time_to_target', 'missed')}", file=sys.stderr)
+                rows.append((label, runs))
+            table(f"{task}, {name}: 8 nodes, virtual clock, {a.seeds} seeds", rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+/// link.codec on the shared runtime (actors/link_codec.hpp): the coders
+/// against the kernel codecs, and every algorithm that codes its packets
+/// reaching its config's target with a fraction of the bytes.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+
+#include "atrain.pb.h"
+#include "atrain/actors/link_codec.hpp"
+#include "fixtures.hpp"
+
+namespace t = atrain::test;
+namespace codec = atrain::codec;
+
+namespace {
+
+atrain::stream_coding one_of_each(std::uint32_t kind) {
+  return kind == 1   ? atrain::stream_coding::values
+         : kind == 2 ? atrain::stream_coding::running_sum
+                     : atrain::stream_coding::raw;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(link_codec)
+
+BOOST_AUTO_TEST_CASE(values_are_coded_per_receiver_with_their_own_residual) {
+  const atrain::codec_settings s{{codec::codec_kind::int8, 4, 0.01, true}, 16};
+  atrain::link_coder coder(s, one_of_each);
+  codec::error_feedback_encoder to_a(s.config, 8), to_b(s.config, 8);
+  const std::vector<float> v1{1, -2, 3.3f, 0.01f, 5, 6, -7, 8.8f};
+  const std::vector<float> v2{0.5f, 0.25f, -3, 2, 1e-3f, 9, 1, -1};
+  // Receiver 5 gets both vectors, receiver 6 only the second: separate residuals.
+  for (const auto& [to, v, ref] :
+       {std::tuple{5u, &v1, &to_a}, std::tuple{5u, &v2, &to_a}, std::tuple{6u, &v2, &to_b}}) {
+    atrain::packet p;
+    p.to = to;
+    p.kind = 1;
+    p.f = atrain::float_blob{*v};
+    coder.encode(p);
+    BOOST_TEST(p.f.empty());
+    const auto expected = ref->encode(v->data(), v->size());
+    BOOST_TEST(p.coded.vec() == expected);
+    const auto opened = atrain::open_values(p, 8);
+    BOOST_REQUIRE(opened.has_value());
+    const auto decoded = codec::decode(expected.data(), expected.size(), 8);
+    BOOST_TEST(opened->f.vec() == decoded.values);
+  }
+  std::string why;
+  atrain::packet wrong;
+  wrong.coded = atrain::blob<std::uint8_t>{to_a.encode(v1.data(), 8)};
+  BOOST_TEST(!atrain::open_values(wrong, 9, &why).has_value());
+  BOOST_TEST(!why.empty());
+  // A raw stream is left alone.
+  atrain::packet raw;
+  raw.kind = 3;
+  raw.f = atrain::float_blob{v1};
+  coder.encode(raw);
+  BOOST_TEST(raw.coded.empty());
+  BOOST_TEST(raw.f.vec() == v1);
+}
+
+BOOST_AUTO_TEST_CASE(running_sums_decode_to_the_senders_sum_and_survive_a_save) {
+  const atrain::codec_settings s{{codec::codec_kind::int8, 256, 0.01, false}, 4};
+  atrain::link_coder coder(s, one_of_each);
+  atrain::sum_decoder decoder(3);
+  std::vector<double> rho{0, 0, 0};
+  for (int m = 1; m <= 9; ++m) {
+    for (std::size_t i = 0; i < rho.size(); ++i)
+      rho[i] += 0.1 * m * static_cast<double>(i + 1);
+    atrain::packet p;
+    p.from = 4;
+    p.to = 1;
+    p.kind = 2;
+    p.d = atrain::double_blob{rho};
+    coder.encode(p);
+    BOOST_TEST(p.d.empty());
+    const auto r = decoder.receive(p);
+    // The first message and every 4th are exact; the others increments.
+    BOOST_TEST((r.outcome == codec::receive_outcome::applied_full) == (m == 1 || m % 4 == 0));
+    BOOST_TEST((r.outcome != codec::receive_outcome::malformed));
+    if (r.outcome == codec::receive_outcome::applied_full)
+      BOOST_TEST(decoder.sum(4, 2) == rho);
+    for (std::size_t i = 0; i < rho.size(); ++i)
+      BOOST_TEST(std::abs(decoder.sum(4, 2)[i] - rho[i]) <= 0.01 * std::abs(rho[i]));
+    if (m == 5) {  // save both ends and go on from the copies
+      atrain::proto::CodecState state;
+      coder.save(state);
+      decoder.save(state);
+      BOOST_TEST(atrain::check_codec_state(state, 3).empty());
+      BOOST_TEST(!atrain::check_codec_state(state, 4).empty());
+      atrain::link_coder coder2(s, one_of_each);
+      atrain::sum_decoder decoder2(3);
+      coder2.restore(state);
+      decoder2.restore(state);
+      coder = coder2;
+      decoder = decoder2;
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(every_coding_algorithm_reaches_its_target_with_a_third_of_the_bytes) {
+  for (const char* file : {"adpsgd.textproto", "dpsgd.textproto", "dasgd.textproto"}) {
+    const auto raw =
+      atrain::run_experiment(t::config("algorithms/" + std::string{file}, {"progress=false"}));
+    const auto int8 = atrain::run_experiment(
+      t::config("algorithms/" + std::string{file},
+                {"progress=false", "link.codec={kind: INT8 error_feedback: true}"}));
+    BOOST_REQUIRE(raw);
+    BOOST_REQUIRE(int8);
+    BOOST_TEST(int8->error().empty(), int8->error());
+    BOOST_TEST(int8->stop_reason() == "target accuracy reached", file);
+    const double ratio = t::bytes_per_gradient(*int8) / t::bytes_per_gradient(*raw);
+    BOOST_TEST_MESSAGE(file << ": int8 " << t::bytes_per_gradient(*int8) << " bytes per gradient ("
+                            << ratio << "x raw); target at " << int8->time_to_target() << " s (raw "
+                            << raw->time_to_target() << " s)");
+    BOOST_TEST(ratio < 0.35, file << " " << ratio);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_flow_controlled_outbox_codes_what_leaves_and_conserves_mass) {
+  // link.window: packets wait behind a busy route and the newest wins; the
+  // running sums are coded only when they leave, so no increment is skipped.
+  auto plan = t::quickstart(t::small_task(
+    {"link.bandwidth_bytes_per_second=60000", "link.window=2", "link.codec={kind: BF16}"}));
+  std::size_t checks = 0;
+  double worst = 0;
+  const auto report = t::run_checking_mass(plan, checks, worst);
+  BOOST_TEST(report.error().empty(), report.error());
+  BOOST_TEST(checks > 1000u);
+  BOOST_TEST(worst < 1e-10);
+  BOOST_TEST(report.packets_rejected() == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
