@@ -41,7 +41,10 @@ link_coder::link_coder(codec_settings settings, stream_coding (*coding)(std::uin
 
 void link_coder::encode(packet& p) {
   const key k{p.to, p.kind};
-  switch (coding_(p.kind)) {
+  auto coding = coding_(p.kind);
+  if (coding == stream_coding::model)
+    coding = models_as_replicas(settings_.config) ? stream_coding::replica : stream_coding::values;
+  switch (coding) {
     case stream_coding::raw:
       return;
     case stream_coding::values: {
@@ -56,25 +59,34 @@ void link_coder::encode(packet& p) {
       p.f = {};
       return;
     }
-    case stream_coding::running_sum: {
+    case stream_coding::running_sum:
       if (p.d.empty())
         return;
-      auto it = sums_.find(k);
-      if (it == sums_.end())
-        it = sums_
-               .emplace(
-                 k, codec::running_sum_sender(settings_.config, p.d.size(), settings_.resync_every))
-               .first;
-      if (it->second.sent().size() != p.d.size())
-        throw std::logic_error("link_coder: a running sum changed its length");
-      // A stream's first message is exact: a receiver that switched epochs
-      // late (and dropped the first increments) is whole again at once.
-      const bool first = it->second.seq() == 0;
-      p.coded = blob<std::uint8_t>{it->second.encode(p.d.ptr(), first)};
+      p.coded = blob<std::uint8_t>{encode_sum(k, p.d.ptr(), p.d.size())};
       p.d = {};
       return;
-    }
+    case stream_coding::replica:
+    case stream_coding::model:  // (resolved above)
+      if (p.f.empty())
+        return;
+      widened_.assign(p.f.ptr(), p.f.ptr() + p.f.size());  // exact
+      p.coded = blob<std::uint8_t>{encode_sum(k, widened_.data(), widened_.size())};
+      p.f = {};
+      return;
   }
+}
+
+std::vector<std::uint8_t> link_coder::encode_sum(const key& k, const double* v, std::size_t n) {
+  auto it = sums_.find(k);
+  if (it == sums_.end())
+    it = sums_.emplace(k, codec::running_sum_sender(settings_.config, n, settings_.resync_every))
+           .first;
+  if (it->second.sent().size() != n)
+    throw std::logic_error("link_coder: a running sum changed its length");
+  // A stream's first message is exact: a receiver that switched epochs
+  // late (and dropped the first increments) is whole again at once.
+  const bool first = it->second.seq() == 0;
+  return it->second.encode(v, first);
 }
 
 void link_coder::save(proto::CodecState& s) const {
@@ -118,6 +130,14 @@ void link_coder::restore(const proto::CodecState& s, bool (*mine)(std::uint32_t 
 }
 
 codec::receive_result sum_decoder::receive(const packet& p) {
+  if (p.coded.size() >= codec::running_sum_header_bytes) {
+    std::uint64_t seq = 0;  // little-endian at bytes 8-15 (codec_running_sum.cpp)
+    for (int b = 7; b >= 0; --b)
+      seq = (seq << 8) | p.coded.ptr()[8 + b];
+    if (seq > p.seq)
+      return {codec::receive_outcome::malformed,
+              "running-sum message " + std::to_string(seq) + " in packet " + std::to_string(p.seq)};
+  }
   const std::pair<std::uint32_t, std::uint32_t> k{p.from, p.kind};
   auto it = sums_.find(k);
   if (it == sums_.end())

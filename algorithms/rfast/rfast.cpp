@@ -350,9 +350,10 @@ std::string rfast_check_node(const proto::NodeState& node, std::uint32_t i, cons
   return {};
 }
 
-/// link.codec: models as values, the tracker's running sums as coded increments.
+/// link.codec: models as models (values, or replicas under top-k), the
+/// tracker's running sums as coded increments.
 stream_coding rfast_coding(std::uint32_t kind) {
-  return kind == rfast_model  ? stream_coding::values
+  return kind == rfast_model  ? stream_coding::model
          : kind == rfast_mass ? stream_coding::running_sum
                               : stream_coding::raw;
 }

@@ -146,18 +146,44 @@ void init_buffer(buffer_state& st, std::uint32_t id, const run_context& ctx, boo
 
 /// A G_R in-neighbour's model, kept when newer than the one held. False:
 /// not an in-neighbour's, or not a finite model of the model's size.
-[[nodiscard]] bool take_model(buffer_state& st, const packet& coded, std::size_t dim) {
-  const auto opened = open_values(coded, dim);
+[[nodiscard]] bool take_model(buffer_state& st, const packet& coded_or_raw, std::size_t dim,
+                              bool replicas) {
+  // Coded values are opened here; a replica is applied to the decoder below.
+  const auto opened =
+    replicas ? std::optional<packet>{coded_or_raw} : open_values(coded_or_raw, dim);
   if (!opened)
     return false;
   const packet& p = *opened;
   auto it = std::find(st.in_r.begin(), st.in_r.end(), p.from);
-  if (it == st.in_r.end() || p.f.size() != dim || !vec::all_finite(p.f.ptr(), dim))
+  const bool coded = !p.coded.empty();
+  if (it == st.in_r.end() ||
+      (coded ? !st.decoder || !p.f.empty() : p.f.size() != dim || !vec::all_finite(p.f.ptr(), dim)))
     return false;
   auto k = static_cast<std::size_t>(it - st.in_r.begin());
-  if (p.seq > st.v_seq[k]) {
+  if (!coded) {
+    if (p.seq > st.v_seq[k]) {
+      st.v_seq[k] = p.seq;
+      st.v_hat[k] = p.f;
+      st.v_age[k] = 0;
+    }
+    return true;
+  }
+  // link.codec: the decoder's copy of the sender's model, once this packet
+  // extends it (a stale one, or one whose base was lost, changes nothing).
+  const auto r = st.decoder->receive(p);
+  if (r.outcome == codec::receive_outcome::malformed)
+    return false;
+  const bool applied = r.outcome == codec::receive_outcome::applied_increment ||
+                       r.outcome == codec::receive_outcome::applied_full;
+  if (applied && p.seq > st.v_seq[k]) {
+    const auto& copy = st.decoder->sum(p.from, p.kind);
+    std::vector<float> x(copy.begin(), copy.end());
+    if (!vec::all_finite(x.data(), dim)) {  // a copy past float's range
+      st.decoder->forget(p.from, p.kind);
+      return false;
+    }
     st.v_seq[k] = p.seq;
-    st.v_hat[k] = p.f;
+    st.v_hat[k] = float_blob{std::move(x)};
     st.v_age[k] = 0;
   }
   return true;
@@ -209,7 +235,8 @@ void buffer_deliver(buffer_ptr self, std::uint32_t id, run_context& ctx, const p
   if (from_the_future(p.seq, st.seq_rate, ctx.seconds(self)))
     return reject();
   const std::size_t dim = ctx.plan->dim();
-  const bool taken = p.kind == rfast_model  ? take_model(st, p, dim)
+  const bool replicas = models_as_replicas(ctx.plan->link.codec);
+  const bool taken = p.kind == rfast_model  ? take_model(st, p, dim, replicas)
                      : p.kind == rfast_mass ? take_mass(st, p, dim)
                                             : false;
   if (!taken)

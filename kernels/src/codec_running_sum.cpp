@@ -5,6 +5,8 @@
 //   u32 n, u64 seq (>= 1), u64 base (= seq - 1: the message it extends)
 //   increment  a codec blob (codec.cpp) of n floats: decode(rho - sent())
 //   full       n x f64: rho itself
+//   full32     n x f32: rho itself, when every value is a float (a replica
+//              of a float model): half the bytes of `full`, the same sum
 // Both ends add the same decoded floats to a float64 sum in the same order, so
 // the receiver's sum after message s is the sender's sent() after s, bit for bit.
 // An increment applies only on its base; a full message on anything older.
@@ -25,6 +27,7 @@ namespace {
 
 constexpr std::uint8_t type_increment = 1;
 constexpr std::uint8_t type_full = 2;
+constexpr std::uint8_t type_full32 = 3;
 
 std::vector<std::uint8_t> message_header(std::uint8_t type, std::size_t n, std::uint64_t seq,
                                          std::size_t payload) {
@@ -83,14 +86,24 @@ std::vector<std::uint8_t> running_sum_sender::encode(const double* rho, bool ful
       return out;
     }
   }
-  auto out = message_header(type_full, n, seq_, 8 * n);
+  sent_ = last_rho_;
+  const bool floats = std::all_of(rho, rho + n, [](double x) {
+    return static_cast<double>(static_cast<float>(x)) == x;
+  });
+  auto out = message_header(floats ? type_full32 : type_full, n, seq_, (floats ? 4 : 8) * n);
   std::uint8_t* p = out.data() + running_sum_header_bytes;
   for (std::size_t i = 0; i < n; ++i) {
-    std::uint64_t bits;
-    std::memcpy(&bits, &rho[i], 8);
-    put_u64(p + 8 * i, bits);
+    if (floats) {
+      const float x = static_cast<float>(rho[i]);
+      std::uint32_t bits;
+      std::memcpy(&bits, &x, 4);
+      put_u32(p + 4 * i, bits);
+    } else {
+      std::uint64_t bits;
+      std::memcpy(&bits, &rho[i], 8);
+      put_u64(p + 8 * i, bits);
+    }
   }
-  sent_ = last_rho_;
   return out;
 }
 
@@ -131,7 +144,7 @@ receive_result running_sum_receiver::receive(const std::uint8_t* data, std::size
   if (data[0] != 1)
     return refuse("unsupported version " + std::to_string(data[0]) + " (expected 1)");
   const std::uint8_t type = data[1];
-  if (type != type_increment && type != type_full)
+  if (type != type_increment && type != type_full && type != type_full32)
     return refuse("bad message type " + std::to_string(type));
   if (data[2] != 0 || data[3] != 0)
     return refuse("reserved header bytes are not zero");
@@ -144,23 +157,30 @@ receive_result running_sum_receiver::receive(const std::uint8_t* data, std::size
                   std::to_string(get_u64(data + 16)) + " (a base must be seq - 1)");
   const std::uint8_t* p = data + running_sum_header_bytes;
   const std::size_t payload = size - running_sum_header_bytes;
-  if (type == type_full) {
-    if (payload != 8 * n)
+  if (type != type_increment) {
+    const std::size_t width = type == type_full ? 8 : 4;
+    if (payload != width * n)
       return refuse("full message of " + std::to_string(payload) + " payload bytes, expected " +
-                    std::to_string(8 * n));
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint64_t bits = get_u64(p + 8 * i);
-      double x;
-      std::memcpy(&x, &bits, 8);
-      if (!std::isfinite(x))
+                    std::to_string(width * n));
+    const auto value = [&](std::size_t i) {
+      if (width == 8) {
+        const std::uint64_t bits = get_u64(p + 8 * i);
+        double x;
+        std::memcpy(&x, &bits, 8);
+        return x;
+      }
+      const std::uint32_t bits = get_u32(p + 4 * i);
+      float x;
+      std::memcpy(&x, &bits, 4);
+      return static_cast<double>(x);
+    };
+    for (std::size_t i = 0; i < n; ++i)
+      if (!std::isfinite(value(i)))
         return refuse("full message value " + std::to_string(i) + " is not finite");
-    }
     if (seq <= applied_seq_)
       return {receive_outcome::stale, {}};
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint64_t bits = get_u64(p + 8 * i);
-      std::memcpy(&sum_[i], &bits, 8);
-    }
+    for (std::size_t i = 0; i < n; ++i)
+      sum_[i] = value(i);
     applied_seq_ = seq;
     return {receive_outcome::applied_full, {}};
   }

@@ -17,6 +17,7 @@ namespace {
 atrain::stream_coding one_of_each(std::uint32_t kind) {
   return kind == 1   ? atrain::stream_coding::values
          : kind == 2 ? atrain::stream_coding::running_sum
+         : kind == 4 ? atrain::stream_coding::replica
                      : atrain::stream_coding::raw;
 }
 
@@ -72,6 +73,7 @@ BOOST_AUTO_TEST_CASE(running_sums_decode_to_the_senders_sum_and_survive_a_save) 
     p.from = 4;
     p.to = 1;
     p.kind = 2;
+    p.seq = static_cast<std::uint64_t>(m);
     p.d = atrain::double_blob{rho};
     coder.encode(p);
     BOOST_TEST(p.d.empty());
@@ -97,6 +99,40 @@ BOOST_AUTO_TEST_CASE(running_sums_decode_to_the_senders_sum_and_survive_a_save) 
       decoder = decoder2;
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_replica_follows_the_model_even_through_top_k) {
+  // Top-k 25 % of each change from the receiver's copy: the copy carries what
+  // was not sent, so sending an unchanged model again closes the gap.
+  const atrain::codec_settings s{{codec::codec_kind::topk, 256, 0.25, false}, 1000};
+  atrain::link_coder coder(s, one_of_each);
+  atrain::sum_decoder decoder(8);
+  std::vector<float> x{1, 2, 3, 4, 5, 6, 7, 8};
+  const auto send = [&](std::uint64_t seq) {
+    atrain::packet p;
+    p.from = 2;
+    p.to = 3;
+    p.kind = 4;
+    p.seq = seq;
+    p.f = atrain::float_blob{x};
+    coder.encode(p);
+    BOOST_TEST(p.f.empty());
+    const auto r = decoder.receive(p);
+    BOOST_TEST((r.outcome != codec::receive_outcome::malformed));
+    double gap = 0;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      gap = std::max(gap, std::abs(decoder.sum(2, 4)[i] - static_cast<double>(x[i])));
+    return gap;
+  };
+  BOOST_TEST(send(1) == 0.0);  // the first message is exact
+  for (auto& v : x)
+    v += 0.5f * v;  // every value changes; 2 of 8 changes per message
+  const double first = send(2);
+  double last = first;
+  for (std::uint64_t seq = 3; seq <= 6; ++seq)
+    last = send(seq);
+  BOOST_TEST(first > 0.5);
+  BOOST_TEST(last == 0.0);  // 4 messages of 2 values: every change delivered
 }
 
 BOOST_AUTO_TEST_CASE(every_coding_algorithm_reaches_its_target_with_a_third_of_the_bytes) {

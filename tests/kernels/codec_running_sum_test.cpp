@@ -172,6 +172,33 @@ BOOST_AUTO_TEST_CASE(an_increment_applies_only_on_its_base) {
   BOOST_TEST(same_bits(r.sum(), s.sent()));
 }
 
+BOOST_AUTO_TEST_CASE(an_exact_sum_of_floats_travels_in_four_bytes_a_value) {
+  // A replica of a float model: its exact messages need no float64.
+  const std::size_t n = 4;
+  running_sum_sender s({codec_kind::int8}, n, 2);
+  running_sum_receiver r(n);
+  std::vector<double> x{0.1f, -3.5f, 1e-20f, 65504.0f};  // each a float
+  const auto m1 = s.encode(x.data(), true);
+  BOOST_TEST(m1.size() == running_sum_header_bytes + 4 * n);
+  BOOST_TEST((r.receive(m1.data(), m1.size()).outcome == receive_outcome::applied_full));
+  BOOST_TEST(same_bits(r.sum(), x));
+  x[2] = 0.1;  // not a float: the exact message takes 8 bytes a value
+  (void)s.encode(x.data());
+  const auto m3 = s.encode(x.data(), true);
+  BOOST_TEST(m3.size() == running_sum_header_bytes + 8 * n);
+  // A four-byte message announcing a non-finite value, or of the wrong size, is refused.
+  auto bad = m1;
+  bad[running_sum_header_bytes + 3] = 0x7f;
+  bad[running_sum_header_bytes + 2] = 0xc0;  // the first value: a NaN
+  running_sum_receiver fresh(n);
+  const auto res = fresh.receive(bad.data(), bad.size());
+  BOOST_TEST((res.outcome == receive_outcome::malformed));
+  BOOST_TEST(res.error.find("not finite") != std::string::npos, res.error);
+  bad = m1;
+  bad.pop_back();
+  BOOST_TEST((fresh.receive(bad.data(), bad.size()).outcome == receive_outcome::malformed));
+}
+
 BOOST_AUTO_TEST_CASE(hostile_blobs_are_refused_with_the_reason) {
   std::vector<float> v(37);
   for (std::size_t i = 0; i < v.size(); ++i)

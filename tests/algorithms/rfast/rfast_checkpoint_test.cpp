@@ -49,6 +49,12 @@ BOOST_AUTO_TEST_CASE(coded_rfast_resumed_run_ends_exactly_like_the_uninterrupted
      "link.reorder_delay_seconds=0.003",
      "link.codec={kind: INT8 error_feedback: true resync_every: 5}"},
     1.0, 2.0, 2.6, "rfast_coded");
+  // Top-k: the models as replicas, whose copies are saved at both ends.
+  expect_resume_equals_uninterrupted(
+    "quickstart.textproto",
+    {"dataset.max_train_samples=8000", "link.loss=0.1", "link.reorder=0.1",
+     "link.reorder_delay_seconds=0.003", "link.codec={kind: TOPK topk_fraction: 0.2}"},
+    1.0, 2.0, 2.6, "rfast_topk");
 }
 
 BOOST_AUTO_TEST_CASE(the_barrier_conserves_rfast_tracker_mass) {

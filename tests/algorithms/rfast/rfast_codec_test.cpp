@@ -1,6 +1,7 @@
 /// R-FAST over coded links (link.codec, issue 19): the tracker mass stays
 /// conserved after every event whatever the codec loses, the bytes fall, and
 /// bad coded packets are refused.
+#include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -61,8 +62,11 @@ BOOST_AUTO_TEST_CASE(the_shipped_int8_spec_reaches_the_target_with_a_third_of_th
   BOOST_TEST(int8.mass_residual() < 1e-10);
 }
 
-BOOST_AUTO_TEST_CASE(malformed_coded_packets_are_rejected_and_counted_never_applied) {
-  auto plan = t::quickstart(t::small_task({"link.codec={kind: INT8}"}));
+// Under INT8 models travel as values, under TOPK as replicas (running-sum
+// messages): the forged messages below are refused either way.
+BOOST_DATA_TEST_CASE(malformed_coded_packets_are_rejected_and_counted_never_applied,
+                     boost::unit_test::data::make({"INT8", "TOPK"}), kind) {
+  auto plan = t::quickstart(t::small_task({std::string{"link.codec={kind: "} + kind + "}"}));
   const std::size_t dim = plan->dim();
   auto probe = std::make_shared<atrain::run_probe>();
   atrain::run_options opts;
@@ -76,18 +80,20 @@ BOOST_AUTO_TEST_CASE(malformed_coded_packets_are_rejected_and_counted_never_appl
   const auto in_r = plan->topo->g_r.in(1);
   BOOST_REQUIRE(!in_c.empty());
   BOOST_REQUIRE(!in_r.empty());
-  std::vector<float> v(dim, 0.5f);
+  // Models travel as replicas and sums as running sums: both are running-sum
+  // messages (a header, then a codec blob or float64 values).
   const atrain::codec::codec_config int8{atrain::codec::codec_kind::int8, 256, 0.01, false};
-  auto good = atrain::codec::encode(int8, v.data(), dim);
-  std::vector<atrain::packet> bad(4);
-  bad[0].from = in_r[0];  // a model blob cut short
+  std::vector<double> v(dim + 1, 0.5);
+  atrain::codec::running_sum_sender fits(int8, dim, 16), too_long(int8, dim + 1, 16);
+  const auto good = fits.encode(v.data(), true);
+  std::vector<atrain::packet> bad(6);
+  bad[0].from = in_r[0];  // a model message cut short
   bad[0].kind = atrain::rfast_model;
   bad[0].seq = 100;  // not from the future: refused for its bytes
   bad[0].coded =
     atrain::blob<std::uint8_t>{std::vector<std::uint8_t>(good.begin(), good.end() - 1)};
   bad[1] = bad[0];  // a model of another dimension
-  auto longer = atrain::codec::encode(int8, std::vector<float>(dim + 1, 0.5f).data(), dim + 1);
-  bad[1].coded = atrain::blob<std::uint8_t>{longer};
+  bad[1].coded = atrain::blob<std::uint8_t>{too_long.encode(v.data(), true)};
   bad[2].from = in_c[0];  // a running sum with a bad header
   bad[2].kind = atrain::rfast_mass;
   bad[2].seq = 100;
@@ -96,6 +102,22 @@ BOOST_AUTO_TEST_CASE(malformed_coded_packets_are_rejected_and_counted_never_appl
   bad[3] = bad[2];  // raw doubles beside coded bytes
   bad[3].coded = atrain::blob<std::uint8_t>{good};
   bad[3].d = atrain::double_blob{std::vector<double>(dim, 1.0)};
+  // An exact message numbered `seq` (bytes 8-15, its base at 16-23).
+  const auto numbered = [](std::vector<std::uint8_t> m, std::uint64_t seq) {
+    for (int b = 0; b < 8; ++b) {
+      m[8 + b] = static_cast<std::uint8_t>(seq >> (8 * b));
+      m[16 + b] = static_cast<std::uint8_t>((seq - 1) >> (8 * b));
+    }
+    return m;
+  };
+  bad[4] = bad[0];  // a model past float's range, newer than any honest one
+  std::vector<double> huge(dim, 1e300);
+  atrain::codec::running_sum_sender overflow(int8, dim, 16);
+  bad[4].from = in_r.back();
+  bad[4].seq = 1000;  // never from the future (1024 + rate x now)
+  bad[4].coded = atrain::blob<std::uint8_t>{numbered(overflow.encode(huge.data(), true), 1000)};
+  bad[5] = bad[0];  // a message numbered above its packet
+  bad[5].coded = atrain::blob<std::uint8_t>{numbered(good, 101)};
   for (auto& p : bad)
     caf::anon_send(target, atrain::deliver_atom::value, p);
   double worst = 0;
@@ -108,7 +130,7 @@ BOOST_AUTO_TEST_CASE(malformed_coded_packets_are_rejected_and_counted_never_appl
   }
   const auto report = run.run();
   BOOST_REQUIRE(report);
-  BOOST_TEST(report->packets_rejected() == 4u);
+  BOOST_TEST(report->packets_rejected() == 6u);
   BOOST_TEST(worst < 1e-10);
   BOOST_TEST(std::isfinite(report->final().train_loss()));
 }

@@ -29,7 +29,20 @@ enum class stream_coding : std::uint8_t {
   raw,          // sent as it is (control packets, sums an algorithm needs exact)
   values,       // f: models or gradients, coded value by value (error feedback if asked)
   running_sum,  // d: a running sum, coded increments on exact float64 copies
+  /// f: a model the receiver keeps, coded as the change from the copy it
+  /// holds (a running sum of the model's changes), decoded by a sum_decoder.
+  replica,
+  /// f: the sender's newest model, of which the receiver keeps the newest:
+  /// `values` under FP16, BF16 and INT8 (no message depends on another, so
+  /// a lost or replaced one costs nothing later), `replica` under TOPK
+  /// (value by value it would zero most of the model).
+  model,
 };
+
+/// Whether a `model` stream travels as a replica under this codec.
+[[nodiscard]] inline bool models_as_replicas(const codec::codec_config& c) {
+  return c.kind == codec::codec_kind::topk;
+}
 
 /// link_policy::coding of an algorithm whose every packet carries a model or
 /// a gradient in f.
@@ -63,21 +76,29 @@ public:
 
 private:
   using key = std::pair<std::uint32_t, std::uint32_t>;  // (receiver, stream)
+  [[nodiscard]] std::vector<std::uint8_t> encode_sum(const key& k, const double* v, std::size_t n);
+
   codec_settings settings_;
   stream_coding (*coding_)(std::uint32_t kind);
   std::map<key, codec::error_feedback_encoder> values_;
-  std::map<key, codec::running_sum_sender> sums_;
+  std::map<key, codec::running_sum_sender> sums_;  // running sums and replicas
+  std::vector<double> widened_;                    // a replica's model in float64
 };
 
-/// A receiver's running sums, one per (sender, stream).
+/// A receiver's running sums and replicas, one per (sender, stream).
 class sum_decoder {
 public:
   explicit sum_decoder(std::size_t dim) : dim_(dim) {}
 
   /// Applies a running-sum packet's coded increment or exact sum. On
-  /// applied_*, sum(p.from, p.kind) is the sender's sum as of p.
+  /// applied_*, sum(p.from, p.kind) is the sender's sum as of p. A message
+  /// numbered above the packet's own seq is malformed: an honest sender
+  /// codes at most one message per packet it numbers.
   [[nodiscard]] codec::receive_result receive(const packet& p);
   [[nodiscard]] const std::vector<double>& sum(std::uint32_t from, std::uint32_t kind) const;
+  /// Drops one stream's copy (it held what the receiver cannot use): the
+  /// sender's next exact message starts it again.
+  void forget(std::uint32_t from, std::uint32_t kind) { sums_.erase({from, kind}); }
   void reset() { sums_.clear(); }
 
   void save(proto::CodecState& s) const;
