@@ -188,6 +188,7 @@ algorithm_descriptor allreduce_algorithm() {
   d.spawn_replacement = ignoring_incarnation<spawn_allreduce_replacement>;
   d.join = join_ring_worker;
   d.check_node = allreduce_check_node;
+  d.links.coding = ring_coding;  // the ring codes its own chunks
   return d;
 }
 

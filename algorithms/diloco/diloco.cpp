@@ -214,6 +214,7 @@ algorithm_descriptor diloco_algorithm() {
   d.spawn_replacement = ignoring_incarnation<spawn_diloco_replacement>;
   d.join = join_ring_worker;
   d.check_node = diloco_check_node;
+  d.links.coding = ring_coding;  // the ring codes its own chunks
   return d;
 }
 

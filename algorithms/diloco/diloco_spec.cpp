@@ -4,6 +4,7 @@
 #include <string>
 
 #include "algorithms/diloco/diloco.hpp"
+#include "algorithms/ring/ring.hpp"
 #include "atrain/actors/algorithm.hpp"
 #include "atrain/messages/spec_checker.hpp"
 
@@ -14,6 +15,7 @@ constexpr std::uint32_t max_fragments = 1024;  // each fragment is a ring round
 }  // namespace
 
 void diloco_check_block(spec_checker& c, const proto::AlgorithmSpec& a) {
+  ring_check_codec(c);
   const auto& b = a.diloco();
   c.schedule("diloco", b);
   if (b.inner_steps() < 1)

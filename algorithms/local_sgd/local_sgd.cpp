@@ -156,6 +156,7 @@ algorithm_descriptor local_sgd_algorithm() {
   d.needs_every_node = "every step is a ring all-reduce over every node";
   d.spawn_replacement = ignoring_incarnation<spawn_local_sgd_replacement>;
   d.join = join_ring_worker;
+  d.links.coding = ring_coding;  // the ring codes its own chunks
   return d;
 }
 

@@ -2,12 +2,14 @@
 #include <algorithm>
 
 #include "algorithms/local_sgd/local_sgd.hpp"
+#include "algorithms/ring/ring.hpp"
 #include "atrain/actors/algorithm.hpp"
 #include "atrain/messages/spec_checker.hpp"
 
 namespace atrain {
 
 void local_sgd_check_block(spec_checker& c, const proto::AlgorithmSpec& a) {
+  ring_check_codec(c);
   const auto& l = a.local_sgd();
   c.schedule("local_sgd", l);
   if (l.local_steps() < 1)

@@ -9,7 +9,9 @@
 #include <string>
 #include <tuple>
 
+#include "atrain.pb.h"
 #include "atrain/kernels/vector_ops.hpp"
+#include "atrain/messages/spec_checker.hpp"
 
 namespace atrain {
 
@@ -54,13 +56,22 @@ std::uint32_t ring_allreduce::sent_chunk(std::uint32_t rank, std::uint32_t step)
   return (rank + 1 + n_ - s) % n_;  // all-gather: (r + 1 - s) mod n
 }
 
-ring_allreduce::send ring_allreduce::make_send(std::uint32_t step) const {
+ring_allreduce::send ring_allreduce::make_send(std::uint32_t step) {
   const auto c = sent_chunk(rank_, step);
   const auto [b, e] = chunk_of(fragment(round_), n_, c);
-  return {round_, step,
-          float_blob{std::vector<float>(buf_.begin() + static_cast<std::ptrdiff_t>(b),
-                                        buf_.begin() + static_cast<std::ptrdiff_t>(e))},
-          counts_[c]};
+  if (!codec_)
+    return {round_,
+            step,
+            float_blob{std::vector<float>(buf_.begin() + static_cast<std::ptrdiff_t>(b),
+                                          buf_.begin() + static_cast<std::ptrdiff_t>(e))},
+            counts_[c],
+            {}};
+  if (step > n_ - 1)  // all-gather: the bytes the chunk came in
+    return {round_, step, {}, counts_[c], relay_};
+  auto coded = codec::encode(*codec_, buf_.data() + b, e - b);
+  if (step == n_ - 1)  // this rank completed chunk c: keep what every other rank will decode
+    (void)codec::decode_into(coded.data(), coded.size(), buf_.data() + b, e - b);
+  return {round_, step, {}, counts_[c], blob<std::uint8_t>{std::move(coded)}};
 }
 
 std::vector<ring_allreduce::send> ring_allreduce::begin(const float* v, double count) {
@@ -90,13 +101,14 @@ void ring_allreduce::run(std::vector<send>& out) {
     const std::uint32_t predecessor = (rank_ + n_ - 1) % n_;
     const auto c = sent_chunk(predecessor, next_);
     const auto [b, e] = chunk_of(fragment(round_), n_, c);
-    const float* in = it->second.first.ptr();
+    const float* in = it->second.chunk.ptr();
     if (next_ < n_ - 1) {  // reduce-scatter: add
       vec::axpy(1.0F, in, buf_.data() + b, e - b);
-      counts_[c] += it->second.second;
+      counts_[c] += it->second.count;
     } else {  // all-gather: copy
       std::copy(in, in + (e - b), buf_.begin() + static_cast<std::ptrdiff_t>(b));
-      counts_[c] = it->second.second;
+      counts_[c] = it->second.count;
+      relay_ = it->second.coded;
     }
     stash_.erase(it);
     if (++next_ == steps_per_round()) {
@@ -135,14 +147,24 @@ std::vector<ring_allreduce::send> ring_allreduce::skip_to(std::uint64_t round) {
 }
 
 ring_allreduce::verdict ring_allreduce::offer(std::uint64_t round, std::uint32_t step,
-                                              const float_blob& chunk, std::vector<send>& out,
-                                              std::optional<double> count) {
+                                              const float_blob& raw, std::vector<send>& out,
+                                              std::optional<double> count,
+                                              const blob<std::uint8_t>& coded) {
   if (step >= steps_per_round() || round > round_ + 1)
     return verdict::invalid;
   if (count && !(*count >= 0 && std::isfinite(*count) && std::floor(*count) == *count))
     return verdict::invalid;
   const std::uint32_t predecessor = (rank_ + n_ - 1) % n_;
   const auto [b, e] = chunk_of(fragment(round), n_, sent_chunk(predecessor, step));
+  if (codec_.has_value() != !coded.empty() || (codec_ && !raw.empty()))
+    return verdict::invalid;  // a raw chunk in a coded ring, or coded bytes in a raw one
+  float_blob chunk = raw;
+  if (codec_) {
+    std::vector<float> values(e - b);
+    if (codec::decode_into(coded.ptr(), coded.size(), values.data(), values.size()))
+      return verdict::invalid;
+    chunk = float_blob{std::move(values)};
+  }
   if (chunk.size() != e - b || !vec::all_finite(chunk.ptr(), chunk.size()))
     return verdict::invalid;
   if (round < round_ || (round == round_ && active_ && step < next_) ||
@@ -151,7 +173,7 @@ ring_allreduce::verdict ring_allreduce::offer(std::uint64_t round, std::uint32_t
   // Without counts every rank put in one vector: the chunk sent at
   // reduce-scatter step s has passed s+1 ranks, every all-gather chunk n.
   const double implied = step < n_ - 1 ? step + 1.0 : static_cast<double>(n_);
-  stash_.emplace(std::make_pair(round, step), std::make_pair(chunk, count.value_or(implied)));
+  stash_.emplace(std::make_pair(round, step), stashed{chunk, count.value_or(implied), coded});
   run(out);
   return verdict::accepted;
 }
@@ -164,6 +186,7 @@ packet ring_endpoint::to_packet(ring_allreduce::send& s) const {
   p.kind = 1 + s.step;
   p.seq = s.round;
   p.f = std::move(s.chunk);
+  p.coded = std::move(s.coded);
   if (counted_)
     p.scalars.push_back(s.count);
   return p;
@@ -176,13 +199,19 @@ bool ring_endpoint::take(caf::local_actor* self, run_context& ctx, const packet&
   const bool known = p.from == (rank_ + n - 1) % n && p.kind >= 1 && p.d.empty() &&
                      p.scalars.size() == (counted_ ? 1U : 0U);
   const auto count = counted_ && known ? std::optional<double>{p.scalars.front()} : std::nullopt;
-  if (!known ||
-      ring_.offer(p.seq, p.kind - 1, p.f, sends, count) == ring_allreduce::verdict::invalid) {
+  if (!known || ring_.offer(p.seq, p.kind - 1, p.f, sends, count, p.coded) ==
+                  ring_allreduce::verdict::invalid) {
     ++rejected_;
     ctx.events.record(ctx.ns(self), rank_, event_kind::reject, p.from, p.seq);
     return false;
   }
   return true;
+}
+
+void ring_check_codec(spec_checker& c) {
+  if (c.spec().link().codec().error_feedback())
+    c.bad("link.codec.error_feedback",
+          "a ring codes each chunk once and every rank must end with the same sum; set it false");
 }
 
 // ---------------------------------------------------------------- wiring

@@ -25,6 +25,12 @@
 /// Fragments (DiLoCo's streaming variant): with F > 1 round k reduces only
 /// fragment k mod F of the vector (fragment f = ring_chunk(d, F, f)), split
 /// into n chunks the same way; F = 1 is the whole vector every round.
+///
+/// A codec (link.codec, set_codec): every chunk travels coded. A
+/// reduce-scatter chunk is coded by its sender and decoded by its receiver
+/// before adding; the rank that completes chunk c codes it once, keeps the
+/// decoded values itself, and the all-gather forwards those bytes untouched,
+/// so every rank ends with the same decoded sum, bit for bit.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -36,8 +42,10 @@
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/context.hpp"
+#include "atrain/actors/link_codec.hpp"
 #include "atrain/actors/network.hpp"
 #include "atrain/actors/node_actor.hpp"
+#include "atrain/kernels/codec.hpp"
 #include "atrain/messages/wire.hpp"
 
 namespace atrain {
@@ -56,12 +64,16 @@ public:
   struct send {
     std::uint64_t round = 0;
     std::uint32_t step = 0;
-    float_blob chunk;
-    double count = 0;  // contributions summed in `chunk`
+    float_blob chunk;          // empty when coded
+    double count = 0;          // contributions summed in `chunk`
+    blob<std::uint8_t> coded;  // the chunk as a codec blob (set_codec)
   };
   enum class verdict { accepted, duplicate, invalid };
 
   ring_allreduce(std::uint32_t rank, std::uint32_t n, std::size_t dim, std::uint32_t fragments = 1);
+
+  /// Every chunk travels coded with `c` from now on (see above).
+  void set_codec(const codec::codec_config& c) { codec_ = c; }
 
   /// [begin, end) of the values round `round` reduces (its fragment).
   [[nodiscard]] std::pair<std::size_t, std::size_t> fragment(std::uint64_t round) const;
@@ -76,8 +88,11 @@ public:
   /// round are applied at once; `out` gets the chunks that became ready.
   /// `count` is the chunk's contribution count when counts travel (it must
   /// be a whole number >= 0, else invalid); nullopt: one per rank it passed.
+  /// With a codec the chunk comes as `coded` (and `chunk` empty); a blob
+  /// that does not decode to the chunk's size, or a raw chunk, is invalid.
   verdict offer(std::uint64_t round, std::uint32_t step, const float_blob& chunk,
-                std::vector<send>& out, std::optional<double> count = std::nullopt);
+                std::vector<send>& out, std::optional<double> count = std::nullopt,
+                const blob<std::uint8_t>& coded = {});
 
   /// True between the last step of a round and the next begin().
   [[nodiscard]] bool finished() const noexcept { return finished_; }
@@ -120,7 +135,7 @@ public:
 
 private:
   void run(std::vector<send>& out);
-  send make_send(std::uint32_t step) const;
+  send make_send(std::uint32_t step);
   void finish_round();
 
   std::uint32_t rank_;
@@ -133,7 +148,14 @@ private:
   bool active_ = false;
   bool finished_ = false;
   std::uint32_t next_ = 0;  // next step whose chunk we wait for
-  std::map<std::pair<std::uint64_t, std::uint32_t>, std::pair<float_blob, double>> stash_;
+  struct stashed {
+    float_blob chunk;  // decoded, when coded
+    double count = 0;
+    blob<std::uint8_t> coded;
+  };
+  std::map<std::pair<std::uint64_t, std::uint32_t>, stashed> stash_;
+  std::optional<codec::codec_config> codec_;
+  blob<std::uint8_t> relay_;         // the all-gather chunk received last, as it came
   std::vector<float> contribution_;  // this rank's vector of the active round (all dim values)
   double contribution_count_ = 0;
   std::vector<float> last_sum_;
@@ -204,7 +226,7 @@ private:
   /// that became ready); false, counted and traced, when it is rejected.
   bool take(caf::local_actor* self, run_context& ctx, const packet& p,
             std::vector<ring_allreduce::send>& sends);
-  /// The packet carrying `s` (its chunk moved out).
+  /// The packet carrying `s` (its chunk, or its coded bytes, moved out).
   [[nodiscard]] packet to_packet(ring_allreduce::send& s) const;
   template <class Self>
   void emit(Self* self, run_context& ctx, std::vector<ring_allreduce::send>& sends) {
@@ -218,6 +240,15 @@ private:
   outbox out_;
   std::uint64_t rejected_ = 0;
 };
+
+/// link_policy::coding of the ring algorithms: the outbox leaves their packets
+/// alone, the ring codes its own chunks (ring_allreduce::set_codec).
+[[nodiscard]] inline stream_coding ring_coding(std::uint32_t /*kind*/) {
+  return stream_coding::raw;
+}
+
+/// Refuses link.codec.error_feedback for a ring algorithm (spec checks).
+void ring_check_codec(spec_checker& c);
 
 /// Builds the links of the ring i -> i+1 mod n between the nodes' workers and
 /// sends each worker (start_atom, successor route).
@@ -509,6 +540,8 @@ ring_worker(Self* self, std::uint32_t id, const context_ptr& ctx, bool counted, 
   auto& st = self->state;
   st.cu.emplace(*ctx, id);
   st.ring.emplace(id, n, plan.dim(), counted, fragments);
+  if (codec_of(plan.link).active())
+    st.ring->state().set_codec(plan.link.codec);
   st.x = plan.x0;
   const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)

@@ -152,6 +152,31 @@ BOOST_AUTO_TEST_CASE(every_coding_algorithm_reaches_its_target_with_a_third_of_t
                             << raw->time_to_target() << " s)");
     BOOST_TEST(ratio < 0.35, file << " " << ratio);
   }
+  // The ring algorithms code their own chunks (no error feedback: every rank
+  // must end with the same sum).
+  for (const char* file : {"allreduce.textproto", "local_sgd.textproto", "diloco.textproto"}) {
+    const auto raw =
+      atrain::run_experiment(t::config("algorithms/" + std::string{file}, {"progress=false"}));
+    const auto int8 = atrain::run_experiment(
+      t::config("algorithms/" + std::string{file}, {"progress=false", "link.codec={kind: INT8}"}));
+    BOOST_REQUIRE(raw);
+    BOOST_REQUIRE(int8);
+    BOOST_TEST(int8->error().empty(), int8->error());
+    BOOST_TEST(int8->packets_rejected() == 0u);
+    BOOST_TEST(int8->stop_reason() == "target accuracy reached", file);
+    const double ratio = t::bytes_per_gradient(*int8) / t::bytes_per_gradient(*raw);
+    BOOST_TEST_MESSAGE(file << ": int8 " << t::bytes_per_gradient(*int8) << " bytes per gradient ("
+                            << ratio << "x raw); target at " << int8->time_to_target() << " s (raw "
+                            << raw->time_to_target() << " s)");
+    // A chunk of L = 124/8 values: 24 + 4L bytes raw, 24 + 12 + 4 + L coded
+    // (packet header, codec header, one scale, a byte a value): headers weigh.
+    const double L = 124.0 / 8;
+    BOOST_TEST(std::abs(ratio - (40 + L) / (24 + 4 * L)) < 0.01, file << " " << ratio);
+  }
+  BOOST_TEST(t::quickstart_refusal({"algorithm.allreduce={step_size: 2}",
+                                    "link.codec={kind: INT8 error_feedback: true}"})
+               .find("link.codec.error_feedback: a ring codes each chunk once") !=
+             std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(a_flow_controlled_outbox_codes_what_leaves_and_conserves_mass) {

@@ -29,13 +29,19 @@ struct ring_result {
 /// `count[round][rank]`: the contribution counts that travel with the chunks
 /// (straggler_policy SKIP); empty: none travel (WAIT), one per rank.
 /// `fragments`: round k reduces fragment k mod fragments only.
+/// `codec`: every chunk travels coded (ring_allreduce::set_codec);
+/// floats_sent then counts the coded bytes / 4.
 inline ring_result simulate_ring(const std::vector<std::vector<std::vector<float>>>& v,
                                  const std::vector<std::vector<double>>& count, std::uint32_t n,
-                                 std::size_t d, std::uint32_t seed, std::uint32_t fragments = 1) {
+                                 std::size_t d, std::uint32_t seed, std::uint32_t fragments = 1,
+                                 std::optional<codec::codec_config> codec = std::nullopt) {
   const std::size_t rounds = v.size();
   std::vector<ring_allreduce> ranks;
-  for (std::uint32_t r = 0; r < n; ++r)
+  for (std::uint32_t r = 0; r < n; ++r) {
     ranks.emplace_back(r, n, d, fragments);
+    if (codec)
+      ranks.back().set_codec(*codec);
+  }
   ring_result res;
   res.sums.assign(rounds, std::vector<std::vector<float>>(n));
   res.counts.assign(rounds, std::vector<double>(n, -1));
@@ -46,7 +52,7 @@ inline ring_result simulate_ring(const std::vector<std::vector<std::vector<float
   std::vector<std::pair<std::uint32_t, ring_allreduce::send>> flight;  // (receiver, chunk)
   auto post = [&](std::uint32_t from, std::vector<ring_allreduce::send> sends) {
     for (auto& s : sends) {
-      res.floats_sent[s.round][from] += s.chunk.size();
+      res.floats_sent[s.round][from] += s.chunk.size() + s.coded.size() / 4;
       flight.emplace_back((from + 1) % n, std::move(s));
     }
   };
@@ -61,8 +67,9 @@ inline ring_result simulate_ring(const std::vector<std::vector<std::vector<float
       flight.erase(flight.begin() + static_cast<std::ptrdiff_t>(k));
     const auto before = ranks[to].round();
     std::vector<ring_allreduce::send> out;
-    const auto verdict = ranks[to].offer(
-      s.round, s.step, s.chunk, out, count.empty() ? std::nullopt : std::optional<double>{s.count});
+    const auto verdict =
+      ranks[to].offer(s.round, s.step, s.chunk, out,
+                      count.empty() ? std::nullopt : std::optional<double>{s.count}, s.coded);
     BOOST_REQUIRE(verdict != ring_allreduce::verdict::invalid);
     post(to, std::move(out));
     if (ranks[to].round() != before) {

@@ -145,7 +145,7 @@ BOOST_AUTO_TEST_CASE(a_codec_is_refused_where_it_does_not_apply) {
   BOOST_TEST(t::quickstart_refusal({"link.codec={error_feedback: true}"})
                .find("link.codec: sets options but no kind") != std::string::npos);
   BOOST_TEST(
-    t::quickstart_refusal({"algorithm.allreduce={step_size: 2}", "link.codec={kind: INT8}"})
+    t::quickstart_refusal({"algorithm.sgp={step_size: 2}", "link.codec={kind: INT8}"})
       .find("link.codec: this algorithm does not code its packets") != std::string::npos);
   BOOST_TEST(t::quickstart_refusal({"link.codec={}"}).empty());
 }
