@@ -26,15 +26,16 @@ codec_settings codec_of(const link_settings& l) {
   return {l.codec, l.resync_every};
 }
 
-std::shared_ptr<link_coder> coder_for(const run_plan& plan) {
+std::shared_ptr<link_coder> coder_for(const run_plan& plan, bool (*mine)(std::uint32_t kind)) {
   const auto settings = codec_of(plan.link);
   if (!settings.active())
     return nullptr;
-  return std::make_shared<link_coder>(settings, plan.algorithm().links.coding);
+  return std::make_shared<link_coder>(settings, plan.algorithm().links.coding, mine);
 }
 
-link_coder::link_coder(codec_settings settings, stream_coding (*coding)(std::uint32_t kind))
-  : settings_(settings), coding_(coding) {
+link_coder::link_coder(codec_settings settings, stream_coding (*coding)(std::uint32_t kind),
+                       bool (*mine)(std::uint32_t kind))
+  : settings_(settings), coding_(coding), mine_(mine) {
   if (coding_ == nullptr)
     throw std::logic_error("link_coder: the algorithm codes no stream");
 }
@@ -106,11 +107,11 @@ void link_coder::save(proto::CodecState& s) const {
   }
 }
 
-void link_coder::restore(const proto::CodecState& s, bool (*mine)(std::uint32_t kind)) {
+void link_coder::restore(const proto::CodecState& s) {
   values_.clear();
   sums_.clear();
   for (const auto& x : s.sender()) {
-    if (mine != nullptr && !mine(x.kind()))
+    if (mine_ != nullptr && !mine_(x.kind()))
       continue;
     const key k{x.to(), x.kind()};
     if (x.seq() > 0 || x.sent_size() > 0) {
@@ -174,9 +175,9 @@ void save_coder(const outbox& out, proto::NodeState& s) {
     out.coder->save(*s.mutable_codec());
 }
 
-void restore_coder(outbox& out, const proto::NodeState& s, bool (*mine)(std::uint32_t kind)) {
+void restore_coder(outbox& out, const proto::NodeState& s) {
   if (out.coder)
-    out.coder->restore(s.codec(), mine);
+    out.coder->restore(s.codec());
 }
 
 std::optional<packet> open_values(const packet& p, std::size_t dim, std::string* why) {
@@ -203,9 +204,11 @@ std::string check_codec_state(const proto::CodecState& s, std::size_t dim) {
   const auto n = static_cast<int>(dim);
   for (int i = 0; i < s.sender_size(); ++i) {
     const auto& x = s.sender(i);
+    // A running sum or replica has the model's length; a values stream's
+    // residual that of its vectors (at most the model's: LOSCAR sends part).
     const bool sum = x.seq() > 0 || x.sent_size() > 0;
     if (sum ? (x.sent_size() != n || x.last_size() != n || x.residual_size() != 0)
-            : (x.residual_size() != n || x.last_size() != 0))
+            : (x.residual_size() < 1 || x.residual_size() > n || x.last_size() != 0))
       return "codec.sender[" + std::to_string(i) + "] (to node " + std::to_string(x.to()) +
              ") does not hold vectors of the model's " + std::to_string(dim) + " values";
   }

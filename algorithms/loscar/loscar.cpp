@@ -246,8 +246,12 @@ void on_wake(worker_ptr self, run_context& ctx, std::uint32_t id) {
   next_gradient(self);
 }
 
-void on_mean(worker_ptr self, run_context& ctx, std::uint32_t id, const packet& p) {
+void on_mean(worker_ptr self, run_context& ctx, std::uint32_t id, const packet& coded) {
   auto& st = self->state;
+  const auto opened = open_values(coded, st.k);  // link.codec
+  if (!opened)
+    return gossip::reject(self, ctx, st, id, coded);
+  const packet& p = *opened;
   if (p.from != st.aggregator || !sparse_well_formed(p, loscar_down, st.k))
     return gossip::reject(self, ctx, st, id, p);
   const std::uint64_t r = p.seq - 1;
@@ -363,6 +367,7 @@ loscar_worker_actor::behavior_type loscar_worker(worker_ptr self, std::uint32_t 
   st.gamma = algo.step_size;
   st.decay = algo.decay;
   st.record = ctx->probe != nullptr;
+  st.out.coder = coder_for(plan, [](std::uint32_t kind) { return kind == loscar_up; });
   const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)
     restore_worker(st, *saved, plan);
@@ -492,6 +497,7 @@ algorithm_descriptor loscar_algorithm() {
            "and its running average live nowhere else (crash only the worker to restart it)";
   };
   d.check_checkpoint = loscar_check_checkpoint;
+  d.links.coding = values_coding;
   return d;
 }
 

@@ -39,8 +39,12 @@ void aggregator_reject(aggregator_ptr self, run_context& ctx, const packet& p) {
 void complete_round(aggregator_ptr self, run_context& ctx);
 
 /// Step 4: a worker's y_i[S_r]; when round r is complete, m_r to everyone.
-void on_snapshot(aggregator_ptr self, run_context& ctx, const packet& p) {
+void on_snapshot(aggregator_ptr self, run_context& ctx, const packet& coded) {
   auto& st = self->state;
+  const auto opened = open_values(coded, st.k);  // link.codec
+  if (!opened)
+    return aggregator_reject(self, ctx, coded);
+  const packet& p = *opened;
   if (p.from >= st.n || !sparse_well_formed(p, loscar_up, st.k))
     return aggregator_reject(self, ctx, p);
   const std::uint64_t r = p.seq - 1;
@@ -130,10 +134,13 @@ std::string save_aggregator(const loscar_aggregator_state& st) {
   a.set_bytes(st.out.bytes);
   a.set_rejected(st.rejected);
   *a.mutable_average() = {st.average.begin(), st.average.end()};
+  save_coder(st.out, s);
   return s.SerializeAsString();
 }
 
-void restore_aggregator(loscar_aggregator_state& st, const proto::LoscarAggregatorState& a) {
+void restore_aggregator(loscar_aggregator_state& st, const proto::NodeState& s) {
+  const auto& a = s.loscar().aggregator();
+  restore_coder(st.out, s);
   st.round = a.round();
   st.count = static_cast<std::size_t>(a.got_from_size());
   for (int j = 0; j < a.got_from_size(); ++j) {
@@ -160,8 +167,9 @@ loscar_aggregator_actor::behavior_type loscar_aggregator(aggregator_ptr self, co
   st.seed = plan.seed;
   st.average = plan.x0;
   st.dropped.assign(st.n, false);
+  st.out.coder = coder_for(plan, [](std::uint32_t kind) { return kind == loscar_down; });
   if (const auto* saved = resumed_node(*ctx, st.node))
-    restore_aggregator(st, saved->loscar().aggregator());
+    restore_aggregator(st, *saved);
   return {
     [=](init_atom, const std::vector<caf::actor>& routes) {
       for (std::size_t i = 0; i < routes.size(); ++i)

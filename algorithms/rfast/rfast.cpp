@@ -67,7 +67,7 @@ void restore_worker(worker_state& st, const proto::NodeState& s) {
   st.out_r.messages = s.messages_sent();
   st.out_r.bytes = s.bytes_sent();
   restore_staleness(st.staleness, s);
-  restore_coder(st.out_r, s, [](std::uint32_t kind) { return kind == rfast_model; });
+  restore_coder(st.out_r, s);
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
 }
 
@@ -93,7 +93,7 @@ const proto::NodeState* init_worker(worker_ptr self, std::uint32_t id, const run
   const bool restarted = !x_start.empty();
   st.x = restarted ? std::move(x_start) : plan.x0;
   const auto* saved = restarted ? nullptr : resumed_node(ctx, id);  // a replacement joins
-  st.out_r.coder = coder_for(plan);
+  st.out_r.coder = coder_for(plan, [](std::uint32_t kind) { return kind == rfast_model; });
   if (saved)
     restore_worker(st, *saved);
   run_probe::show_model(ctx.probe, self, id, &st.x);

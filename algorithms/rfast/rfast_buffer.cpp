@@ -113,7 +113,7 @@ void restore_buffer(buffer_state& st, const proto::NodeState& s) {
   st.folded.assign(r.folded().begin(), r.folded().end());
   st.folded_n = r.folded_n();
   st.folded_total = r.folded_total();
-  restore_coder(st.out_c, s, [](std::uint32_t kind) { return kind == rfast_mass; });
+  restore_coder(st.out_c, s);
   if (st.decoder)
     st.decoder->restore(s.codec());
 }
@@ -137,7 +137,7 @@ void init_buffer(buffer_state& st, std::uint32_t id, const run_context& ctx, boo
   st.v_seq.assign(st.in_r.size(), 0);
   st.v_age.assign(st.in_r.size(), 0);
   st.seq_rate = future_seq_rate(plan);
-  st.out_c.coder = coder_for(plan);
+  st.out_c.coder = coder_for(plan, [](std::uint32_t kind) { return kind == rfast_mass; });
   if (st.out_c.coder)
     st.decoder.emplace(plan.dim());
   if (const auto* saved = fresh ? nullptr : resumed_node(ctx, id))

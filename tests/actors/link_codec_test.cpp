@@ -152,6 +152,20 @@ BOOST_AUTO_TEST_CASE(every_coding_algorithm_reaches_its_target_with_a_third_of_t
                             << raw->time_to_target() << " s)");
     BOOST_TEST(ratio < 0.35, file << " " << ratio);
   }
+  // LOSCAR sends 10 % of the coordinates, K = 12 values at d = 124: headers
+  // weigh (24 + 4K bytes raw against 24 + 12 + 4 + K coded), as in the rings.
+  {
+    const auto raw =
+      atrain::run_experiment(t::config("algorithms/loscar.textproto", {"progress=false"}));
+    const auto int8 = atrain::run_experiment(
+      t::config("algorithms/loscar.textproto",
+                {"progress=false", "link.codec={kind: INT8 error_feedback: true}"}));
+    BOOST_REQUIRE(raw);
+    BOOST_REQUIRE(int8);
+    BOOST_TEST(int8->stop_reason() == "target accuracy reached");
+    const double ratio = t::bytes_per_gradient(*int8) / t::bytes_per_gradient(*raw);
+    BOOST_TEST(std::abs(ratio - (40.0 + 12) / (24.0 + 4 * 12)) < 0.01, ratio);
+  }
   // The ring algorithms code their own chunks (no error feedback: every rank
   // must end with the same sum).
   for (const char* file : {"allreduce.textproto", "local_sgd.textproto", "diloco.textproto"}) {

@@ -39,6 +39,17 @@ BOOST_AUTO_TEST_CASE(loscar_resumed_run_ends_exactly_like_the_uninterrupted_one)
     1.0, 2.0, 2.6, "loscar");
 }
 
+// Coded links (link.codec, error feedback): the workers' and the
+// aggregator's residuals share node 2's state and each takes back its own.
+BOOST_AUTO_TEST_CASE(coded_loscar_resumed_run_ends_exactly_like_the_uninterrupted_one) {
+  expect_resume_equals_uninterrupted("algorithms/loscar.textproto",
+                                     {"dataset.max_train_samples=8000", "nodes=4",
+                                      "algorithm.loscar.aggregator=2", "link.loss=0.1",
+                                      "link.reorder=0.1", "link.reorder_delay_seconds=0.003",
+                                      "link.codec={kind: INT8 block: 16 error_feedback: true}"},
+                                     1.0, 2.0, 2.6, "loscar_coded");
+}
+
 // LOSCAR-SGD at rest, from the file alone (ALGORITHMS.md §3): the
 // aggregator collects round R and holds exactly the y_i[S_R] of the workers
 // in round R that sent theirs, bit for bit; a worker is in R, or in R - 1

@@ -109,11 +109,10 @@ void save_staleness(const staleness_stats& s, proto::NodeState& out);
 void restore_staleness(staleness_stats& s, const proto::NodeState& in);
 
 /// An outbox's coders (link.codec) to and from NodeState.codec: nothing
-/// without a coder. restore_coder takes the streams `mine` accepts (all: nullptr).
+/// without a coder (link_coder::save and ::restore).
 struct outbox;
 void save_coder(const outbox& out, proto::NodeState& s);
-void restore_coder(outbox& out, const proto::NodeState& s,
-                   bool (*mine)(std::uint32_t kind) = nullptr);
+void restore_coder(outbox& out, const proto::NodeState& s);
 
 /// What every worker with an outbox saves alike: the compute unit, the
 /// outbox's counters and coders, rejected packets and staleness. State has

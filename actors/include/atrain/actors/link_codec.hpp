@@ -60,7 +60,10 @@ struct codec_settings {
 /// A sender's coders, one per (receiver, stream).
 class link_coder {
 public:
-  link_coder(codec_settings settings, stream_coding (*coding)(std::uint32_t kind));
+  /// `mine`: the streams this outbox sends, when a node has several
+  /// outboxes (checkpoints keep each one's coders apart); nullptr: all.
+  link_coder(codec_settings settings, stream_coding (*coding)(std::uint32_t kind),
+             bool (*mine)(std::uint32_t kind) = nullptr);
 
   /// Codes `p` for its receiver p.to in place (a raw stream, or a packet
   /// without that payload, is left as it is).
@@ -69,10 +72,10 @@ public:
   void reset() { values_.clear(), sums_.clear(); }
 
   /// Appends its coders to s.sender; restore() takes back those of the
-  /// streams `mine` accepts (a node's outboxes share one NodeState), all when
-  /// nullptr. Sizes are checked by check_codec_state first.
+  /// streams it sends (a node's outboxes share one NodeState). Sizes are
+  /// checked by check_codec_state first.
   void save(proto::CodecState& s) const;
-  void restore(const proto::CodecState& s, bool (*mine)(std::uint32_t kind) = nullptr);
+  void restore(const proto::CodecState& s);
 
 private:
   using key = std::pair<std::uint32_t, std::uint32_t>;  // (receiver, stream)
@@ -80,6 +83,7 @@ private:
 
   codec_settings settings_;
   stream_coding (*coding_)(std::uint32_t kind);
+  bool (*mine_)(std::uint32_t kind);
   std::map<key, codec::error_feedback_encoder> values_;
   std::map<key, codec::running_sum_sender> sums_;  // running sums and replicas
   std::vector<double> widened_;                    // a replica's model in float64
@@ -122,9 +126,10 @@ private:
 struct link_settings;
 [[nodiscard]] codec_settings codec_of(const link_settings& l);
 
-/// An outbox's coder for the run (its algorithm's link_policy::coding), or
-/// nullptr when the spec asks for no codec.
+/// An outbox's coder for the run (its algorithm's link_policy::coding;
+/// `mine` as link_coder's), or nullptr when the spec asks for no codec.
 struct run_plan;
-[[nodiscard]] std::shared_ptr<link_coder> coder_for(const run_plan& plan);
+[[nodiscard]] std::shared_ptr<link_coder> coder_for(const run_plan& plan,
+                                                    bool (*mine)(std::uint32_t kind) = nullptr);
 
 }  // namespace atrain
