@@ -92,6 +92,8 @@ std::vector<std::uint8_t> link_coder::encode_sum(const key& k, const double* v, 
 
 void link_coder::save(proto::CodecState& s) const {
   for (const auto& [k, enc] : values_) {
+    if (!settings_.config.error_feedback)
+      break;  // no residual: a values coder holds nothing between messages
     auto* x = s.add_sender();
     x->set_to(k.first);
     x->set_kind(k.second);
