@@ -129,10 +129,13 @@ std::string save_server(const server_state& st) {
   ps.set_bytes_sent(st.out.bytes);
   ps.set_rejected(st.rejected);
   ps.set_duplicates(st.duplicates);
+  save_coder(st.out, s);
   return s.SerializeAsString();
 }
 
-void restore_server(server_state& st, const proto::AsyncPsServerState& ps) {
+void restore_server(server_state& st, const proto::NodeState& s) {
+  const auto& ps = s.async_ps().server();
+  restore_coder(st.out, s);
   st.x.assign(ps.params().begin(), ps.params().end());
   st.version = ps.version();
   st.applied.assign(ps.applied().begin(), ps.applied().end());
@@ -156,17 +159,22 @@ async_ps_server_actor::behavior_type server_actor(server_ptr self, std::uint32_t
   st.applied.assign(plan.nodes(), 0);
   st.sent_version.assign(plan.nodes(), 0);
   st.record = ctx->probe != nullptr;
+  st.out.coder = coder_for(plan, [](std::uint32_t kind) { return kind == async_ps_model; });
   if (const auto* saved = resumed_node(*ctx, node))
-    restore_server(st, saved->async_ps().server());
+    restore_server(st, *saved);
   const std::size_t dim = plan.dim();
   return {
     [=](init_atom, const std::vector<caf::actor>& routes) {
       for (std::uint32_t i = 0; i < routes.size(); ++i)
         self->state.out.routes.emplace_back(i, routes[i]);
     },
-    [=](deliver_atom, const packet& p) {
+    [=](deliver_atom, const packet& coded) {
       auto& st = self->state;
-      ctx->events.record(ctx->ns(self), st.node, event_kind::receive, p.from, p.seq);
+      ctx->events.record(ctx->ns(self), st.node, event_kind::receive, coded.from, coded.seq);
+      const auto opened = open_values(coded, dim);  // link.codec
+      if (!opened)
+        return reject(self, *ctx, st.node, st.rejected, coded);
+      const packet& p = *opened;
       if (!well_formed(p, async_ps_gradient, dim) || p.from >= st.applied.size() || p.seq == 0)
         return reject(self, *ctx, st.node, st.rejected, p);
       if (p.seq <= st.applied[p.from]) {
@@ -264,6 +272,7 @@ async_ps_worker_actor::behavior_type worker_actor(worker_ptr self, std::uint32_t
   st.x = plan.x0;
   st.server = server;
   const std::size_t dim = plan.dim();
+  st.out.coder = coder_for(plan, [](std::uint32_t kind) { return kind == async_ps_gradient; });
   const auto* saved = joining ? nullptr : resumed_node(*ctx, id);
   if (saved)
     restore_worker(st, *saved);
@@ -289,9 +298,13 @@ async_ps_worker_actor::behavior_type worker_actor(worker_ptr self, std::uint32_t
       st.waiting = true;
       st.out.send(self, *ctx, 0, std::move(p));
     },
-    [=](deliver_atom, const packet& p) {  // 3
+    [=](deliver_atom, const packet& coded) {  // 3
       auto& st = self->state;
-      ctx->events.record(ctx->ns(self), id, event_kind::receive, p.from, p.seq);
+      ctx->events.record(ctx->ns(self), id, event_kind::receive, coded.from, coded.seq);
+      const auto opened = open_values(coded, dim);  // link.codec
+      if (!opened)
+        return reject(self, *ctx, id, st.rejected, coded);
+      const packet& p = *opened;
       if (!well_formed(p, async_ps_model, dim) || p.from != st.server || p.seq > st.seq ||
           (p.seq == st.seq && st.waiting &&
            p.scalars.front() < static_cast<double>(st.version + 1)))
@@ -436,6 +449,7 @@ algorithm_descriptor async_ps_algorithm() {
   d.check_node = async_ps_check_node;
   d.evaluation.evaluated_hub = server_of;
   d.evaluation.hub_label = "parameter server";
+  d.links.coding = values_coding;
   return d;
 }
 

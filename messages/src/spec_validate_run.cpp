@@ -81,7 +81,7 @@ void checker::codec() {
   }
   if (!facts_.coded_links)
     bad("link.codec", "this algorithm does not code its packets (link.codec is supported by "
-                      "rfast, adpsgd, dpsgd, dasgd, loscar and the rings allreduce, local_sgd and diloco)");
+                      "rfast, adpsgd, dpsgd, dasgd, loscar, async_ps and the rings allreduce, local_sgd and diloco)");
   if (c.has_block() && c.kind() != proto::Codec::INT8)
     bad("link.codec.block", "is for kind INT8");
   if (c.has_block() && (c.block() < 1 || c.block() > limits::max_codec_block))

@@ -136,7 +136,8 @@ BOOST_AUTO_TEST_CASE(a_replica_follows_the_model_even_through_top_k) {
 }
 
 BOOST_AUTO_TEST_CASE(every_coding_algorithm_reaches_its_target_with_a_third_of_the_bytes) {
-  for (const char* file : {"adpsgd.textproto", "dpsgd.textproto", "dasgd.textproto"}) {
+  for (const char* file :
+       {"adpsgd.textproto", "dpsgd.textproto", "dasgd.textproto", "async_ps.textproto"}) {
     const auto raw =
       atrain::run_experiment(t::config("algorithms/" + std::string{file}, {"progress=false"}));
     const auto int8 = atrain::run_experiment(

@@ -37,6 +37,12 @@ BOOST_AUTO_TEST_CASE(async_ps_resumed_run_ends_exactly_like_the_uninterrupted_on
     "algorithms/async_ps.textproto",
     {"dataset.max_train_samples=8000", "link.loss=0.1", "link.duplicate=0.05"}, 0.5, 1.0, 1.3,
     "async_ps");
+  // Coded links: the server's and its node's worker's residuals share that
+  // node's state, and each takes back its own.
+  expect_resume_equals_uninterrupted("algorithms/async_ps.textproto",
+                                     {"dataset.max_train_samples=8000", "link.loss=0.1",
+                                      "link.codec={kind: INT8 block: 32 error_feedback: true}"},
+                                     0.5, 1.0, 1.3, "async_ps_coded");
 }
 
 // From the file: the server's model is x^0 - sum_k gamma_k g_k recomputed
