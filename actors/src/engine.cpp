@@ -150,6 +150,9 @@ void run_control::attach(const caf::actor& supervisor, bool direct) {
   direct_ = direct;
   if (direct_ && pending_)  // requested before the run started
     caf::anon_send(supervisor, stop_atom::value, *std::exchange(pending_, std::nullopt));
+  if (direct_)
+    for (auto node : std::exchange(joins_, {}))
+      caf::anon_send(supervisor, join_atom::value, node);
 }
 
 void run_control::detach() {
@@ -161,6 +164,21 @@ void run_control::detach() {
 std::optional<std::string> run_control::take() {
   std::lock_guard<std::mutex> guard{mtx_};
   return std::exchange(pending_, std::nullopt);
+}
+
+void run_control::join(std::uint32_t node) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (direct_) {
+    if (auto sup = caf::actor_cast<caf::actor>(sup_))
+      caf::anon_send(sup, join_atom::value, node);
+    return;
+  }
+  joins_.push_back(node);  // the driving thread's next step (or the run's start) sends it
+}
+
+std::vector<std::uint32_t> run_control::take_joins() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return std::exchange(joins_, {});
 }
 
 // ---- virtual clock
@@ -212,10 +230,14 @@ virtual_run::~virtual_run() {
 
 bool virtual_run::step() {
   auto& sched = impl_->sched;
-  if (impl_->control)  // a stop request, applied at the current virtual time
-    if (auto reason = impl_->control->take())
-      if (auto sup = caf::actor_cast<caf::actor>(impl_->sup_addr))
-        caf::anon_send(sup, stop_atom::value, std::move(*reason));
+  if (impl_->control) {  // stop and join requests, applied at the current virtual time
+    auto sup = caf::actor_cast<caf::actor>(impl_->sup_addr);
+    if (auto reason = impl_->control->take(); reason && sup)
+      caf::anon_send(sup, stop_atom::value, std::move(*reason));
+    for (auto node : impl_->control->take_joins())
+      if (sup)
+        caf::anon_send(sup, join_atom::value, node);
+  }
   if (sched.try_run_once()) {
     ++jobs_;
     return true;

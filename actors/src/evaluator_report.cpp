@@ -53,6 +53,8 @@ void fill_faults(proto::RunReport& r, const fault_schedule& faults, const gather
       f->set_effect(n + " packet transmissions delayed");
     else if (d.kind == "crash")
       f->set_effect(effects.count(i) > 0 ? effects.at(i) : "not injected: the run ended first");
+    else if (d.kind == "join")
+      f->set_effect(effects.count(i) > 0 ? effects.at(i) : "absent from the start");
     else
       f->set_effect(n + " gradients corrupted");
   }

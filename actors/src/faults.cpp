@@ -74,13 +74,18 @@ void hit(fault_schedule::hits* h, std::size_t index, std::size_t size) {
 fault_schedule::fault_schedule(const proto::FaultSchedule& spec) : spec_(spec) {}
 
 std::size_t fault_schedule::size() const {
-  return static_cast<std::size_t>(spec_.straggle_size() + spec_.partition_size() +
-                                  spec_.loss_burst_size() + spec_.delay_spike_size() +
-                                  spec_.bad_gradients_size() + spec_.crash_size());
+  return static_cast<std::size_t>(
+    spec_.straggle_size() + spec_.partition_size() + spec_.loss_burst_size() +
+    spec_.delay_spike_size() + spec_.bad_gradients_size() + spec_.crash_size() + spec_.join_size());
 }
 
 std::size_t fault_schedule::crash_index(int i) const {
-  return size() - static_cast<std::size_t>(spec_.crash_size()) + static_cast<std::size_t>(i);
+  return size() - static_cast<std::size_t>(spec_.crash_size() + spec_.join_size()) +
+         static_cast<std::size_t>(i);
+}
+
+std::size_t fault_schedule::join_index(int i) const {
+  return size() - static_cast<std::size_t>(spec_.join_size()) + static_cast<std::size_t>(i);
 }
 
 // Index bases of each kind in describe() order.
@@ -180,7 +185,7 @@ bool fault_schedule::touches_links() const {
 
 bool fault_schedule::empty() const {
   return !touches_links() && spec_.straggle_size() == 0 && spec_.bad_gradients_size() == 0 &&
-         spec_.crash_size() == 0;
+         spec_.crash_size() == 0 && spec_.join_size() == 0;
 }
 
 std::vector<fault_schedule::description> fault_schedule::describe() const {
@@ -226,6 +231,11 @@ std::vector<fault_schedule::description> fault_schedule::describe() const {
                                         : ", no restart"),
        c.at_seconds(),
        c.has_restart_after_seconds() ? c.at_seconds() + c.restart_after_seconds() : 0.0});
+  for (const auto& j : spec_.join())
+    out.push_back({"join",
+                   "node " + std::to_string(j.node()) + " absent from the start, joins " +
+                     (j.at_seconds() > 0 ? "at " + num(j.at_seconds()) + " s" : "when asked"),
+                   0.0, j.at_seconds()});
   return out;
 }
 

@@ -30,6 +30,14 @@ void check_spec(const loaded_spec& ls) {
       };
     if (algo->whole_restart_unsaved)
       facts.whole_restart_unsaved = algo->whole_restart_unsaved;
+    if (!algo->joins) {
+      std::string takers;
+      for (const auto& d : algorithm_registry())
+        if (d.joins)
+          takers += std::string{takers.empty() ? "" : ", "} + d.name;
+      facts.joins_refused = std::string{algo->name} +
+                            " takes no nodes joining a running job yet (these do: " + takers + ")";
+    }
   }
   validate(ls, facts);
 }

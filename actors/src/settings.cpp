@@ -106,6 +106,8 @@ run_settings settings_of(const proto::ExperimentSpec& spec) {
       x.restart_after_seconds = c.restart_after_seconds();
     s.crashes.push_back(x);
   }
+  for (const auto& j : spec.faults().join())
+    s.joins.push_back({j.node(), j.at_seconds()});
   const auto& ck = spec.checkpoint();
   s.checkpoint.at_seconds.assign(ck.at_seconds().begin(), ck.at_seconds().end());
   s.checkpoint.every_seconds = ck.every_seconds();

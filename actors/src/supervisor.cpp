@@ -195,7 +195,7 @@ void inject_crash(sup_ptr self, int i) {
     self->delayed_send(self, to_timespan(*c.restart_after_seconds), restart_atom::value,
                        static_cast<std::uint64_t>(i));
     if (whole && st.recovery) {  // the survivors go on without it until then
-      loss = st.recovery->lose(*st.side, node_loss{{k}, true, t, i, effect});
+      loss = st.recovery->lose(*st.side, node_loss{{k}, true, t, true, effect});
       if (!loss)
         return;  // the run ended saying why
       effect += loss->effect;
@@ -206,7 +206,7 @@ void inject_crash(sup_ptr self, int i) {
                  " cannot go on without it (" + why + ")");
     return;
   } else if (st.recovery) {
-    loss = st.recovery->lose(*st.side, node_loss{{k}, whole, t, std::nullopt, effect});
+    loss = st.recovery->lose(*st.side, node_loss{{k}, whole, t, false, effect});
     if (!loss)
       return;  // the run ended saying why
     effect += loss->effect;
@@ -247,19 +247,18 @@ void crash_closed(sup_ptr self) {
   st.ckpt->quiet_again(self);
 }
 
-/// Restart after crash i of an algorithm whose links end at its workers
-/// (its descriptor's follow_restarts; checked by the spec): a replacement that
-/// keeps every message, every link re-pointed at it, then its state the
-/// algorithm's way (join_replacement). Nobody else restarts.
-void replace_worker(sup_ptr self, int i) {
+/// A restart an algorithm's join_fn carries out (after a crash, or a node's
+/// join; its descriptor's follow_restarts, checked by the spec): a
+/// replacement that keeps every message, every link re-pointed at it, then
+/// its state the algorithm's way (join_replacement). Nobody else restarts.
+void replace_worker(sup_ptr self, restart_order o) {
   auto& st = self->state;
   if (st.joining) {
-    st.restarts_waiting.push_back(i);
+    st.restarts_waiting.push_back(std::move(o));
     return;
   }
   const auto& plan = *st.ctx->plan;
-  const auto& crash = plan.crashes.at(static_cast<std::size_t>(i));
-  const auto k = crash.node;
+  const auto k = o.node;
   worker_restart r;
   r.node = k;
   r.incarnation = ++st.incarnations[k];
@@ -280,24 +279,21 @@ void replace_worker(sup_ptr self, int i) {
   r.links = st.links;
   if (st.ckpt)
     r.checkpoint = st.ckpt->last();
-  const auto fault = static_cast<std::uint64_t>(plan.faults.crash_index(i));
-  const double at = crash.at_seconds;
   st.joining = true;
-  join_replacement(self, st.ctx, r, [self, k, i, w, fault, at](const std::string& source) {
+  join_replacement(self, st.ctx, r, [self, o, w](const std::string& source) {
     auto& st = self->state;
     st.joining = false;
     if (st.stopping)
       return;
-    st.ctx->events.record(st.ctx->ns(self), k, event_kind::restart, static_cast<std::uint64_t>(i));
+    st.ctx->events.record(st.ctx->ns(self), o.node, o.event, o.arg);
     const double t = st.ctx->seconds(self);
-    self->send(st.evaluator, restart_atom::value, k, w, fault,
-               "killed at " + std::to_string(at) + " s, restarted at " + std::to_string(t) +
-                 " s with " + source);
+    self->send(st.evaluator, restart_atom::value, o.node, w, o.fault,
+               o.before + ", " + o.verb + " at " + std::to_string(t) + " s with " + source);
     crash_closed(self);
     if (!st.restarts_waiting.empty()) {
-      const int next = st.restarts_waiting.front();
+      auto next = std::move(st.restarts_waiting.front());
       st.restarts_waiting.pop_front();
-      replace_worker(self, next);
+      replace_worker(self, std::move(next));
     }
   });
 }
@@ -308,8 +304,15 @@ void restart_worker(sup_ptr self, int i) {
   auto& st = self->state;
   if (st.stopping)
     return;
-  if (!st.recovery)
-    return replace_worker(self, i);
+  if (!st.recovery) {
+    const auto& c = st.ctx->plan->crashes.at(static_cast<std::size_t>(i));
+    restart_order o;
+    o.node = c.node;
+    o.fault = static_cast<std::uint64_t>(st.ctx->plan->faults.crash_index(i));
+    o.arg = static_cast<std::uint64_t>(i);
+    o.before = "killed at " + std::to_string(c.at_seconds) + " s";
+    return replace_worker(self, std::move(o));
+  }
   st.recovery->restart(*st.side, i);
 }
 
@@ -432,6 +435,7 @@ void start_run(sup_ptr self, std::vector<node_actors> nodes, link_list links, ca
   st.evaluator = spawn_evaluator(self, ctx, nodes, links, server, st.progress);
   adopt(self, caf::actor_cast<caf::actor>(st.evaluator), "evaluator");
   arm_crashes(self);
+  arm_joins(self);
   if (!ctx->resume)  // a resumed evaluator arms its own next evaluation
     self->send(st.evaluator, eval_atom::value);
   if (plan.stop.time_seconds > 0)
@@ -512,6 +516,20 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
     },
     [=](crash_atom, std::uint64_t i) { inject_crash(self, static_cast<int>(i)); },
     [=](restart_atom, std::uint64_t i) { restart_worker(self, static_cast<int>(i)); },
+    [=](join_atom, std::uint32_t k) -> caf::result<void> {
+      auto done = join_node(self, k);
+      if (done)
+        return caf::unit;
+      log_event(self, *self->state.ctx, "join_refused",
+                "\"node\": " + std::to_string(k) +
+                  ", \"reason\": " + json::quote(error_text(done.error())));
+      return std::move(done.error());
+    },
+    // A join's time (arm_joins): a node asked in earlier has joined already.
+    [=](join_atom, std::uint32_t k, double) {
+      if (self->state.absent.count(k) > 0)
+        (void)join_node(self, k);
+    },
     [=](stop_atom) { begin_stop(self, "stopped by request"); },
     [=](ckpt_timer_atom, double at) {
       auto& st = self->state;

@@ -140,7 +140,7 @@ void host_lost(sup_ptr self, std::uint32_t h) {
                 what + ": " + plan.algorithm_name() + " cannot go on without them (" + why + ")");
   std::optional<loss_outcome> loss;
   if (st.recovery) {
-    loss = st.recovery->lose(*st.side, node_loss{gone, true, t, std::nullopt, what});
+    loss = st.recovery->lose(*st.side, node_loss{gone, true, t, false, what});
     if (!loss)
       return;
   }

@@ -9,8 +9,20 @@
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/recovery.hpp"
 #include "atrain/actors/supervisor.hpp"
+#include "atrain/actors/trace.hpp"
 
 namespace atrain::sup {
+
+/// A worker's restart the algorithm's join_fn carries out: after crash i,
+/// or node k's join (faults.join).
+struct restart_order {
+  std::uint32_t node = 0;
+  std::uint64_t fault = 0;  // its fault record (fault_schedule::describe index)
+  event_kind event = event_kind::restart;
+  std::uint64_t arg = 0;  // the trace's: the crash's or the join's index
+  std::string before;     // the record's effect up to the restart ("killed at 3 s")
+  const char* verb = "restarted";
+};
 
 struct sup_state {
   context_ptr ctx;
@@ -24,10 +36,12 @@ struct sup_state {
   link_list links;
   /// Restarts so far per node (supervision).
   std::map<std::uint32_t, std::uint64_t> incarnations;
-  /// A replacement is joining: later restarts wait (crash indices), so two
-  /// neighbours never wait on each other's replacement.
+  /// A replacement is joining: later restarts wait, so two neighbours never
+  /// wait on each other's replacement.
   bool joining = false;
-  std::deque<int> restarts_waiting;
+  std::deque<restart_order> restarts_waiting;
+  /// Nodes absent from the start whose join has not begun (faults.join).
+  std::set<std::uint32_t> absent;
   /// Checkpoints (checkpoint.hpp); null when the spec has none and the run
   /// is not resumed.
   std::shared_ptr<checkpointer> ckpt;
@@ -78,6 +92,18 @@ void adopt_replacement(sup_ptr self, std::uint32_t k, const caf::actor& a, const
 /// Crash i's worker has been restarted and has joined.
 void crash_closed(sup_ptr self);
 void restart_worker(sup_ptr self, int i);
+/// A replacement for o.node's worker, its links re-pointed, its state the
+/// algorithm's way (join_fn); restarts wait for the one joining.
+void replace_worker(sup_ptr self, restart_order o);
+
+// ---- joins (supervisor_joins.cpp)
+
+/// Stops every absent node's actors before the run's first event (a whole
+/// node down until its join) and arms the joins with a time.
+void arm_joins(sup_ptr self);
+/// Node k joins now (its time came, or the run was asked); a node not
+/// absent (joined already, or never absent) is refused with the reason.
+[[nodiscard]] caf::expected<void> join_node(sup_ptr self, std::uint32_t k);
 /// Why the algorithm cannot go on after losing a node for good (empty: it can).
 [[nodiscard]] std::string needs_every_node(const run_plan& plan);
 /// With every node spawned and wired: watch them, start the evaluator, arm

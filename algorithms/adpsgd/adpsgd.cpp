@@ -67,6 +67,8 @@ struct adpsgd_state : gossip::node_base {
   float_blob sent;
   // passive side: the newest exchange served per neighbour
   std::vector<std::uint64_t> served;
+  // active side: per neighbour, absent from the start and not joined yet (faults.join)
+  std::vector<bool> absent;
   double seq_rate = 0;                     // see future_seq_rate
   std::vector<std::uint64_t> restarts_of;  // per node: restarts the spec schedules
   bool record = false;                     // keep the exchange ledger (test probe only)
@@ -98,6 +100,23 @@ void average_into(adpsgd_state& st, const float* s, const float* other, std::uin
     st.ledger.push_back({active, passive, seq, std::move(delta)});
 }
 
+/// Step 2's random neighbour, among those present (a node absent from the
+/// start never answers before its join); false when none is.
+bool pick_partner(adpsgd_state& st) {
+  if (st.absent.empty()) {  // no joins: the draw as ever
+    st.partner = st.neighbours[st.gen.below(st.neighbours.size())];
+    return true;
+  }
+  std::vector<std::uint32_t> present;
+  for (std::size_t n = 0; n < st.neighbours.size(); ++n)
+    if (!st.absent[n])
+      present.push_back(st.neighbours[n]);
+  if (present.empty())
+    return false;
+  st.partner = present[st.gen.below(present.size())];
+  return true;
+}
+
 void begin_cycle(adpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   auto& st = self->state;
   st.woke = false;
@@ -111,7 +130,8 @@ void begin_cycle(adpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   self->delayed_send(caf::actor_cast<adpsgd_worker_actor>(self), delay, wake_atom::value, st.steps);
   if (!st.active || st.neighbours.empty())
     return;
-  st.partner = st.neighbours[st.gen.below(st.neighbours.size())];  // 2
+  if (!pick_partner(st))
+    return;  // every neighbour is absent until its join
   st.waiting = true;
   st.sent = float_blob{st.x};
   packet p;
@@ -215,6 +235,8 @@ std::tuple<float_blob, std::uint64_t, std::uint64_t> fence_off(adpsgd_ptr self, 
                                                            st.steps};
   if (const auto at = gossip::neighbour_index(st, k); at && !st.active)
     st.served[*at] = std::max(st.served[*at], fence);
+  if (const auto at = gossip::neighbour_index(st, k); at && !st.absent.empty())
+    st.absent[*at] = false;  // joined
   if (st.active && st.waiting && st.partner == k) {
     st.waiting = false;
     st.sent = float_blob{};
@@ -256,6 +278,13 @@ const proto::NodeState* setup_adpsgd(adpsgd_ptr self, std::uint32_t id, bool act
   for (const auto& c : plan.crashes)
     if (c.restart_after_seconds)
       ++st.restarts_of.at(c.node);
+  for (const auto& j : plan.joins) {  // a join is a restart of a node absent since the start
+    ++st.restarts_of.at(j.node);
+    if (const auto at = gossip::neighbour_index(st, j.node); at && active) {
+      st.absent.resize(st.neighbours.size(), false);
+      st.absent[*at] = true;
+    }
+  }
   st.record = ctx.probe != nullptr;
   const auto* saved = incarnation == 0 ? resumed_node(ctx, id) : nullptr;
   if (saved)
@@ -306,10 +335,13 @@ adpsgd_worker_actor::behavior_type adpsgd_worker(adpsgd_ptr self, std::uint32_t 
     auto& st = self->state;
     st.x = x.vec();
     st.steps = steps;
-    if (st.active)
+    if (st.active) {
       st.exchange_seq = fence;
-    else
+      for (std::size_t n = 0; n < st.absent.size() && n < marks.size(); ++n)
+        st.absent[n] = st.absent[n] && marks[n] == 0;  // a joiner that answered has joined
+    } else {
       st.served = marks;
+    }
     gossip::take_routes(st, routes);
     self->set_default_handler(caf::print_and_drop);
     self->become(std::move(running));
@@ -355,6 +387,7 @@ void join_adpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
   // The replacement numbers its exchanges from here: far above anything the
   // dead incarnations can have used (one exchange per gradient).
   const std::uint64_t fence = r.incarnation << 40;
+  const bool active = is_active(ctx, r.node);
   using ask = gossip::ask_neighbours<std::tuple<float_blob, std::uint64_t, std::uint64_t>,
                                      adpsgd_worker_actor>;
   ask::run(
@@ -368,7 +401,9 @@ void join_adpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx,
       for (std::size_t j = 0; j < neighbours.size(); ++j) {
         if (!got[j])
           continue;
-        marks[j] = std::get<1>(*got[j]);
+        // A passive replacement serves each neighbour above its mark; an
+        // active one reads a mark as "present" (1: answered).
+        marks[j] = active ? 1 : std::get<1>(*got[j]);
         if (std::exchange(donor, true))
           continue;
         x = std::get<0>(*got[j]);
@@ -426,6 +461,8 @@ algorithm_descriptor adpsgd_algorithm() {
   d.join = join_adpsgd_worker;
   d.check_node = adpsgd_check_node;
   d.links.coding = values_coding;
+  d.joins = "a joining node takes a live neighbour's model and step count; active nodes pick "
+            "their partners among the neighbours present, a joined one from its join on";
   return d;
 }
 

@@ -445,6 +445,8 @@ algorithm_descriptor async_ps_algorithm() {
            "lives nowhere else (crash only the worker to restart it)";
   };
   d.spawn_replacement = ignoring_incarnation<spawn_async_ps_replacement>;
+  d.joins = "a new worker: it takes the server's current model and version and sends its "
+            "gradients from there";
   d.join = join_async_ps_worker;
   d.check_node = async_ps_check_node;
   d.evaluation.evaluated_hub = server_of;

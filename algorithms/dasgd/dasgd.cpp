@@ -314,6 +314,8 @@ algorithm_descriptor dasgd_algorithm() {
   d.spawn_node = spawn_dasgd_node;
   d.wire = wire_dasgd;
   d.spawn_replacement = ignoring_incarnation<spawn_dasgd_replacement>;
+  d.joins = "a joining node takes a live neighbour's model with the record of the gradients in "
+            "it, as a restarted one does: every gradient is applied once at every node";
   d.join = join_dasgd_worker;
   d.check_checkpoint = dasgd_check_checkpoint;
   d.links.outbox_sums = true;

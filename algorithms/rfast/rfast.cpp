@@ -375,6 +375,12 @@ algorithm_descriptor rfast_algorithm() {
   d.whole_restart_unsaved =
     "R-FAST's whole-node restart starts new tracking epochs, which a checkpoint does not save "
     "yet: crash only the worker, or take no checkpoints";
+  d.check_topology = [](const loaded_spec& ls, const topology&) {
+    check_rfast_joins(ls, settings_of(ls.spec).topology);
+  };
+  d.joins = "the run starts with a tracking epoch over the nodes present; a joining node gets a "
+            "live node's model and a fresh gradient buffer, and a new tracking epoch takes it "
+            "into both graphs (the spec's pair with its common root once every node is in)";
   d.links.acknowledged = false;
   d.links.newest_wins = true;
   d.links.follow_restarts = false;

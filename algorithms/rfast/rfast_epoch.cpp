@@ -114,6 +114,14 @@ constexpr const char* rebuildable_kinds = "re-rooting supports tree pairs, stars
 
 }  // namespace
 
+void check_rfast_joins(const loaded_spec& ls, const topology_settings& t) {
+  if (ls.spec.faults().join_size() > 0 && !rebuildable(t))
+    throw spec_error(ls.where("faults.join") +
+                     ": rfast starts without the absent nodes on a pair " +
+                     "of the spec's kind built over the others, and " + kind_name(t) +
+                     " cannot be: " + rebuildable_kinds);
+}
+
 rfast_epoch_plan first_rfast_epoch(const run_plan& plan) {
   rfast_epoch_plan e;
   e.members.resize(plan.nodes());

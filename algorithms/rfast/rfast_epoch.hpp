@@ -26,6 +26,10 @@ struct rfast_epoch_plan {
   std::string kind;        // e.g. "tree pair of arity 2"
 };
 
+/// Throws spec_error naming faults.join when the spec has joins and its kind
+/// of graph pair cannot be rebuilt over the nodes present at the start.
+void check_rfast_joins(const loaded_spec& ls, const topology_settings& t);
+
 /// Epoch 0: the spec's graph pair over every node.
 [[nodiscard]] rfast_epoch_plan first_rfast_epoch(const run_plan& plan);
 

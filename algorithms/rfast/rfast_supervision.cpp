@@ -3,6 +3,7 @@
 /// restarted worker behind its buffer and a whole node's rejoin.
 /// docs/RELIABILITY.md "Re-rooting".
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -23,6 +24,9 @@ public:
   void start_view(supervision& s, std::uint64_t fault, std::uint32_t records,
                   double lost_at) override;
   void restart(supervision& s, int crash) override;
+  std::optional<std::string> absent(supervision& s,
+                                    const std::vector<std::uint32_t>& nodes) override;
+  void join(supervision& s, int j) override;
 
 private:
   /// What a loss planned: the next epoch, and the relaying buffers retired
@@ -38,16 +42,29 @@ private:
                                    const std::string& how,
                                    const std::vector<std::uint32_t>& survivors);
   link_list launch_epoch(supervision& s, rfast_epoch_plan e);
+  /// How a whole node down since a crash or absent since the start comes in.
+  struct comeback {
+    std::uint32_t node = 0;
+    std::uint64_t fault = 0;  // its fault record
+    event_kind event = event_kind::restart;
+    std::uint64_t arg = 0;  // the trace's: the crash's or the join's index
+    const char* verb = "restarted";
+  };
+  /// Asks a live node for its model (node k's G_R in-neighbour first) and
+  /// calls `then` with it and where it came from.
+  void fetch_model(supervision& s, std::uint32_t k,
+                   std::function<void(std::vector<float>, const std::string&)> then);
+  void bring_back(supervision& s, const comeback& c, std::optional<int> crash);
   void respawn_worker(supervision& s, int crash, std::vector<float> x, const std::string& source);
-  void rejoin(supervision& s, int crash, std::vector<float> x, const std::string& source);
+  void rejoin(supervision& s, const comeback& c, std::vector<float> x, const std::string& source);
 
   rfast_epoch_plan epoch_;  // the current tracking epoch
   /// Nodes out of the run for good (lost whole, or their worker lost: no
   /// later epoch includes them) or down whole until their restart.
   std::set<std::uint32_t> out_;
-  /// Whole nodes down until their restart: crash index -> what the crash did
-  /// (the restart's fault record goes on from it).
-  std::map<int, std::string> down_;
+  /// Whole nodes down until their restart or join: node -> what the crash
+  /// or the absence did (the restart's fault record goes on from it).
+  std::map<std::uint32_t, std::string> down_;
   pending pending_;
 };
 
@@ -99,7 +116,7 @@ loss_outcome rfast_recovery::renew(supervision& s, const node_loss& l, const std
 /// tracker mass). No common root left: the nodes are retired whole (with
 /// every buffer left relaying) and the next epoch is planned.
 std::optional<loss_outcome> rfast_recovery::lose(supervision& s, const node_loss& l) {
-  const std::string how = l.restart_of ? "down until its restart" : "lost for good";
+  const std::string how = l.back_later ? "down until its restart" : "lost for good";
   const auto& plan = *s.ctx()->plan;
   const auto& gone = l.gone;
   const bool was_root = std::find(gone.begin(), gone.end(), epoch_.root) != gone.end();
@@ -123,8 +140,9 @@ std::optional<loss_outcome> rfast_recovery::lose(supervision& s, const node_loss
   if (l.whole && !roots.empty() && reroot) {
     auto o = renew(s, l, lost, how, survivors);
     if (o.new_view) {
-      if (l.restart_of)
-        down_[*l.restart_of] = l.so_far + o.effect;
+      if (l.back_later)
+        for (auto k : gone)
+          down_[k] = l.so_far + o.effect;
       return o;
     }
     no_renewal = o.effect;
@@ -147,8 +165,9 @@ std::optional<loss_outcome> rfast_recovery::lose(supervision& s, const node_loss
                  "the tracked sum and relays tracker mass, the others go on (" +
                  why + ")";
     }
-    if (l.restart_of)
-      down_[*l.restart_of] = l.so_far + o.effect;
+    if (l.back_later)
+      for (auto k : gone)
+        down_[k] = l.so_far + o.effect;
     return o;
   }
   // Re-root. A buffer without its worker has no model to hand on: retire it
@@ -169,8 +188,9 @@ std::optional<loss_outcome> rfast_recovery::lose(supervision& s, const node_loss
              std::to_string(next->epoch) + "): " + next->kind + " over the " +
              std::to_string(survivors.size()) + " survivors";
   pending_.next = std::move(*next);
-  if (l.restart_of)
-    down_[*l.restart_of] = l.so_far + o.effect;
+  if (l.back_later)
+    for (auto k : gone)
+      down_[k] = l.so_far + o.effect;
   return o;
 }
 
@@ -200,42 +220,101 @@ void rfast_recovery::start_view(supervision& s, std::uint64_t fault, std::uint32
                  std::move(p.buffers_gone), fault, records, lost_at);
 }
 
-/// Restart after crash i: the worker gets a neighbour's model (its G_R
-/// in-neighbour's, else any live node's) and the buffer's durable state, or,
-/// the whole node down, a fresh buffer with it (rejoin).
-void rfast_recovery::restart(supervision& s, int crash) {
+void rfast_recovery::fetch_model(supervision& s, std::uint32_t k,
+                                 std::function<void(std::vector<float>, const std::string&)> then) {
   const auto& plan = *s.ctx()->plan;
-  const auto k = plan.crashes.at(static_cast<std::size_t>(crash)).node;
   const auto& nodes = s.nodes();
   std::vector<std::uint32_t> donors = plan.topo->g_r.in(k);
   for (std::uint32_t j = 0; j < nodes.size(); ++j)
     donors.push_back(j);
   std::uint32_t donor = k;
   for (auto j : donors)
-    if (j != k && !s.killed(nodes[j].worker)) {
+    if (j != k && out_.count(j) == 0 && !s.killed(nodes[j].worker)) {
       donor = j;
       break;
     }
-  auto respawn = [this, &s, crash](std::vector<float> x, const std::string& source) {
-    if (s.stopping())
-      return;
-    s.count_restart(s.ctx()->plan->crashes.at(static_cast<std::size_t>(crash)).node);
-    if (down_.count(crash) > 0)
-      return rejoin(s, crash, std::move(x), source);
-    respawn_worker(s, crash, std::move(x), source);
-  };
   if (donor == k) {
-    respawn({}, "x^0 (no live node to copy from)");
+    then({}, "x^0 (no live node to copy from)");
     return;
   }
   s.self()
     ->request(caf::actor_cast<rfast_worker_actor>(nodes[donor].worker), caf::infinite,
               model_atom::value)
     .then(
-      [respawn, donor](const model_snapshot& m) {
-        respawn(m.params.vec(), "node " + std::to_string(donor) + "'s model");
+      [then, donor](const model_snapshot& m) {
+        then(m.params.vec(), "node " + std::to_string(donor) + "'s model");
       },
-      [respawn](const caf::error&) { respawn({}, "x^0 (the donor did not answer)"); });
+      [then](const caf::error&) { then({}, "x^0 (the donor did not answer)"); });
+}
+
+/// Node c.node comes back with a live node's model: a whole node down (or
+/// absent) rejoins; after a worker-only crash `crash`, its worker respawns.
+void rfast_recovery::bring_back(supervision& s, const comeback& c, std::optional<int> crash) {
+  fetch_model(s, c.node, [this, &s, c, crash](std::vector<float> x, const std::string& source) {
+    if (s.stopping())
+      return;
+    s.count_restart(c.node);
+    if (crash && down_.count(c.node) == 0)
+      return respawn_worker(s, *crash, std::move(x), source);
+    rejoin(s, c, std::move(x), source);
+  });
+}
+
+/// Restart after crash i: the worker gets a neighbour's model (its G_R
+/// in-neighbour's, else any live node's) and the buffer's durable state, or,
+/// the whole node down, a fresh buffer with it (rejoin).
+void rfast_recovery::restart(supervision& s, int crash) {
+  const auto& plan = *s.ctx()->plan;
+  comeback c;
+  c.node = plan.crashes.at(static_cast<std::size_t>(crash)).node;
+  c.fault = static_cast<std::uint64_t>(plan.faults.crash_index(crash));
+  c.arg = static_cast<std::uint64_t>(crash);
+  bring_back(s, c, crash);
+}
+
+/// Nodes absent from the start: the run starts a tracking epoch over the
+/// others at once, before any gradient (every buffer's tracker is still at
+/// zero: nothing is lost), as if they had been lost whole at time 0.
+std::optional<std::string> rfast_recovery::absent(supervision& s,
+                                                  const std::vector<std::uint32_t>& nodes) {
+  const auto& plan = *s.ctx()->plan;
+  out_.insert(nodes.begin(), nodes.end());
+  std::vector<std::uint32_t> present;
+  for (std::uint32_t m = 0; m < plan.nodes(); ++m)
+    if (out_.count(m) == 0)
+      present.push_back(m);
+  auto next = next_rfast_epoch(plan, epoch_, present, s.workers_up());
+  if (!next) {
+    s.fail("the nodes absent from the start (faults.join) leave no graph pair to start with: " +
+           error_text(next.error()));
+    return std::nullopt;
+  }
+  const std::string effect = "; the run starts with tracking epoch " + std::to_string(next->epoch) +
+                             " over the " + std::to_string(present.size()) +
+                             " nodes present: " + next->kind + ", root " +
+                             std::to_string(next->root);
+  for (auto k : nodes)
+    down_[k] = "absent from the start" + effect;
+  const auto epoch = next->epoch;
+  const auto root = next->root;
+  auto links = launch_epoch(s, std::move(*next));
+  s.self()->send(s.evaluator(), epoch_atom::value, epoch, root, std::move(links),
+                 std::vector<std::uint32_t>{});
+  return effect;
+}
+
+/// Join j: a node absent since the start comes in as a whole node restarted
+/// after a crash does (rejoin): a live node's model, a fresh buffer and a
+/// new tracking epoch with it in both graphs.
+void rfast_recovery::join(supervision& s, int j) {
+  const auto& plan = *s.ctx()->plan;
+  comeback c;
+  c.node = plan.joins.at(static_cast<std::size_t>(j)).node;
+  c.fault = static_cast<std::uint64_t>(plan.faults.join_index(j));
+  c.event = event_kind::join;
+  c.arg = static_cast<std::uint64_t>(j);
+  c.verb = "joined";
+  bring_back(s, c, std::nullopt);
 }
 
 /// A worker-only crash: a new worker behind the buffer, which kept the
@@ -261,7 +340,7 @@ void rfast_recovery::respawn_worker(supervision& s, int crash, std::vector<float
   s.crash_closed();
 }
 
-/// Restart after crash i of a whole node, down since: a fresh gradient
+/// A whole node comes back (after a crash, or its join): a fresh gradient
 /// buffer and worker (model `x`, from `source`), every edge into the node
 /// re-pointed at the new buffer, and a new tracking epoch over the nodes in
 /// the run, node k among them (rejoin_rfast_epoch: the spec's pair once every
@@ -269,16 +348,16 @@ void rfast_recovery::respawn_worker(supervision& s, int crash, std::vector<float
 /// buffer's g_prev being 0 until its first gradient: the mass invariant holds
 /// over the members from the epoch's start. A pair that cannot be built
 /// leaves the node out, saying why.
-void rfast_recovery::rejoin(supervision& s, int i, std::vector<float> x,
+void rfast_recovery::rejoin(supervision& s, const comeback& c, std::vector<float> x,
                             const std::string& source) {
   const auto& ctx = s.ctx();
   const auto& plan = *ctx->plan;
   auto& nodes = s.nodes();
-  const auto k = plan.crashes.at(static_cast<std::size_t>(i)).node;
-  const auto fault = static_cast<std::uint64_t>(plan.faults.crash_index(i));
+  const auto k = c.node;
+  const auto fault = c.fault;
   const std::string at = " at " + std::to_string(ctx->seconds(s.self())) + " s";
-  std::string effect = std::move(down_.at(i));
-  down_.erase(i);
+  std::string effect = std::move(down_.at(k));
+  down_.erase(k);
   out_.erase(k);
   std::vector<std::uint32_t> members;
   for (std::uint32_t m = 0; m < nodes.size(); ++m)
@@ -290,7 +369,7 @@ void rfast_recovery::rejoin(supervision& s, int i, std::vector<float> x,
   if (!next) {
     out_.insert(k);
     s.self()->send(s.evaluator(), crash_atom::value, k, true, fault,
-                   effect + "; not restarted" + at + ": " + error_text(next.error()) +
+                   effect + "; not " + c.verb + at + ": " + error_text(next.error()) +
                      " (the node stays out of the run)");
     return s.crash_closed();
   }
@@ -308,14 +387,14 @@ void rfast_recovery::rejoin(supervision& s, int i, std::vector<float> x,
   const auto epoch = next->epoch;
   const auto root = next->root;
   const bool all_back = members.size() == nodes.size();
-  effect += "; restarted" + at + " with " + source +
+  effect += std::string{"; "} + c.verb + at + " with " + source +
             " and a fresh gradient buffer: new tracking epoch " + std::to_string(epoch) +
-            " with node " + std::to_string(k) + " back: " + next->kind + " over " +
+            " with node " + std::to_string(k) +
+            (c.event == event_kind::join ? " in: " : " back: ") + next->kind + " over " +
             (all_back ? "all " : "the ") + std::to_string(members.size()) + " nodes" +
             (all_back ? " (the spec's pair)" : " in the run") + ", root " + std::to_string(root);
-  // A worker's restart event, with the epoch that takes the whole node back.
-  ctx->events.record(ctx->ns(s.self()), k, event_kind::restart, static_cast<std::uint64_t>(i),
-                     epoch);
+  // A worker's restart (or join) event, with the epoch that takes the whole node back.
+  ctx->events.record(ctx->ns(s.self()), k, c.event, c.arg, epoch);
   auto links = launch_epoch(s, std::move(*next));
   start_respawned_rfast_node(s.self(), node);
   s.self()->send(s.evaluator(), epoch_atom::value, epoch, root, std::move(links),

@@ -66,6 +66,7 @@ private:
   void link();
   void codec();
   void faults(bool nodes_ok);
+  void joins(bool nodes_ok);
   void window(const std::string& path, double from, double to);
   void node_in_range(const std::string& path, std::uint32_t node, bool nodes_ok);
   void stop_and_eval();

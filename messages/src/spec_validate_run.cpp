@@ -81,7 +81,8 @@ void checker::codec() {
   }
   if (!facts_.coded_links)
     bad("link.codec", "this algorithm does not code its packets (link.codec is supported by "
-                      "rfast, adpsgd, dpsgd, dasgd, loscar, async_ps and the rings allreduce, local_sgd and diloco)");
+                      "rfast, adpsgd, dpsgd, dasgd, loscar, async_ps and the rings allreduce, "
+                      "local_sgd and diloco)");
   if (c.has_block() && c.kind() != proto::Codec::INT8)
     bad("link.codec.block", "is for kind INT8");
   if (c.has_block() && (c.block() < 1 || c.block() > limits::max_codec_block))
@@ -197,9 +198,42 @@ void checker::faults(bool nodes_ok) {
       bad(p + ".factor", "must be non-zero for SCALED");
     window(p, x.from_seconds(), x.to_seconds());
   }
-  if (f.join_size() > 0)
-    bad(idx(base + ".join", 0), "nodes joining a running job are not implemented yet (issue 19); "
-                                "a crash with restart_after_seconds brings a lost node back");
+  joins(nodes_ok);
+}
+
+/// faults.join: nodes absent from the start that join the running job.
+void checker::joins(bool nodes_ok) {
+  const auto& f = s_.spec.faults();
+  const std::string base = "faults.join";
+  std::set<std::uint32_t> joining;
+  for (int i = 0; i < f.join_size(); ++i) {
+    const auto& x = f.join(i);
+    const std::string p = idx(base, i);
+    node_in_range(p + ".node", x.node(), nodes_ok);
+    non_negative(p + ".at_seconds", x.at_seconds());
+    if (!facts_.joins_refused.empty())
+      bad(p, facts_.joins_refused);
+    else if (const auto why = facts_.whole_restart_refusal ? facts_.whole_restart_refusal(x.node())
+                                                           : std::string{};
+             !why.empty())
+      bad(p + ".node", "cannot join later: " + why);
+    if (!joining.insert(x.node()).second)
+      bad(p + ".node", "node " + std::to_string(x.node()) +
+                         " joins twice (a node joins once; a "
+                         "crash with restart_after_seconds "
+                         "brings a lost node back)");
+    for (int c = 0; c < f.crash_size(); ++c)
+      if (f.crash(c).node() == x.node() && f.crash(c).at_seconds() <= x.at_seconds())
+        bad(idx("faults.crash", c) + ".at_seconds",
+            "node " + std::to_string(x.node()) + " is absent until its join at " +
+              num(x.at_seconds()) + " s (" + p + "): it cannot crash before");
+  }
+  if (nodes_ok && f.join_size() > 0 && joining.size() >= s_.spec.nodes())
+    bad(base, "every node joins later: at least one must run from the start");
+  const auto& c = s_.spec.checkpoint();
+  if (f.join_size() > 0 && (c.at_seconds_size() > 0 || c.every_seconds() != 0))
+    bad(base, "joins cannot be combined with checkpoints yet: a checkpoint does not save which "
+              "nodes have joined");
 }
 
 void checker::stop_and_eval() {

@@ -11,7 +11,8 @@
 ///   auto run = atrain::spawn_run(sys, plan, my_listener);
 ///   // my_listener gets (metric_atom, metric_sample) per evaluation and
 ///   // (done_atom, report_bytes) at the end; anon_send(run, stop_atom::value)
-///   // stops the run early (it still reports).
+///   // stops the run early (it still reports); request(run, infinite,
+///   // join_atom::value, node) lets a node absent from the start join.
 ///
 /// Stopping a run_experiment from another thread (a signal, a service's
 /// shutdown): give it a run_control and call stop() on it; the run ends at
@@ -21,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <caf/all.hpp>
 
@@ -44,6 +46,13 @@ public:
   /// Requests the stop; `reason` becomes the report's stop_reason.
   void stop(std::string reason = "interrupted");
   [[nodiscard]] bool stop_requested() const;
+  /// Node `node`, absent from the start (faults.join; at_seconds 0 = "when
+  /// asked"), joins the running job: REAL clock at once, VIRTUAL clock
+  /// before the driving thread's next step. A node that is not absent is
+  /// refused: events.jsonl gets a "join_refused" line saying why (an
+  /// embedding service that requests (join_atom, node) of spawn_run's actor
+  /// gets that error as the answer).
+  void join(std::uint32_t node);
 
   /// Engine side: the run's supervisor; `direct` (REAL clock) sends a stop
   /// from stop()'s thread, else take() hands it to the driving thread.
@@ -51,6 +60,8 @@ public:
   void detach();
   /// VIRTUAL clock: the pending stop's reason (once).
   [[nodiscard]] std::optional<std::string> take();
+  /// VIRTUAL clock: the joins asked for since the last call.
+  [[nodiscard]] std::vector<std::uint32_t> take_joins();
 
 private:
   mutable std::mutex mtx_;
@@ -58,6 +69,7 @@ private:
   bool direct_ = false;
   bool requested_ = false;
   std::optional<std::string> pending_;
+  std::vector<std::uint32_t> joins_;
 };
 
 struct run_options {

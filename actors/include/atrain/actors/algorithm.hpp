@@ -132,6 +132,14 @@ struct algorithm_descriptor {
   std::string (*whole_restart_refusal)(const algorithm_config& c, std::uint32_t k) = nullptr;
   /// Why a whole-node restart cannot be combined with checkpoints (nullptr: it can).
   const char* whole_restart_unsaved = nullptr;
+  /// What a node joining the running job (faults.join: absent from the
+  /// start) does, the algorithm's way — said in docs and checked by its join
+  /// test; nullptr: it takes no joins (the spec check refuses faults.join).
+  /// The supervisor stops an absent node's actors before the run's first
+  /// event (a whole node down, as a crash would leave it) and, at the join,
+  /// restarts it as after that crash: `recovery`'s join, else
+  /// spawn_replacement and `join` (docs/RELIABILITY.md "Joining nodes").
+  const char* joins = nullptr;
 
   // ---- checkpoints (the common NodeState fields are checked by the runtime)
   /// Its own part of a node's state (NodeState's `part`); a node whose part

@@ -49,8 +49,10 @@ public:
 
   /// Number of faults (the size of describe() and of a hits vector).
   [[nodiscard]] std::size_t size() const;
-  /// The describe() index of crash i (crashes come last).
+  /// The describe() index of crash i (crashes come last but for joins).
   [[nodiscard]] std::size_t crash_index(int i) const;
+  /// The describe() index of join i (joins come last).
+  [[nodiscard]] std::size_t join_index(int i) const;
 
   /// True when any fault acts on links (they must then be spawned even when
   /// the link model itself is perfect).

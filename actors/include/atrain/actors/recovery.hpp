@@ -50,8 +50,8 @@ struct node_loss {
   std::vector<std::uint32_t> gone;
   bool whole = false;  // with their gradient buffers (else only their workers)
   double at = 0;       // run seconds
-  /// Down only until crash `*restart_of` restarts them (whole nodes).
-  std::optional<int> restart_of;
+  /// Down only until their restart (whole nodes, a crash's).
+  bool back_later = false;
   /// What the supervisor reports of the loss so far ("killed at 3.0 s").
   std::string so_far;
 };
@@ -77,6 +77,15 @@ public:
   /// Restarts after crash `crash` (armed by the spec); calls
   /// supervision::crash_closed once the restart is over.
   virtual void restart(supervision& s, int crash) = 0;
+  /// Nodes absent from the start (faults.join), their actors stopped before
+  /// the run's first event: the run goes on without them until their join.
+  /// Returns what that does for the fault records; empty: the run ended
+  /// (supervision::fail).
+  [[nodiscard]] virtual std::optional<std::string> absent(supervision& s,
+                                                          const std::vector<std::uint32_t>& nodes);
+  /// Join j (faults.join) of a node absent since the start: it comes in as a
+  /// whole node restarted would; calls supervision::crash_closed once in.
+  virtual void join(supervision& s, int j);
 };
 
 using make_recovery_fn = std::unique_ptr<recovery_policy> (*)(const run_plan& plan);

@@ -53,6 +53,13 @@ struct run_plan : run_settings {
   [[nodiscard]] bool virtual_clock() const noexcept { return clock == clock_kind::virtual_time; }
   [[nodiscard]] const std::string& algorithm_name() const noexcept { return label; }
   [[nodiscard]] const algorithm_descriptor& algorithm() const;
+  /// The index of node k's join (faults.join) when it is absent from the start.
+  [[nodiscard]] std::optional<int> join_of(std::uint32_t k) const noexcept {
+    for (std::size_t j = 0; j < joins.size(); ++j)
+      if (joins[j].node == k)
+        return static_cast<int>(j);
+    return std::nullopt;
+  }
   /// The algorithm's config as its type T (T::name its block); throws
   /// std::logic_error naming both blocks when the run's algorithm is another.
   template <class T>

@@ -80,6 +80,12 @@ struct crash_settings {
   std::optional<double> restart_after_seconds;  // absent: never restarts
 };
 
+/// A node absent from the start that joins the running job (faults.join).
+struct join_settings {
+  std::uint32_t node = 0;
+  double at_seconds = 0;  // run clock; 0 = when the run is asked (run_control::join)
+};
+
 /// The spec's `checkpoint`.
 struct checkpoint_settings {
   std::vector<double> at_seconds;  // run-clock times, increasing
@@ -135,6 +141,7 @@ struct run_settings {
   cost_settings cost;
   link_settings link;
   std::vector<crash_settings> crashes;
+  std::vector<join_settings> joins;
   checkpoint_settings checkpoint;
   deploy_settings deploy;
   topology_settings topology;

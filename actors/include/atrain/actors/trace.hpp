@@ -32,6 +32,9 @@ enum class event_kind : std::uint32_t {
   round_drop = 20,      // an aggregator drops a restarted worker from a round (a = node, b = round)
   stream_fence = 21,    // a node fences its gradient stream (a = restarted node, b = highest sent)
   gradients_lost = 22,  // a dead worker's gradients made, never sent (a = first number, b = last)
+  // Joins (faults.join).
+  absent = 23,  // a node absent from the start (a = its join)
+  join = 24,    // it joined (a = its join, b = R-FAST's epoch taking it in)
 };
 
 class trace {

@@ -104,6 +104,8 @@ struct spec_facts {
   bool coded_links = false;     // its streams may be coded (link.codec)
   // Why node k cannot be restarted whole (a hub of the run lives on it); empty: it can.
   std::function<std::string(std::uint32_t k)> whole_restart_refusal;
+  // Why the algorithm takes no nodes joining a running job (faults.join); empty: it does.
+  std::string joins_refused;
   // Why a whole-node restart cannot be combined with checkpoints; empty: it can.
   std::string whole_restart_unsaved;
 };

@@ -39,6 +39,8 @@ using answer_atom = caf::atom_constant<caf::atom("answer")>;
 using resend_atom = caf::atom_constant<caf::atom("resend")>;
 using crash_atom = caf::atom_constant<caf::atom("crash")>;
 using restart_atom = caf::atom_constant<caf::atom("restart")>;
+/// A node absent from the start joins the running job (faults.join).
+using join_atom = caf::atom_constant<caf::atom("join")>;
 using resume_atom = caf::atom_constant<caf::atom("resume")>;
 using retire_atom = caf::atom_constant<caf::atom("retire")>;
 using relay_atom = caf::atom_constant<caf::atom("relay")>;
