@@ -170,4 +170,29 @@ BOOST_AUTO_TEST_CASE(the_topology_block_counts_where_one_is_used) {
   BOOST_TEST(msg.empty(), msg);
 }
 
+BOOST_AUTO_TEST_CASE(joins_are_refused_where_they_cannot_happen) {
+  const std::string join = "faults.join=[{node: 3 at_seconds: 0.5}]";
+  BOOST_TEST(refusal({join}).empty(), refusal({join}));  // R-FAST takes joins
+  // An algorithm without joins names the ones that take them.
+  auto msg = refusal({"algorithm.allreduce={step_size: 0.5}", join});
+  BOOST_TEST(says(msg, "faults.join[0]: allreduce takes no nodes joining a running job yet "
+                       "(these do: rfast, "),
+             msg);
+  msg = refusal({"faults.join=[{node: 3 at_seconds: 0.5}, {node: 3 at_seconds: 1}]"});
+  BOOST_TEST(says(msg, "faults.join[1].node: node 3 joins twice"), msg);
+  msg = refusal({join, "faults.crash=[{node: 3 at_seconds: 0.2}]"});
+  BOOST_TEST(says(msg, "faults.crash[0].at_seconds: node 3 is absent until its join at 0.5 s"),
+             msg);
+  msg = refusal({join, "faults.crash=[{node: 3 at_seconds: 0.7 restart_after_seconds: 0.1}]"});
+  BOOST_TEST(msg.empty(), msg);  // a crash after the join
+  msg = refusal({"nodes=2", "faults.join=[{node: 0 at_seconds: 1}, {node: 1 at_seconds: 1}]"});
+  BOOST_TEST(says(msg, "faults.join: every node joins later"), msg);
+  msg = refusal({join, "checkpoint={at_seconds: [1] file: \"c.ckpt\"}"});
+  BOOST_TEST(says(msg, "faults.join: joins cannot be combined with checkpoints yet"), msg);
+  msg = refusal({"faults.join=[{node: 9 at_seconds: 0.5}]"});
+  BOOST_TEST(says(msg, "faults.join[0].node"), msg);
+  msg = refusal({"faults.join=[{node: 3 at_seconds: -1}]"});
+  BOOST_TEST(says(msg, "faults.join[0].at_seconds"), msg);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

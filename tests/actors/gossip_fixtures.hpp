@@ -38,6 +38,7 @@ inline void expect_refused(const std::vector<std::string>& overrides,
 struct exchange_sides {
   std::vector<double> active, passive;
   int active_count = 0, passive_count = 0;
+  std::uint32_t passive_node = 0;
 };
 using exchange_book = std::map<std::pair<std::uint32_t, std::uint64_t>, exchange_sides>;
 
@@ -46,6 +47,7 @@ inline void harvest_exchanges(const run_probe& probe, exchange_book& book) {
   for (std::uint32_t i = 0; i < probe.workers.size(); ++i)
     for (auto& e : adpsgd_take_exchanges(probe.workers[i])) {
       auto& s = book[{e.active, e.seq}];
+      s.passive_node = e.passive;
       if (i == e.active) {
         ++s.active_count;
         s.active = std::move(e.delta);
