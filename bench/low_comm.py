@@ -12,7 +12,7 @@ Virtual clock, 8 nodes, every run stopped at its task's target. Tasks:
          10 MB/s and 2 ms: a ring round of the model (407 kB) costs about 70 ms against 20 ms
          per gradient, so communication dominates unless it is rare; evaluated every 0.2 s.
 Systems: Local SGD and DiLoCo with the same H (the same ring traffic per gradient: equal
-bytes), streaming DiLoCo (4 fragments, overlap), and LOSCAR-SGD (10 % of the coordinates per
+bytes), streaming DiLoCo (4 fragments, overlap), DiLoCo with AdamW inner steps, and LOSCAR-SGD (10 % of the coordinates per
 round). Prints one markdown table per task (mean over seeds; "-" when a seed missed the
 target within the budget), then every system's accuracy at an equal byte budget per node (the
 least any system needed to reach the target), and writes every run's report under --out
@@ -30,6 +30,9 @@ A9A = [
     ("diloco H=8", "diloco", []),
     ("diloco H=8, 4 fragments, overlap", "diloco",
      ["algorithm.diloco.fragments=4", "algorithm.diloco.overlap=true"]),
+    ("diloco H=8, AdamW inner", "diloco",  # config/beyond/diloco_adamw.textproto's block
+     ["algorithm.diloco={inner: ADAMW step_size: 0.1 weight_decay: 0 inner_steps: 8 "
+      "outer_step_size: 1 momentum: 0.5}"]),
     ("loscar (shipped)", "loscar", []),
 ]
 # Evaluations fine enough to read the accuracy at a byte budget (and the time to target).
@@ -43,6 +46,9 @@ MNIST = [
     ("diloco H=8, 4 fragments, overlap", "diloco",
      ["algorithm.diloco={step_size: 0.5 inner_steps: 8 outer_step_size: 1 momentum: 0.5 "
       "fragments: 4 overlap: true}"]),
+    ("diloco H=8, AdamW inner", "diloco",  # lr 0.01 of {0.001, 0.003, 0.01} (seed 1)
+     ["algorithm.diloco={inner: ADAMW step_size: 0.01 weight_decay: 0 inner_steps: 8 "
+      "outer_step_size: 1 momentum: 0.5}"]),
     ("loscar", "loscar",
      ["algorithm.loscar={step_size: 0.5 sparsity: 0.1 round_seconds: 0.16 overlap_steps: 2}"]),
 ]

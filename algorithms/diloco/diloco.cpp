@@ -4,7 +4,8 @@
 /// every node: they change only by averages every node receives) and its
 /// inner model x. With H = inner_steps, F = fragments, every = H / F:
 ///   1. every inner step: g = minibatch gradient at x (the wake),
-///      x -= gamma_k g, gamma_k = gamma / (1 + decay k);
+///      x -= gamma_k g, gamma_k = gamma / (1 + decay k) (inner: ADAMW: an
+///      AdamW step with lr gamma_k on this node's own moments);
 ///   2. after `every` steps: the next fragment f (ring round k reduces
 ///      fragment k mod F) is averaged: the node puts in delta = o - x, the
 ///      ring sums it, avg = sum / n over f;
@@ -26,6 +27,7 @@
 #include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/exceptions.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "algorithms/ring/ring.hpp"
@@ -39,8 +41,12 @@ struct diloco_state : ring_worker_state {
   std::vector<float> outer;     // o
   std::vector<float> momentum;  // m
   std::vector<float> delta;     // o - x at the last sync's begin (every value)
-  bool waiting = false;         // overlap: a sync fell due while the ring was busy
-  bool record = false;          // keep the ledger (test probe only)
+  // inner AdamW: this node's moments and steps (empty / 0 with SGD)
+  std::vector<float> adam_m;
+  std::vector<float> adam_v;
+  std::uint64_t adam_steps = 0;
+  bool waiting = false;  // overlap: a sync fell due while the ring was busy
+  bool record = false;   // keep the ledger (test probe only)
   std::vector<diloco_sync> ledger;
   static inline const char* name = "atrain_diloco_worker";
 
@@ -59,15 +65,25 @@ struct diloco_state : ring_worker_state {
     else
       momentum.assign(d, 0.0F);
     x = outer;
+    // A replacement's inner AdamW starts afresh: the dead node's moments are gone.
+    std::fill(adam_m.begin(), adam_m.end(), 0.0F);
+    std::fill(adam_v.begin(), adam_v.end(), 0.0F);
+    adam_steps = 0;
   }
   void save_part(proto::RingNodeState& s) const override {
     auto& part = *s.mutable_diloco();
     *part.mutable_outer() = {outer.begin(), outer.end()};
     *part.mutable_momentum() = {momentum.begin(), momentum.end()};
+    *part.mutable_adam_m() = {adam_m.begin(), adam_m.end()};
+    *part.mutable_adam_v() = {adam_v.begin(), adam_v.end()};
+    part.set_adam_steps(adam_steps);
   }
   void restore_part(const proto::RingNodeState& s) override {
     outer.assign(s.diloco().outer().begin(), s.diloco().outer().end());
     momentum.assign(s.diloco().momentum().begin(), s.diloco().momentum().end());
+    adam_m.assign(s.diloco().adam_m().begin(), s.diloco().adam_m().end());
+    adam_v.assign(s.diloco().adam_v().begin(), s.diloco().adam_v().end());
+    adam_steps = s.diloco().adam_steps();
   }
 };
 
@@ -111,10 +127,21 @@ ring_worker_actor::behavior_type diloco_worker(diloco_self self, std::uint32_t i
   init.outer = plan.x0;  // a checkpoint's part replaces both (ring_worker)
   init.momentum.assign(plan.dim(), 0.0F);
   init.delta.assign(plan.dim(), 0.0F);
-  auto apply = [=] {  // 1. x -= gamma_k g
+  if (algo.adamw) {
+    init.adam_m.assign(plan.dim(), 0.0F);
+    init.adam_v.assign(plan.dim(), 0.0F);
+  }
+  auto apply = [=] {  // 1. x -= gamma_k g, or AdamW's step with lr gamma_k
     auto& st = self->state;
     const double gamma = algo.step_size / (1.0 + algo.decay * static_cast<double>(st.steps++));
-    vec::axpy(static_cast<float>(-gamma), st.g.data(), st.x.data(), st.x.size());
+    if (algo.adamw) {
+      auto p = algo.adam;
+      p.lr = gamma;
+      adamw_step(st.x.data(), st.g.data(), st.adam_m.data(), st.adam_v.data(), st.x.size(),
+                 ++st.adam_steps, p);
+    } else {
+      vec::axpy(static_cast<float>(-gamma), st.g.data(), st.x.data(), st.x.size());
+    }
     st.staleness.add(0.0);
   };
   auto hold_here = [=] {  // a step boundary with the ring idle (checkpoints)
@@ -179,6 +206,12 @@ std::string diloco_check_node(const proto::NodeState& s, std::uint32_t, const ru
     return "diloco: the outer model or momentum does not fit the model (" +
            std::to_string(d.outer_size()) + " and " + std::to_string(d.momentum_size()) +
            " values for " + std::to_string(plan.dim()) + ")";
+  const auto adam = plan.config<diloco_config>().adamw ? plan.dim() : 0;
+  if (static_cast<std::size_t>(d.adam_m_size()) != adam ||
+      static_cast<std::size_t>(d.adam_v_size()) != adam || (adam == 0 && d.adam_steps() != 0))
+    return "diloco: the inner AdamW moments do not fit the spec (" +
+           std::to_string(d.adam_m_size()) + " and " + std::to_string(d.adam_v_size()) +
+           " values for " + std::to_string(adam) + ")";
   return {};
 }
 

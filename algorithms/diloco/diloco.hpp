@@ -10,6 +10,7 @@
 
 #include "algorithms/ring/ring_actor.hpp"
 #include "atrain/actors/context.hpp"
+#include "atrain/kernels/adamw.hpp"
 
 namespace atrain {
 
@@ -51,6 +52,8 @@ struct diloco_config : algorithm_config {
   std::uint32_t fragments = 1;    // F; a fragment is averaged every H/F inner steps
   bool overlap = false;           // inner steps go on while a fragment travels
   double mixing = 0.5;            // overlap: x_f = mixing x_f + (1 - mixing) outer_f
+  bool adamw = false;             // inner AdamW (lr = gamma_k) instead of SGD
+  adamw_params adam;              // its betas, epsilon and weight decay (lr set per step)
 };
 
 void diloco_check_block(spec_checker& c, const proto::AlgorithmSpec& a);

@@ -30,6 +30,16 @@ BOOST_AUTO_TEST_CASE(streaming_diloco_resumed_run_ends_exactly_like_the_uninterr
                                      0.45, 1.0, 1.3, "diloco_streaming");
 }
 
+BOOST_AUTO_TEST_CASE(diloco_with_adamw_resumed_run_ends_exactly_like_the_uninterrupted_one) {
+  // Each node's AdamW moments and step count are saved with its ring state.
+  expect_resume_equals_uninterrupted(
+    "algorithms/diloco.textproto",
+    {"dataset.max_train_samples=8000", "link.loss=0.1",
+     "algorithm.diloco={inner: ADAMW step_size: 0.1 inner_steps: 8 outer_step_size: 1 "
+     "momentum: 0.5}"},
+    0.45, 1.0, 1.3, "diloco_adamw");
+}
+
 // Every checkpoint of a run saving every 50 ms: one outer model and momentum
 // on all nodes (they change only by averages every node applies), and a
 // fitting part; a part that does not fit the model is refused naming it.

@@ -223,6 +223,41 @@ BOOST_AUTO_TEST_CASE(a_restarted_rank_takes_the_outer_model_and_momentum) {
   }
 }
 
+// Inner AdamW: on a node's first inner step the moments give m/(1-b1) = g
+// and sqrt(v/(1-b2)) = |g|, so with no weight decay each value moves by lr
+// against its gradient's sign (0 where the gradient is 0): the first sync's
+// pseudo-gradient o - x is lr times a sign vector on every node (SGD's would
+// be lr g). The outer steps still follow the Nesterov rule.
+BOOST_AUTO_TEST_CASE(adamw_inner_steps_move_by_lr_on_the_first_step_and_reach_the_target) {
+  ledger l;
+  const std::vector<std::string> sets{
+    "algorithm.diloco={inner: ADAMW step_size: 0.1 weight_decay: 0 inner_steps: 1 "
+    "outer_step_size: 1 momentum: 0.5}",
+    "stop.stop_at_target=false", "stop.time_seconds=1"};
+  (void)run_ledger(sets, l);
+  BOOST_REQUIRE(l.count(0) == 1u);
+  std::size_t moved = 0, values = 0;
+  for (const auto& [i, s] : l.at(0))
+    for (const float d : s.delta) {
+      ++values;
+      BOOST_TEST(std::abs(d) <= 0.1F + 1e-6F, "node " << i << ": " << d);
+      moved += std::abs(d) > 0.0999F ? 1 : 0;
+      BOOST_TEST((std::abs(d) > 0.0999F || std::abs(d) < 1e-4F), "node " << i << ": " << d);
+    }
+  BOOST_TEST(moved * 10 > values);  // a9a's minibatches touch a good share of the features
+  const auto plan = t::config("algorithms/diloco.textproto", sets);
+  const auto c = check_ledger(l, *plan, 1, true);
+  BOOST_TEST(c.full > 10u);
+  BOOST_TEST(c.worst_nesterov < 1e-5);
+  const auto r =
+    atrain::run_experiment(t::config("beyond/diloco_adamw.textproto", {"progress=false"}));
+  BOOST_REQUIRE(r);
+  BOOST_TEST(r->has_time_to_target());
+  BOOST_TEST_MESSAGE("diloco AdamW: first sync moved " << moved << " of " << values
+                                                       << " values by lr; diloco_adamw target at "
+                                                       << r->time_to_target() << " s");
+}
+
 BOOST_AUTO_TEST_CASE(bad_blocks_are_refused_naming_the_field) {
   BOOST_TEST(refusal({}).empty());
   auto says = [](const std::vector<std::string>& sets, const std::string& what) {
@@ -239,6 +274,13 @@ BOOST_AUTO_TEST_CASE(bad_blocks_are_refused_naming_the_field) {
   says({"algorithm.diloco.inner_steps=0"}, "algorithm.diloco.inner_steps: must be >= 1");
   says({"algorithm.diloco.fragments=2048", "algorithm.diloco.inner_steps=2048"},
        "algorithm.diloco.fragments: must be <= 1024");
+  says({"algorithm.diloco.beta1=0.5"}, "algorithm.diloco.beta1: is used only with inner: ADAMW");
+  says({"algorithm.diloco.inner=ADAMW", "algorithm.diloco.beta2=1"},
+       "algorithm.diloco.beta2: must be in [0, 1) (got 1)");
+  says({"algorithm.diloco.inner=ADAMW", "algorithm.diloco.epsilon=0"},
+       "algorithm.diloco.epsilon: must be > 0");
+  says({"algorithm.diloco.inner=ADAMW", "algorithm.diloco.weight_decay=-1"},
+       "algorithm.diloco.weight_decay: must be >= 0");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
