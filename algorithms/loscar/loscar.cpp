@@ -489,6 +489,9 @@ algorithm_descriptor loscar_algorithm() {
   d.needs_every_node = "every round's average waits for every worker";
   d.spawn_replacement = ignoring_incarnation<spawn_loscar_replacement>;
   d.join = join_loscar_worker;
+  d.joins = "a joining worker counts from the round after the one being collected (the next "
+            "round boundary), starting from the aggregator's average; no round waits for a node "
+            "before its join";
   d.whole_restart_refusal = [](const algorithm_config& c, std::uint32_t k) {
     if (k != config_as<loscar_config>(c).aggregator)
       return std::string{};

@@ -15,6 +15,9 @@
 /// x = A (m_R included). The other workers wait for m_R between the crash
 /// and the restart (for restart_after_seconds, not for ever). A mean of R
 /// or earlier reaching the replacement is ignored (an earlier round).
+/// A node absent from the start (faults.join) counts in no round until it
+/// joins, which is a restart of its worker: it starts in the round after the
+/// one being collected, at the next round boundary.
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -57,7 +60,7 @@ void on_snapshot(aggregator_ptr self, run_context& ctx, const packet& coded) {
   complete_round(self, ctx);
 }
 
-/// Step 4 once every worker not dropped sent its vector of the round.
+/// Step 4 once every worker not dropped (nor absent) sent its vector of the round.
 /// m_r over the vectors in: into A on S_r, and to every worker.
 void send_mean(aggregator_ptr self, run_context& ctx) {
   auto& st = self->state;
@@ -83,7 +86,7 @@ void send_mean(aggregator_ptr self, run_context& ctx) {
 
 void complete_round(aggregator_ptr self, run_context& ctx) {
   auto& st = self->state;
-  if (st.count + st.dropped_count < st.n)
+  if (st.count + st.dropped_count + st.absent_count < st.n)
     return;
   if (st.count > 0)  // (else every worker was dropped: no mean)
     send_mean(self, ctx);
@@ -109,6 +112,10 @@ std::tuple<std::uint64_t, bool> rejoin(aggregator_ptr self, run_context& ctx, st
   for (auto& r : st.out.routes)  // worker a's direct route
     if (r.second.address() == dead)
       r.second = w;
+  if (st.absent[k]) {  // a join: counted from the round it joins
+    st.absent[k] = false;
+    --st.absent_count;
+  }
   const std::uint64_t round = st.round;
   const bool drop = st.got[k].empty();
   if (drop && !st.dropped[k]) {
@@ -167,6 +174,11 @@ loscar_aggregator_actor::behavior_type loscar_aggregator(aggregator_ptr self, co
   st.seed = plan.seed;
   st.average = plan.x0;
   st.dropped.assign(st.n, false);
+  st.absent.assign(st.n, false);
+  for (const auto& j : plan.joins) {
+    st.absent.at(j.node) = true;
+    ++st.absent_count;
+  }
   st.out.coder = coder_for(plan, [](std::uint32_t kind) { return kind == loscar_down; });
   if (const auto* saved = resumed_node(*ctx, st.node))
     restore_aggregator(st, *saved);

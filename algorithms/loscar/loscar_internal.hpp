@@ -31,6 +31,10 @@ struct loscar_aggregator_state {
   std::vector<float> average;     // A: every coordinate's newest mean (x^0 first)
   std::vector<bool> dropped;      // per node: out of the round being collected
   std::size_t dropped_count = 0;
+  /// Per node: absent from the start and not joined yet (faults.join): no
+  /// round waits for it.
+  std::vector<bool> absent;
+  std::size_t absent_count = 0;
   /// Replacements waiting for the round being collected: node -> (worker,
   /// its route to the aggregator).
   std::map<std::uint32_t, std::pair<caf::actor, caf::actor>> joining;
