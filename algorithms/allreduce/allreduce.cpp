@@ -146,18 +146,6 @@ std::vector<allreduce_step> allreduce_take_steps(const caf::actor_addr& worker) 
   return ring_take(worker, &allreduce_state::ledger);
 }
 
-node_actors spawn_allreduce_node(caf::event_based_actor* parent, const context_ptr& ctx,
-                                 std::uint32_t i) {
-  node_actors out;
-  out.worker = caf::actor_cast<caf::actor>(parent->spawn(allreduce_worker, i, ctx, false));
-  return out;
-}
-
-caf::actor spawn_allreduce_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
-                                       std::uint32_t k) {
-  return caf::actor_cast<caf::actor>(sup->spawn(allreduce_worker, k, ctx, true));
-}
-
 // ---- the descriptor the runtime reads (registry.cpp lists it)
 namespace {
 
@@ -182,10 +170,10 @@ algorithm_descriptor allreduce_algorithm() {
   d.name = "allreduce";
   d.check_block = allreduce_check_block;
   d.parse = allreduce_parse_block;
-  d.spawn_node = spawn_allreduce_node;
+  d.spawn_node = spawn_ring_node<allreduce_worker>;
   d.wire = wire_ring;
   d.needs_every_node = "every step is a ring all-reduce over every node";
-  d.spawn_replacement = ignoring_incarnation<spawn_allreduce_replacement>;
+  d.spawn_replacement = spawn_ring_replacement<allreduce_worker>;
   d.join = join_ring_worker;
   d.check_node = allreduce_check_node;
   d.links.coding = ring_coding;  // the ring codes its own chunks

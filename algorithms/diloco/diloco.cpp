@@ -221,18 +221,6 @@ std::vector<diloco_sync> diloco_take_syncs(const caf::actor_addr& worker) {
   return ring_take(worker, &diloco_state::ledger);
 }
 
-node_actors spawn_diloco_node(caf::event_based_actor* parent, const context_ptr& ctx,
-                              std::uint32_t i) {
-  node_actors out;
-  out.worker = caf::actor_cast<caf::actor>(parent->spawn(diloco_worker, i, ctx, false));
-  return out;
-}
-
-caf::actor spawn_diloco_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
-                                    std::uint32_t k) {
-  return caf::actor_cast<caf::actor>(sup->spawn(diloco_worker, k, ctx, true));
-}
-
 // ---- the descriptor the runtime reads (registry.cpp lists it)
 algorithm_descriptor diloco_algorithm() {
   algorithm_descriptor d;
@@ -241,10 +229,10 @@ algorithm_descriptor diloco_algorithm() {
   d.name = "diloco";
   d.check_block = diloco_check_block;
   d.parse = diloco_parse_block;
-  d.spawn_node = spawn_diloco_node;
+  d.spawn_node = spawn_ring_node<diloco_worker>;
   d.wire = wire_ring;
   d.needs_every_node = "every sync is a ring all-reduce over every node";
-  d.spawn_replacement = ignoring_incarnation<spawn_diloco_replacement>;
+  d.spawn_replacement = spawn_ring_replacement<diloco_worker>;
   d.join = join_ring_worker;
   d.check_node = diloco_check_node;
   d.links.coding = ring_coding;  // the ring codes its own chunks

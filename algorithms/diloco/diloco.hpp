@@ -33,15 +33,6 @@ struct diloco_sync {
 /// since the last call. Empty for any other actor or once it is gone.
 [[nodiscard]] std::vector<diloco_sync> diloco_take_syncs(const caf::actor_addr& worker);
 
-/// Spawns node `i`'s worker as a child of `parent`; wire_ring wires the ring.
-[[nodiscard]] node_actors spawn_diloco_node(caf::event_based_actor* parent, const context_ptr& ctx,
-                                            std::uint32_t i);
-
-/// Restart (supervision): a replacement for node `k`'s crashed worker; it
-/// takes a donor's outer model and momentum (join_ring_worker).
-[[nodiscard]] caf::actor spawn_diloco_replacement(caf::event_based_actor* sup,
-                                                  const context_ptr& ctx, std::uint32_t k);
-
 /// Its spec block, parsed once (diloco_spec.cpp; run_plan::config<diloco_config>()).
 struct diloco_config : algorithm_config {
   static constexpr const char* name = "diloco";

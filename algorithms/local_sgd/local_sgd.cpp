@@ -131,18 +131,6 @@ std::vector<local_sgd_average> local_sgd_take_averages(const caf::actor_addr& wo
   return ring_take(worker, &local_sgd_state::ledger);
 }
 
-node_actors spawn_local_sgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
-                                 std::uint32_t i) {
-  node_actors out;
-  out.worker = caf::actor_cast<caf::actor>(parent->spawn(local_sgd_worker, i, ctx, false));
-  return out;
-}
-
-caf::actor spawn_local_sgd_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
-                                       std::uint32_t k) {
-  return caf::actor_cast<caf::actor>(sup->spawn(local_sgd_worker, k, ctx, true));
-}
-
 // ---- the descriptor the runtime reads (registry.cpp lists it)
 algorithm_descriptor local_sgd_algorithm() {
   algorithm_descriptor d;
@@ -151,10 +139,10 @@ algorithm_descriptor local_sgd_algorithm() {
   d.name = "local_sgd";
   d.check_block = local_sgd_check_block;
   d.parse = local_sgd_parse_block;
-  d.spawn_node = spawn_local_sgd_node;
+  d.spawn_node = spawn_ring_node<local_sgd_worker>;
   d.wire = wire_ring;
   d.needs_every_node = "every step is a ring all-reduce over every node";
-  d.spawn_replacement = ignoring_incarnation<spawn_local_sgd_replacement>;
+  d.spawn_replacement = spawn_ring_replacement<local_sgd_worker>;
   d.join = join_ring_worker;
   d.links.coding = ring_coding;  // the ring codes its own chunks
   return d;

@@ -28,17 +28,6 @@ struct local_sgd_average {
 /// since the last call. Empty for any other actor or once it is gone.
 [[nodiscard]] std::vector<local_sgd_average> local_sgd_take_averages(const caf::actor_addr& worker);
 
-/// Spawns node `i`'s actors as children of `parent` (the supervisor, or the
-/// node's host in a multi-host run: same code). The ring is wired by
-/// wire_ring (ring.hpp).
-[[nodiscard]] node_actors spawn_local_sgd_node(caf::event_based_actor* parent,
-                                               const context_ptr& ctx, std::uint32_t i);
-
-/// Restart (supervision): a replacement for node `k`'s crashed worker, a
-/// child of `sup`, keeping every message until join_ring_worker starts it.
-[[nodiscard]] caf::actor spawn_local_sgd_replacement(caf::event_based_actor* sup,
-                                                     const context_ptr& ctx, std::uint32_t k);
-
 /// Its spec block, parsed once (local_sgd_spec.cpp; run_plan::config<local_sgd_config>()).
 struct local_sgd_config : algorithm_config {
   static constexpr const char* name = "local_sgd";

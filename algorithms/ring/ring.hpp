@@ -50,6 +50,24 @@
 
 namespace atrain {
 
+/// A ring algorithm's spawn_node and spawn_replacement (its descriptor's)
+/// from its worker function Worker(self, id, ctx, joining): node i's worker
+/// as a child of `parent` (the supervisor, or its host: same code), wired by
+/// wire_ring; a replacement for node k's crashed worker, keeping every
+/// message until join_ring_worker starts it.
+template <auto Worker>
+[[nodiscard]] node_actors spawn_ring_node(caf::event_based_actor* parent, const context_ptr& ctx,
+                                          std::uint32_t i) {
+  node_actors out;
+  out.worker = caf::actor_cast<caf::actor>(parent->spawn(Worker, i, ctx, false));
+  return out;
+}
+template <auto Worker>
+[[nodiscard]] caf::actor spawn_ring_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
+                                                std::uint32_t k, std::uint64_t /*incarnation*/) {
+  return caf::actor_cast<caf::actor>(sup->spawn(Worker, k, ctx, true));
+}
+
 /// [begin, end) of chunk c when d values are split into n chunks.
 [[nodiscard]] std::pair<std::size_t, std::size_t> ring_chunk(std::size_t d, std::uint32_t n,
                                                              std::uint32_t c);
