@@ -77,6 +77,15 @@ void link_coder::encode(packet& p) {
   }
 }
 
+void link_coder::reset(std::uint32_t receiver) {
+  auto drop = [receiver](auto& coders) {
+    for (auto it = coders.begin(); it != coders.end();)
+      it = it->first.first == receiver ? coders.erase(it) : std::next(it);
+  };
+  drop(values_);
+  drop(sums_);
+}
+
 std::vector<std::uint8_t> link_coder::encode_sum(const key& k, const double* v, std::size_t n) {
   auto it = sums_.find(k);
   if (it == sums_.end())

@@ -203,6 +203,8 @@ async_ps_server_actor::behavior_type server_actor(server_ptr self, std::uint32_t
           route.second = w;
       st.applied[k] += 1;
       st.sent_version[k] = st.version;
+      if (st.out.coder)  // the replacement holds no copy of the model: the next reply is exact
+        st.out.coder->reset(k);
       ctx->events.record(ctx->ns(self), st.node, event_kind::restart, k, st.version);
       return {float_blob{std::vector<float>(st.x.begin(), st.x.end())}, st.version, st.applied[k]};
     },
@@ -232,6 +234,9 @@ struct worker_state {
   bool waiting = false;       // request `seq` is outstanding
   std::uint32_t server = 0;   // the server's node
   outbox out;                 // one route: the server
+  /// link.codec under TOPK: the server's models arrive as replicas (changes
+  /// from this worker's copy); nullopt otherwise (values, or raw).
+  std::optional<sum_decoder> decoder;
   std::uint64_t rejected = 0;
   staleness_stats staleness;
   barrier_hold hold;  // checkpoints
@@ -250,13 +255,65 @@ std::string save_worker(const worker_state& st) {
   proto::NodeState s;
   save_worker_basics(st, st.seq, s);
   s.mutable_async_ps()->set_version(st.version);
+  if (st.decoder)
+    st.decoder->save(*s.mutable_codec());
   return s.SerializeAsString();
 }
 
 void restore_worker(worker_state& st, const proto::NodeState& s) {
   st.seq = restore_worker_basics(st, s);
   st.version = s.async_ps().version();
+  if (st.decoder)
+    st.decoder->restore(s.codec());
   st.hold.requested = st.hold.held = true;  // until the supervisor's go
+}
+
+/// A reply from the server to the outstanding request, or to an earlier one
+/// (a duplicate); anything else is malformed.
+[[nodiscard]] bool fits_request(const worker_state& st, const packet& p) {
+  const double v = p.scalars.size() == 1 ? p.scalars.front() : -1.0;
+  if (!(std::isfinite(v) && v >= 0 && v == std::floor(v) && v < 0x1p63))
+    return false;  // a version stamp must be a whole number a counter can hold
+  return p.from == st.server && p.seq <= st.seq &&
+         !(p.seq == st.seq && st.waiting &&
+           p.scalars.front() < static_cast<double>(st.version + 1));
+}
+
+/// Step 3's bookkeeping of the reply to the outstanding request.
+void take_reply(worker_state& st, const packet& p) {
+  const auto version = static_cast<std::uint64_t>(p.scalars.front());
+  st.staleness.add(static_cast<double>(version - 1 - st.version));
+  st.version = version;
+}
+
+/// Step 3 under top-k: the server's model as a replica. Only the reply to
+/// the outstanding request reaches the decoder (one coded message per
+/// request, in order on the acknowledged link), so a duplicate, or a reply
+/// to a dead incarnation delivered to its replacement, never breaks the chain.
+void take_replica(worker_ptr self, run_context& ctx, std::uint32_t id, const packet& p) {
+  auto& st = self->state;
+  const std::size_t dim = st.x.size();
+  if (p.kind != async_ps_model || p.coded.empty() || !p.f.empty() || !fits_request(st, p))
+    return reject(self, ctx, id, st.rejected, p);
+  if (p.seq < st.seq || !st.waiting)
+    return;  // a duplicate of a reply already taken
+  const auto r = st.decoder->receive(p);
+  if (r.outcome == codec::receive_outcome::malformed)
+    return reject(self, ctx, id, st.rejected, p);
+  if (r.outcome != codec::receive_outcome::applied_increment &&
+      r.outcome != codec::receive_outcome::applied_full)
+    return;  // no base to apply it to: the server's next exact reply restores it
+  const auto& copy = st.decoder->sum(p.from, p.kind);
+  std::vector<float> x(copy.begin(), copy.end());
+  if (!vec::all_finite(x.data(), dim)) {  // a copy past float's range
+    st.decoder->forget(p.from, p.kind);
+    return reject(self, ctx, id, st.rejected, p);
+  }
+  take_reply(st, p);
+  st.x = std::move(x);
+  st.waiting = false;
+  if (!st.hold.stop_here())
+    compute(self);
 }
 
 /// Worker `id`; a replacement (`joining`) keeps every message until the
@@ -273,6 +330,8 @@ async_ps_worker_actor::behavior_type worker_actor(worker_ptr self, std::uint32_t
   st.server = server;
   const std::size_t dim = plan.dim();
   st.out.coder = coder_for(plan, [](std::uint32_t kind) { return kind == async_ps_gradient; });
+  if (st.out.coder && models_as_replicas(plan.link.codec))
+    st.decoder.emplace(dim);
   const auto* saved = joining ? nullptr : resumed_node(*ctx, id);
   if (saved)
     restore_worker(st, *saved);
@@ -301,19 +360,17 @@ async_ps_worker_actor::behavior_type worker_actor(worker_ptr self, std::uint32_t
     [=](deliver_atom, const packet& coded) {  // 3
       auto& st = self->state;
       ctx->events.record(ctx->ns(self), id, event_kind::receive, coded.from, coded.seq);
+      if (st.decoder)
+        return take_replica(self, *ctx, id, coded);
       const auto opened = open_values(coded, dim);  // link.codec
       if (!opened)
         return reject(self, *ctx, id, st.rejected, coded);
       const packet& p = *opened;
-      if (!well_formed(p, async_ps_model, dim) || p.from != st.server || p.seq > st.seq ||
-          (p.seq == st.seq && st.waiting &&
-           p.scalars.front() < static_cast<double>(st.version + 1)))
+      if (!well_formed(p, async_ps_model, dim) || !fits_request(st, p))
         return reject(self, *ctx, id, st.rejected, p);
       if (p.seq < st.seq || !st.waiting)
         return;  // a duplicate of a reply already taken
-      const auto version = static_cast<std::uint64_t>(p.scalars.front());
-      st.staleness.add(static_cast<double>(version - 1 - st.version));
-      st.version = version;
+      take_reply(st, p);
       st.x = p.f.vec();
       st.waiting = false;
       if (!st.hold.stop_here())
@@ -451,7 +508,10 @@ algorithm_descriptor async_ps_algorithm() {
   d.check_node = async_ps_check_node;
   d.evaluation.evaluated_hub = server_of;
   d.evaluation.hub_label = "parameter server";
-  d.links.coding = values_coding;
+  d.links.coding = [](std::uint32_t kind) {
+    // The server's replies are models (replicas under top-k), the workers' gradients values.
+    return kind == async_ps_model ? stream_coding::model : stream_coding::values;
+  };
   return d;
 }
 

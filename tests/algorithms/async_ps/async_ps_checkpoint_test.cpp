@@ -43,6 +43,13 @@ BOOST_AUTO_TEST_CASE(async_ps_resumed_run_ends_exactly_like_the_uninterrupted_on
                                      {"dataset.max_train_samples=8000", "link.loss=0.1",
                                       "link.codec={kind: INT8 block: 32 error_feedback: true}"},
                                      0.5, 1.0, 1.3, "async_ps_coded");
+  // Top-k: the server's models travel as replicas; each worker's decoder
+  // (its copy of the model) is saved with it.
+  expect_resume_equals_uninterrupted(
+    "algorithms/async_ps.textproto",
+    {"dataset.max_train_samples=8000", "link.loss=0.1",
+     "link.codec={kind: TOPK topk_fraction: 0.1 error_feedback: true}"},
+    0.5, 1.0, 1.3, "async_ps_topk");
 }
 
 // From the file: the server's model is x^0 - sum_k gamma_k g_k recomputed

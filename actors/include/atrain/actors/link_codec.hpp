@@ -70,6 +70,9 @@ public:
   void encode(packet& p);
   /// Starts every stream again (a new tracking epoch: new receivers, sums from 0).
   void reset() { values_.clear(), sums_.clear(); }
+  /// Starts the streams to `receiver` again (a replacement worker there: its
+  /// decoder holds no copy, so the next message is exact).
+  void reset(std::uint32_t receiver);
 
   /// Appends its coders to s.sender; restore() takes back those of the
   /// streams it sends (a node's outboxes share one NodeState). Sizes are
