@@ -142,19 +142,11 @@ void link_coder::restore(const proto::CodecState& s) {
 }
 
 codec::receive_result sum_decoder::receive(const packet& p) {
-  if (p.coded.size() >= codec::running_sum_header_bytes) {
-    std::uint64_t seq = 0;  // little-endian at bytes 8-15 (codec_running_sum.cpp)
-    for (int b = 7; b >= 0; --b)
-      seq = (seq << 8) | p.coded.ptr()[8 + b];
-    if (seq > p.seq)
-      return {codec::receive_outcome::malformed,
-              "running-sum message " + std::to_string(seq) + " in packet " + std::to_string(p.seq)};
-  }
   const std::pair<std::uint32_t, std::uint32_t> k{p.from, p.kind};
   auto it = sums_.find(k);
   if (it == sums_.end())
     it = sums_.emplace(k, codec::running_sum_receiver(dim_)).first;
-  return it->second.receive(p.coded.ptr(), p.coded.size());
+  return it->second.receive(p.coded.ptr(), p.coded.size(), p.seq);
 }
 
 const std::vector<double>& sum_decoder::sum(std::uint32_t from, std::uint32_t kind) const {

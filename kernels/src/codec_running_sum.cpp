@@ -87,9 +87,8 @@ std::vector<std::uint8_t> running_sum_sender::encode(const double* rho, bool ful
     }
   }
   sent_ = last_rho_;
-  const bool floats = std::all_of(rho, rho + n, [](double x) {
-    return static_cast<double>(static_cast<float>(x)) == x;
-  });
+  const bool floats = std::all_of(
+    rho, rho + n, [](double x) { return static_cast<double>(static_cast<float>(x)) == x; });
   auto out = message_header(floats ? type_full32 : type_full, n, seq_, (floats ? 4 : 8) * n);
   std::uint8_t* p = out.data() + running_sum_header_bytes;
   for (std::size_t i = 0; i < n; ++i) {
@@ -133,7 +132,8 @@ running_sum_receiver::running_sum_receiver(std::size_t n) : sum_(n, 0.0), decode
                                 " elements, at most " + std::to_string(max_elements));
 }
 
-receive_result running_sum_receiver::receive(const std::uint8_t* data, std::size_t size) {
+receive_result running_sum_receiver::receive(const std::uint8_t* data, std::size_t size,
+                                             std::uint64_t max_seq) {
   const auto refuse = [](std::string why) {
     return receive_result{receive_outcome::malformed, std::move(why)};
   };
@@ -155,6 +155,9 @@ receive_result running_sum_receiver::receive(const std::uint8_t* data, std::size
   if (seq == 0 || get_u64(data + 16) != seq - 1)
     return refuse("seq " + std::to_string(seq) + " with base " +
                   std::to_string(get_u64(data + 16)) + " (a base must be seq - 1)");
+  if (seq > max_seq)
+    return refuse("running-sum message " + std::to_string(seq) + " in packet " +
+                  std::to_string(max_seq));
   const std::uint8_t* p = data + running_sum_header_bytes;
   const std::size_t payload = size - running_sum_header_bytes;
   if (type != type_increment) {

@@ -172,6 +172,26 @@ BOOST_AUTO_TEST_CASE(an_increment_applies_only_on_its_base) {
   BOOST_TEST(same_bits(r.sum(), s.sent()));
 }
 
+// A message numbered above what its transport's packet allows (max_seq) is
+// refused before it can become the newest and silence the stream.
+BOOST_AUTO_TEST_CASE(a_message_numbered_above_its_packet_is_refused) {
+  const std::size_t n = 2;
+  running_sum_sender s({codec_kind::int8}, n, 4);
+  running_sum_receiver r(n);
+  std::vector<double> rho{1, 2};
+  const auto m1 = s.encode(rho.data());
+  rho[0] += 0.5;
+  const auto m2 = s.encode(rho.data());
+  const auto refused = r.receive(m2.data(), m2.size(), 1);
+  BOOST_TEST((refused.outcome == receive_outcome::malformed));
+  BOOST_TEST(refused.error.find("running-sum message 2 in packet 1") != std::string::npos,
+             refused.error);
+  BOOST_TEST(r.applied_seq() == 0u);
+  BOOST_TEST((r.receive(m1.data(), m1.size(), 1).outcome == receive_outcome::applied_increment));
+  BOOST_TEST((r.receive(m2.data(), m2.size(), 2).outcome == receive_outcome::applied_increment));
+  BOOST_TEST(r.applied_seq() == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(an_exact_sum_of_floats_travels_in_four_bytes_a_value) {
   // A replica of a float model: its exact messages need no float64.
   const std::size_t n = 4;

@@ -129,7 +129,11 @@ public:
   explicit running_sum_receiver(std::size_t n);
 
   /// Applies an untrusted message when it extends the sum held, else ignores it.
-  [[nodiscard]] receive_result receive(const std::uint8_t* data, std::size_t size);
+  /// A message numbered above `max_seq` is malformed (a transport that numbers
+  /// its packets passes the packet's: an honest sender codes at most one
+  /// message per packet, so a forged number cannot silence the stream).
+  [[nodiscard]] receive_result receive(const std::uint8_t* data, std::size_t size,
+                                       std::uint64_t max_seq = UINT64_MAX);
   /// Equals the sender's sent() as of message applied_seq(), bit for bit.
   [[nodiscard]] const std::vector<double>& sum() const { return sum_; }
   [[nodiscard]] std::uint64_t applied_seq() const { return applied_seq_; }
