@@ -523,6 +523,11 @@ caf::behavior supervisor_actor(sup_ptr self, context_ptr ctx, caf::actor listene
       log_event(self, *self->state.ctx, "join_refused",
                 "\"node\": " + std::to_string(k) +
                   ", \"reason\": " + json::quote(error_text(done.error())));
+      // Only a request gets the error back: to a plain send CAF would deliver
+      // it as an error message, which ends a sender that does not handle it.
+      const auto* asked = self->current_mailbox_element();
+      if (asked == nullptr || !asked->mid.is_request())
+        return caf::unit;
       return std::move(done.error());
     },
     // A join's time (arm_joins): a node asked in earlier has joined already.
