@@ -71,7 +71,9 @@ void compute_unit::save(proto::ComputeState& out) const {
   out.set_refused_since(refused_since_);
   out.set_busy_seconds(busy_seconds_);
   *out.mutable_fault_hits() = {fault_hits_.begin(), fault_hits_.end()};
-  *out.mutable_sampler_order() = {sampler_.indices().begin(), sampler_.indices().end()};
+  // Rows of the whole training set: a host holds only its shards (run_plan::sampler_rows).
+  const auto order = ctx_->plan->whole_rows(node_, sampler_.indices());
+  *out.mutable_sampler_order() = {order.begin(), order.end()};
   out.set_sampler_cursor(sampler_.cursor());
   save_rng(sampler_.generator(), out.mutable_sampler_rng());
   save_rng(gen_, out.mutable_jitter_rng());
@@ -88,8 +90,9 @@ void compute_unit::restore(const proto::ComputeState& in) {
 }
 
 void compute_unit::restore_sampling(const proto::ComputeState& in) {
-  sampler_.restore({in.sampler_order().begin(), in.sampler_order().end()},
-                   static_cast<std::size_t>(in.sampler_cursor()), load_rng(in.sampler_rng()));
+  sampler_.restore(
+    ctx_->plan->train_rows_of(node_, {in.sampler_order().begin(), in.sampler_order().end()}),
+    static_cast<std::size_t>(in.sampler_cursor()), load_rng(in.sampler_rng()));
   gen_ = load_rng(in.jitter_rng());
 }
 

@@ -13,7 +13,7 @@ compute_unit::compute_unit(const run_context& ctx, std::uint32_t node)
 
 compute_unit::compute_unit(const run_context& ctx, const run_plan& plan, std::uint32_t node)
   : ctx_(&ctx), node_(node), model_(plan.prototype->clone()),
-    sampler_(*plan.train, plan.shard.at(node), plan.batch_size,
+    sampler_(*plan.train, plan.sampler_rows(node), plan.batch_size,
              derive_seed(plan.seed, 0x53414d50ULL + node)),
     gen_(derive_seed(plan.seed, 0x4a495454ULL + node)), dim_(plan.dim()), tau_(plan.tau.at(node)),
     slowdown_(plan.slowdown.at(node)), jitter_(plan.cost.jitter),

@@ -115,14 +115,14 @@ caf::expected<context_ptr> admit(spawner_ptr self, const spawn_request& r) {
     return refuse("the spec is not a binary atrain.proto.ExperimentSpec");
   ls.file = r.spec_label.empty() ? std::string{"(spec from the driver)"} : r.spec_label;
   ls.base_dir = st.opts.data_root.empty() ? r.base_dir : st.opts.data_root;
+  if (r.nodes.empty())
+    return refuse("no nodes requested");
   std::shared_ptr<const run_plan> plan;
   try {
-    plan = prepare_run(ls);  // check_spec first, then the data
+    plan = prepare_host_run(ls, r.nodes);  // check_spec first, then this host's rows
   } catch (const std::exception& e) {
     return refuse(std::string{"the spec cannot run here: "} + e.what());
   }
-  if (r.nodes.empty())
-    return refuse("no nodes requested");
   std::set<std::uint32_t> seen;
   for (auto k : r.nodes)
     if (k >= plan->nodes() || !seen.insert(k).second)

@@ -5,12 +5,17 @@
 #include "atrain/actors/algorithms.hpp"
 
 #include "model_of.hpp"
+#include "run_data.hpp"
 
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
 
 namespace atrain {
+
+using plan_detail::load;
+using plan_detail::load_train;
+using plan_detail::refuse;
 
 void check_spec(const loaded_spec& ls) {
   spec_facts facts;
@@ -49,49 +54,6 @@ const algorithm_descriptor& run_plan::algorithm() const {
 }
 
 namespace {
-
-[[noreturn]] void refuse(const loaded_spec& ls, const std::string& field, const std::string& why) {
-  throw spec_error(ls.where(field) + ": " + why);
-}
-
-void check_sha256(const loaded_spec& ls, const std::string& field, const std::string& path,
-                  const std::string& expected) {
-  if (expected.empty())
-    return;
-  std::string got;
-  try {
-    got = sha256_hex(read_maybe_gzip(path));
-  } catch (const dataset_error& e) {
-    refuse(ls, field, e.what());
-  }
-  if (got != expected)
-    refuse(ls, field,
-           path + ": sha256 of the decompressed contents is " + got + ", expected " + expected);
-}
-
-std::shared_ptr<const dataset> load(const loaded_spec& ls, bool test, std::size_t dim) {
-  const auto& d = ls.spec.dataset();
-  const std::string field = test ? "dataset.test_path" : "dataset.train_path";
-  const auto path = resolve_path(ls, test ? d.test_path() : d.train_path());
-  const auto labels = resolve_path(ls, test ? d.test_labels_path() : d.train_labels_path());
-  const std::size_t max_rows = test ? d.max_test_samples() : d.max_train_samples();
-  check_sha256(ls, test ? "dataset.test_sha256" : "dataset.train_sha256", path,
-               test ? d.test_sha256() : d.train_sha256());
-  try {
-    switch (d.format()) {
-      case proto::DatasetSpec::LIBSVM:
-        return std::make_shared<const dataset>(load_libsvm(path, dim, max_rows));
-      case proto::DatasetSpec::IDX:
-        return std::make_shared<const dataset>(load_idx(path, labels, max_rows));
-      case proto::DatasetSpec::CIFAR10:
-        return std::make_shared<const dataset>(load_cifar10({path}, max_rows));
-      default:
-        refuse(ls, "dataset.format", "unsupported format");
-    }
-  } catch (const dataset_error& e) {
-    refuse(ls, field, e.what());
-  }
-}
 
 topology build_topology(const loaded_spec& ls, std::size_t n) {
   const auto& t = ls.spec.topology();
@@ -151,48 +113,13 @@ topology build_topology(const loaded_spec& ls, std::size_t n) {
   }
 }
 
-/// The spec's split of the training rows over n nodes; what the data makes impossible
-/// (more classes per node than it has, a bound) is refused naming the field.
-shards make_shards(const loaded_spec& ls, const dataset& train, std::size_t n) {
-  const auto& sh = ls.spec.shard();
-  const std::uint64_t seed = derive_seed(ls.spec.seed(), 0x53484152ULL);
-  using P = proto::ShardSpec;
-  const char* field = "shard.policy";
-  try {
-    switch (sh.policy()) {
-      case P::LABEL_SKEW:
-        field = "shard.dirichlet_alpha";
-        return shard_label_skew(train.labels, train.classes, n, sh.dirichlet_alpha(), seed);
-      case P::LABEL_SKEW_UNEQUAL:
-        field = "shard.dirichlet_alpha";
-        return shard_label_skew_unequal(train.labels, train.classes, n, sh.dirichlet_alpha(), seed);
-      case P::PATHOLOGICAL:
-        field = "shard.classes_per_node";
-        if (sh.classes_per_node() > train.classes)
-          refuse(ls, field,
-                 "must be <= the dataset's " + std::to_string(train.classes) + " classes (got " +
-                   std::to_string(sh.classes_per_node()) + ")");
-        return shard_pathological(train.labels, train.classes, n, sh.classes_per_node(), seed);
-      case P::FEATURE_SKEW: {
-        field = "shard.clusters";
-        const std::size_t k = sh.clusters() == 0 ? n : sh.clusters();
-        if (k > train.size())
-          refuse(ls, field,
-                 std::to_string(k) + " clusters but only " + std::to_string(train.size()) +
-                   " training rows");
-        return shard_feature_skew(train, n, k, seed);
-      }
-      default:
-        return shard_iid(train.size(), n, seed);
-    }
-  } catch (const std::invalid_argument& e) {
-    refuse(ls, field, e.what());
-  }
-}
-
 }  // namespace
 
-std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
+namespace {
+
+/// prepare_run and prepare_host_run: `local` null on the driver.
+std::shared_ptr<const run_plan> prepare(const loaded_spec& ls,
+                                        const std::vector<std::uint32_t>* local) {
   check_spec(ls);
   if (!algorithm_implemented(ls.spec.algorithm().kind_case()))
     refuse(ls, "algorithm",
@@ -204,16 +131,6 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   plan->spec_file = ls.file;
   plan->base_dir = ls.base_dir;
   const auto& spec = ls.spec;
-  plan->train = load(ls, false, spec.dataset().dimension());
-  plan->test = spec.dataset().test_path().empty() ? plan->train : load(ls, true, plan->train->dim);
-  if (plan->test->dim != plan->train->dim)
-    refuse(ls, "dataset.test_path",
-           "test features have dimension " + std::to_string(plan->test->dim) +
-             " but training features " + std::to_string(plan->train->dim));
-  if (plan->train->size() == 0)
-    refuse(ls, "dataset.train_path", "the training set is empty");
-  check_model_size(ls, plan->train->dim, plan->train->classes);  // bounds: RELIABILITY.md
-
   const auto& algo = algorithm_of(spec);
   plan->descriptor = &algo;
   if (algo.parse == nullptr)  // registry_test checks every descriptor has one
@@ -221,14 +138,29 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   plan->algo_config = algo.parse(spec.algorithm());
   const bool single = algo.single_node;
   const std::size_t n = single ? 1 : spec.nodes();
+
+  auto data = load_train(ls, n, local);
+  plan->train = std::move(data.train);
+  plan->shard = std::move(data.shard);
+  plan->train_rows = data.rows;
+  plan->row_offset = std::move(data.offset);
+  if (local != nullptr) {  // the driver evaluates: a host needs only the shape
+    auto shape = std::make_shared<dataset>();
+    shape->dim = plan->train->dim;
+    shape->classes = plan->train->classes;
+    plan->test = std::move(shape);
+  } else {
+    plan->test =
+      spec.dataset().test_path().empty() ? plan->train : load(ls, true, plan->train->dim);
+  }
+  if (plan->test->dim != plan->train->dim)
+    refuse(ls, "dataset.test_path",
+           "test features have dimension " + std::to_string(plan->test->dim) +
+             " but training features " + std::to_string(plan->train->dim));
+  check_model_size(ls, plan->train->dim, plan->train->classes);  // bounds: RELIABILITY.md
   if (single && spec.nodes() != 1)
     plan->warnings.push_back(std::string{algo.name} + " runs on one node; nodes = " +
                              std::to_string(spec.nodes()) + " ignored");
-  if (n > plan->train->size())
-    refuse(ls, "nodes",
-           "more nodes (" + std::to_string(n) + ") than training samples (" +
-             std::to_string(plan->train->size()) + ")");
-  plan->shard = make_shards(ls, *plan->train, n);
 
   if (algo.uses_topology) {  // the others talk over node ids
     plan->topo = build_topology(ls, n);
@@ -255,6 +187,8 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
   plan->prototype->init_params(plan->x0.data(), derive_seed(spec.seed(), 0x494e4954ULL));
 
   const std::size_t want = spec.eval().train_loss_samples();
+  if (local != nullptr)  // train_loss is the driver's
+    return plan;
   plan->train_eval_rows.resize(plan->train->size());
   std::iota(plan->train_eval_rows.begin(), plan->train_eval_rows.end(), 0U);
   if (want > 0 && want < plan->train->size()) {
@@ -264,6 +198,63 @@ std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
     std::sort(plan->train_eval_rows.begin(), plan->train_eval_rows.end());
   }
   return plan;
+}
+
+}  // namespace
+
+std::shared_ptr<const run_plan> prepare_run(const loaded_spec& ls) {
+  return prepare(ls, nullptr);
+}
+
+std::shared_ptr<const run_plan> prepare_host_run(const loaded_spec& ls,
+                                                 const std::vector<std::uint32_t>& local) {
+  return prepare(ls, &local);
+}
+
+namespace {
+
+/// Where node k's rows start in a host's train; throws when they are not there.
+std::uint32_t base_of(const run_plan& p, std::uint32_t k) {
+  if (p.row_offset.at(k) == run_plan::not_local)
+    throw std::out_of_range("run_plan: node " + std::to_string(k) +
+                            "'s training rows are not on this host");
+  return static_cast<std::uint32_t>(p.row_offset[k]);
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> run_plan::sampler_rows(std::uint32_t k) const {
+  if (row_offset.empty())
+    return shard.at(k);
+  std::vector<std::uint32_t> rows(shard.at(k).size());
+  std::iota(rows.begin(), rows.end(), base_of(*this, k));
+  return rows;
+}
+
+std::vector<std::uint32_t> run_plan::whole_rows(std::uint32_t k,
+                                                std::vector<std::uint32_t> rows) const {
+  if (row_offset.empty())
+    return rows;
+  const auto base = base_of(*this, k);
+  for (auto& r : rows)
+    r = shard.at(k).at(r - base);
+  return rows;
+}
+
+std::vector<std::uint32_t> run_plan::train_rows_of(std::uint32_t k,
+                                                   std::vector<std::uint32_t> rows) const {
+  if (row_offset.empty())
+    return rows;
+  const auto base = base_of(*this, k);
+  const auto& s = shard.at(k);  // sorted ascending (every split sorts its shards)
+  for (auto& r : rows) {
+    const auto it = std::lower_bound(s.begin(), s.end(), r);
+    if (it == s.end() || *it != r)
+      throw std::out_of_range("run_plan: row " + std::to_string(r) + " is not in node " +
+                              std::to_string(k) + "'s shard");
+    r = base + static_cast<std::uint32_t>(it - s.begin());
+  }
+  return rows;
 }
 
 }  // namespace atrain

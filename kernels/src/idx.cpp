@@ -1,6 +1,7 @@
 // IDX (MNIST layout) loader: u8 images (magic 2051) + u8 labels (magic 2049).
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include "atrain/kernels/dataset.hpp"
@@ -58,8 +59,8 @@ void check_length(const std::string& path, const std::string& bytes, std::uint64
 
 }  // namespace
 
-dataset load_idx(const std::string& images_path, const std::string& labels_path,
-                 std::size_t max_rows) {
+dataset load_idx_rows(const std::string& images_path, const std::string& labels_path,
+                      std::size_t max_rows, const row_choice& choose) {
   const std::string img = read_maybe_gzip(images_path);
   const std::string lab = read_maybe_gzip(labels_path);
 
@@ -100,16 +101,56 @@ dataset load_idx(const std::string& images_path, const std::string& labels_path,
   const auto* lp = reinterpret_cast<const unsigned char*>(lab.data() + lab_header);
   const unsigned char max_label = *std::max_element(lp, lp + n_lab);
 
-  const std::size_t n = max_rows == 0 ? n_img : std::min<std::size_t>(n_img, max_rows);
+  const std::size_t n = static_cast<std::size_t>(used);
   dataset d;
   d.dim = static_cast<std::size_t>(pixels);
   d.classes = std::size_t{max_label} + 1;
   d.labels.assign(lp, lp + n);
-  d.features.resize(n * d.dim);
   static const detail::pixel_table scale;
   const char* src = img.data() + img_header;
-  std::transform(src, src + n * d.dim, d.features.begin(), scale);
+  if (!choose) {
+    d.features.resize(n * d.dim);
+    std::transform(src, src + n * d.dim, d.features.begin(), scale);
+    return d;
+  }
+  // Only the chosen rows' pixels become floats: the peak is the file plus them.
+  const auto keep = choose(d.labels, d.classes);
+  std::vector<std::int32_t> kept_labels;
+  kept_labels.reserve(keep.size());
+  d.features.resize(keep.size() * d.dim);
+  for (std::size_t i = 0; i < keep.size(); ++i) {
+    if (keep[i] >= n)
+      throw std::out_of_range("load_idx_rows: row " + std::to_string(keep[i]) + " of " +
+                              std::to_string(n));
+    const char* row = src + std::size_t{keep[i]} * d.dim;
+    std::transform(row, row + d.dim, d.features.begin() + static_cast<std::ptrdiff_t>(i * d.dim),
+                   scale);
+    kept_labels.push_back(d.labels[keep[i]]);
+  }
+  d.labels = std::move(kept_labels);
   return d;
+}
+
+dataset load_idx(const std::string& images_path, const std::string& labels_path,
+                 std::size_t max_rows) {
+  return load_idx_rows(images_path, labels_path, max_rows, {});
+}
+
+dataset select_rows(const dataset& d, const std::vector<std::uint32_t>& rows) {
+  dataset out;
+  out.dim = d.dim;
+  out.classes = d.classes;
+  out.features.resize(rows.size() * d.dim);
+  out.labels.reserve(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] >= d.size())
+      throw std::out_of_range("select_rows: row " + std::to_string(rows[i]) + " of " +
+                              std::to_string(d.size()));
+    std::copy_n(d.row(rows[i]), d.dim,
+                out.features.begin() + static_cast<std::ptrdiff_t>(i * d.dim));
+    out.labels.push_back(d.labels[rows[i]]);
+  }
+  return out;
 }
 
 }  // namespace atrain

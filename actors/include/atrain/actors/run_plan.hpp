@@ -35,9 +35,15 @@ struct run_plan : run_settings {
   std::shared_ptr<const algorithm_config> algo_config;
   std::string spec_file;
   std::string base_dir;  // the spec file's directory (relative dataset paths)
+  /// The training rows: all of them (the driver, a one-process run), or on an `atrain
+  /// node` host (prepare_host_run) only its nodes' shards, node after node (row_offset).
   std::shared_ptr<const dataset> train;
-  std::shared_ptr<const dataset> test;         // may equal train when no test set is given
-  shards shard;                                // one index list per node
+  /// May equal train when no test set is given; empty (train's shape) on a host.
+  std::shared_ptr<const dataset> test;
+  shards shard;                // one index list per node, rows of the whole training set
+  std::size_t train_rows = 0;  // rows of the whole training set
+  static constexpr std::size_t not_local = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> row_offset;         // host: node k's first row in train, or not_local
   std::optional<atrain::topology> topo;        // absent for single-node algorithms
   std::vector<double> tau;                     // seconds per gradient, per node (virtual clock)
   std::vector<double> slowdown;                // >= 1 per node (both clocks)
@@ -53,6 +59,15 @@ struct run_plan : run_settings {
   [[nodiscard]] bool virtual_clock() const noexcept { return clock == clock_kind::virtual_time; }
   [[nodiscard]] const std::string& algorithm_name() const noexcept { return label; }
   [[nodiscard]] const algorithm_descriptor& algorithm() const;
+  /// Node k's shard as rows of `train` (its sampler's rows): shard[k] itself when train
+  /// is whole, else where the host keeps them. Throws std::out_of_range for a node
+  /// whose rows this host does not hold.
+  [[nodiscard]] std::vector<std::uint32_t> sampler_rows(std::uint32_t k) const;
+  /// Rows of `train` (node k's) as rows of the whole set, for checkpoints, and back.
+  [[nodiscard]] std::vector<std::uint32_t> whole_rows(std::uint32_t k,
+                                                      std::vector<std::uint32_t> rows) const;
+  [[nodiscard]] std::vector<std::uint32_t> train_rows_of(std::uint32_t k,
+                                                         std::vector<std::uint32_t> rows) const;
   /// The index of node k's join (faults.join) when it is absent from the start.
   [[nodiscard]] std::optional<int> join_of(std::uint32_t k) const noexcept {
     for (std::size_t j = 0; j < joins.size(); ++j)
@@ -97,5 +112,11 @@ bool add_optimum_heterogeneity(const run_plan& plan, proto::DataSplit& split);
 /// spec file, the field and the reason (dataset errors and impossible
 /// topologies included).
 [[nodiscard]] std::shared_ptr<const run_plan> prepare_run(const loaded_spec& spec);
+
+/// An `atrain node` host's plan for its nodes `local`: the same, but it keeps only
+/// those nodes' training rows (an IDX set decodes only them) and loads no test set
+/// (the driver evaluates), so a host's memory follows its shards, not the dataset.
+[[nodiscard]] std::shared_ptr<const run_plan>
+prepare_host_run(const loaded_spec& spec, const std::vector<std::uint32_t>& local);
 
 }  // namespace atrain

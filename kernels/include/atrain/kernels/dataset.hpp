@@ -4,6 +4,7 @@
 /// names the file, the line (text) or byte offset (binary), and the reason.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -92,6 +93,23 @@ struct batch_view {
 /// Errors: "PATH: offset N: reason" (offsets into the decompressed bytes).
 [[nodiscard]] dataset load_idx(const std::string& images_path, const std::string& labels_path,
                                std::size_t max_rows = 0);
+
+/// Which rows a loader keeps, chosen once the labels are read (an `atrain node` host
+/// keeps only its nodes' shards): row ids below labels.size(), in the order they are
+/// to be stored.
+using row_choice = std::function<std::vector<std::uint32_t>(const std::vector<std::int32_t>& labels,
+                                                            std::size_t classes)>;
+
+/// load_idx keeping only the rows `choose` returns (all of them when it is empty): only
+/// their pixels are decoded, so the peak is the decompressed files plus the rows kept,
+/// not the whole float matrix. classes is still over the whole labels file. Throws as
+/// load_idx, and std::out_of_range when `choose` returns a row past the rows read.
+[[nodiscard]] dataset load_idx_rows(const std::string& images_path, const std::string& labels_path,
+                                    std::size_t max_rows, const row_choice& choose);
+
+/// The rows `rows` of d, in that order, as a dataset of their own (dim and classes
+/// kept). Throws std::out_of_range on a row >= d.size().
+[[nodiscard]] dataset select_rows(const dataset& d, const std::vector<std::uint32_t>& rows);
 
 /// CIFAR-10 binary batch files (each record: 1 label byte + 3072 pixel bytes),
 /// concatenated in the given order. Pixels scaled to [0, 1] (v / 255) and kept
