@@ -434,6 +434,39 @@ BOOST_AUTO_TEST_CASE(idx_synthetic) {
   BOOST_TEST(std::equal(head.features.begin(), head.features.end(), d.features.begin()));
 }
 
+// A host decodes only its rows: the chooser sees the labels (cut by max_rows) and the
+// classes of the whole file; the rows come back in its order, each the whole load's row.
+BOOST_AUTO_TEST_CASE(idx_keeps_only_the_chosen_rows) {
+  temp_dir tmp;
+  const std::vector<unsigned char> labels = {3, 0, 4, 1, 2};
+  const std::string ip = tmp.write("img", idx_images(5, 2, 3));
+  const std::string lp = tmp.write("lab", idx_labels(labels));
+  const dataset whole = load_idx(ip, lp);
+  std::vector<std::int32_t> seen;
+  std::size_t seen_classes = 0;
+  const auto choose = [&](const std::vector<std::int32_t>& l, std::size_t classes) {
+    seen = l;
+    seen_classes = classes;
+    return std::vector<std::uint32_t>{3, 0};
+  };
+  const dataset some = load_idx_rows(ip, lp, 4, choose);
+  BOOST_TEST(seen == (std::vector<std::int32_t>{3, 0, 4, 1}), boost::test_tools::per_element());
+  BOOST_TEST(seen_classes == 5u);
+  BOOST_REQUIRE(some.size() == 2u);
+  BOOST_TEST(some.dim == 6u);
+  BOOST_TEST(some.classes == 5u);
+  BOOST_TEST(some.labels == (std::vector<std::int32_t>{1, 3}), boost::test_tools::per_element());
+  BOOST_TEST(std::equal(some.row(0), some.row(0) + 6, whole.row(3)));
+  BOOST_TEST(std::equal(some.row(1), some.row(1) + 6, whole.row(0)));
+  BOOST_TEST(equal(select_rows(whole, {3, 0}), some));
+  // A row past the rows read is a programming error, named.
+  BOOST_CHECK_THROW(
+    (void)load_idx_rows(ip, lp, 4,
+                        [](const auto&, std::size_t) { return std::vector<std::uint32_t>{4}; }),
+    std::out_of_range);
+  BOOST_CHECK_THROW((void)select_rows(whole, {5}), std::out_of_range);
+}
+
 BOOST_AUTO_TEST_CASE(malformed_idx_is_refused) {
   temp_dir tmp;
   const std::string good_img = tmp.write("good_img", idx_images(4, 2, 2));
