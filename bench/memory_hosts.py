@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Resident memory of `atrain node` processes over a long run (issue 20): one
-MNIST MLP run (config/mnist_mlp.textproto, 4 nodes, one per host on
-127.0.0.1, REAL clock, the target ignored) for --seconds; every --every
+MNIST MLP run (config/mnist_hosts/ALGORITHM.textproto as shipped, 4 nodes, one
+per host on 127.0.0.1, REAL clock, the target ignored) for --seconds; every --every
 seconds each host's VmRSS is read from /proc. Prints the samples, each host's
 peak (VmHWM), and its growth from the first sample after --settle seconds to
 the last (a leak grows; a steady run does not).
 
   python3 bench/memory_hosts.py build/atrain [--seconds 600] [--every 30]
-      [--settle 60] [--algorithm rfast] [--set K=V ...]"""
+      [--settle 60] [--algorithm rfast] [--set K=V ...]
+
+It also prints an idle host's resident memory (a host serving no run), the
+baseline a run's memory adds to."""
 import argparse
 import os
 import sys
@@ -31,18 +34,18 @@ def main():
     ap.add_argument("--every", type=float, default=30)
     ap.add_argument("--settle", type=float, default=60)
     ap.add_argument("--algorithm", default="rfast",
-                    help="rfast (the spec's block) or another, at step 0.5")
+                    help="config/mnist_hosts/ALGORITHM.textproto")
     ap.add_argument("--set", action="append", default=[], metavar="K=V")
     args = ap.parse_args()
-    sets = ["clock=REAL", "nodes=4", "stop.stop_at_target=false", "eval.period_seconds=5",
+    sets = ["stop.stop_at_target=false", "eval.period_seconds=5",
             "stop.time_seconds=%g" % args.seconds]
-    if args.algorithm != "rfast":
-        sets.append("algorithm.%s.step_size=0.5" % args.algorithm)
     c = Cluster(os.path.abspath(args.atrain), 4)
     samples = []  # (run seconds, [MB per host])
     try:
-        d = c.start(os.path.join(ROOT, "config", "mnist_mlp.textproto"), sets + args.set,
-                    os.path.join(c.dir, "run"))
+        idle = [status_mb(h.proc.pid, "VmHWM") for h in c.hosts]
+        print("idle hosts, VmHWM MB: " + ", ".join("%.1f" % m for m in idle), flush=True)
+        spec = os.path.join(ROOT, "config", "mnist_hosts", args.algorithm + ".textproto")
+        d = c.start(spec, sets + args.set, os.path.join(c.dir, "run"))
         if not d.wait_started(timeout=60):
             sys.exit("the run did not start: " + c.dir)
         began = time.monotonic()

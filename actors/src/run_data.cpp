@@ -24,7 +24,7 @@ void check_sha256(const loaded_spec& ls, const std::string& field, const std::st
     return;
   std::string got;
   try {
-    got = sha256_hex(read_maybe_gzip(path));
+    got = sha256_of_contents(path);  // never the whole contents at once
   } catch (const dataset_error& e) {
     refuse(ls, field, e.what());
   }

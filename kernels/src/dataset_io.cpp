@@ -55,10 +55,11 @@ bool all_zero(const unsigned char* p, std::size_t n) {
 }
 
 /// Inflates every gzip member of `in`. With dest == nullptr it only counts the
-/// output (through a small scratch buffer) and refuses it past `limit`; else it
-/// writes exactly `limit` bytes (the count) to dest. Returns the bytes produced.
+/// output (through a small scratch buffer, handed to `sink` when there is one) and
+/// refuses it past `limit`; else it writes exactly `limit` bytes (the count) to
+/// dest. Returns the bytes produced.
 std::uint64_t inflate_members(const std::string& path, const std::string& in, std::uint64_t limit,
-                              unsigned char* dest) {
+                              unsigned char* dest, const content_sink& sink = {}) {
   const auto* src = reinterpret_cast<const unsigned char*>(in.data());
   const std::size_t n = in.size();
   unsigned char scratch[1 << 16];
@@ -88,6 +89,8 @@ std::uint64_t inflate_members(const std::string& path, const std::string& in, st
     produced += avail_out_before - zs.avail_out;
     if (produced > limit)
       too_large(path, "gzip: the contents inflate to", limit);
+    if (!dest && sink && zs.avail_out < avail_out_before)
+      sink(reinterpret_cast<const char*>(scratch), avail_out_before - zs.avail_out);
 
     if (rc == Z_STREAM_END) {
       if (consumed == n)
@@ -186,45 +189,91 @@ void sha256_block(std::uint32_t h[8], const unsigned char* p) noexcept {
   h[7] += hh;
 }
 
+/// SHA-256 over bytes handed in pieces.
+class sha256_state {
+public:
+  void update(const char* data, std::size_t n) noexcept {
+    const auto* p = reinterpret_cast<const unsigned char*>(data);
+    total_ += n;
+    if (fill_ > 0) {
+      const std::size_t take = std::min(n, sizeof block_ - fill_);
+      std::memcpy(block_ + fill_, p, take);
+      fill_ += take;
+      p += take;
+      n -= take;
+      if (fill_ < sizeof block_)
+        return;
+      sha256_block(h_, block_);
+      fill_ = 0;
+    }
+    for (; n >= 64; p += 64, n -= 64)
+      sha256_block(h_, p);
+    std::memcpy(block_, p, n);
+    fill_ = n;
+  }
+
+  [[nodiscard]] std::string hex() {
+    // Padding: 0x80, zeros, then the bit length big-endian (one or two blocks).
+    unsigned char tail[128] = {};
+    std::memcpy(tail, block_, fill_);
+    tail[fill_] = 0x80;
+    const std::size_t tail_len = fill_ + 1 + 8 <= 64 ? 64 : 128;
+    const std::uint64_t bits = total_ * 8;
+    for (int i = 0; i < 8; ++i)
+      tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
+    for (std::size_t b = 0; b < tail_len; b += 64)
+      sha256_block(h_, tail + b);
+    static const char digits[] = "0123456789abcdef";
+    std::string out(64, '0');
+    for (int i = 0; i < 8; ++i)
+      for (int j = 0; j < 8; ++j)
+        out[8 * i + j] = digits[(h_[i] >> (28 - 4 * j)) & 0xf];
+    return out;
+  }
+
+private:
+  std::uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                         0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  unsigned char block_[64] = {};
+  std::size_t fill_ = 0;
+  std::uint64_t total_ = 0;
+};
+
+bool is_gzip(const std::string& raw) {
+  return raw.size() >= 2 && static_cast<unsigned char>(raw[0]) == 0x1f &&
+         static_cast<unsigned char>(raw[1]) == 0x8b;
+}
+
 }  // namespace
+
+std::uint64_t for_each_chunk(const std::string& path, const content_sink& sink,
+                             std::uint64_t max_bytes) {
+  const std::string raw = read_file(path, max_bytes);
+  if (is_gzip(raw))
+    return inflate_members(path, raw, max_bytes, nullptr, sink);
+  constexpr std::size_t piece = 1 << 16;
+  for (std::size_t at = 0; at < raw.size(); at += piece)
+    sink(raw.data() + at, std::min(piece, raw.size() - at));
+  return raw.size();
+}
+
+std::string sha256_of_contents(const std::string& path) {
+  sha256_state h;
+  (void)for_each_chunk(path, [&h](const char* p, std::size_t n) { h.update(p, n); });
+  return h.hex();
+}
 
 std::string read_maybe_gzip(const std::string& path, std::uint64_t max_bytes) {
   std::string raw = read_file(path, max_bytes);
-  if (raw.size() >= 2 && static_cast<unsigned char>(raw[0]) == 0x1f &&
-      static_cast<unsigned char>(raw[1]) == 0x8b) {
+  if (is_gzip(raw))
     return gunzip(path, raw, max_bytes);
-  }
   return raw;
 }
 
 std::string sha256_hex(const std::string& bytes) {
-  std::uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                        0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  const std::size_t n = bytes.size();
-  std::size_t off = 0;
-  for (; off + 64 <= n; off += 64)
-    sha256_block(h, p + off);
-
-  // Padding: 0x80, zeros, then the bit length big-endian (one or two blocks).
-  unsigned char tail[128] = {};
-  const std::size_t rest = n - off;
-  std::memcpy(tail, p + off, rest);
-  tail[rest] = 0x80;
-  const std::size_t tail_len = rest + 1 + 8 <= 64 ? 64 : 128;
-  const std::uint64_t bits = static_cast<std::uint64_t>(n) * 8;
-  for (int i = 0; i < 8; ++i)
-    tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
-  for (std::size_t b = 0; b < tail_len; b += 64)
-    sha256_block(h, tail + b);
-
-  static const char digits[] = "0123456789abcdef";
-  std::string hex(64, '0');
-  for (int i = 0; i < 8; ++i) {
-    for (int j = 0; j < 8; ++j)
-      hex[8 * i + j] = digits[(h[i] >> (28 - 4 * j)) & 0xf];
-  }
-  return hex;
+  sha256_state h;
+  h.update(bytes.data(), bytes.size());
+  return h.hex();
 }
 
 }  // namespace atrain

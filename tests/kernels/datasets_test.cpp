@@ -546,6 +546,19 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_in_repository) {
                         dir << "t10k-images-idx3-ubyte.gz: not found");
   BOOST_TEST(sha256_hex(read_maybe_gzip(dir + "t10k-images-idx3-ubyte.gz")) ==
              "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b");
+  // Streamed: the same digest, the same bytes in the same order, in bounded pieces.
+  BOOST_TEST(sha256_of_contents(dir + "t10k-images-idx3-ubyte.gz") ==
+             "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b");
+  std::string pieces;
+  std::size_t largest = 0;
+  const auto size =
+    for_each_chunk(dir + "t10k-images-idx3-ubyte.gz", [&](const char* p, std::size_t n) {
+      pieces.append(p, n);
+      largest = std::max(largest, n);
+    });
+  BOOST_TEST(size == pieces.size());
+  BOOST_TEST(pieces == read_maybe_gzip(dir + "t10k-images-idx3-ubyte.gz"));
+  BOOST_TEST(largest <= std::size_t{1} << 16);
   const dataset d = load_idx(dir + "t10k-images-idx3-ubyte.gz", dir + "t10k-labels-idx1-ubyte.gz");
   BOOST_TEST(d.size() == 10000u);
   BOOST_TEST(d.dim == 784u);

@@ -129,6 +129,18 @@ using row_choice = std::function<std::vector<std::uint32_t>(const std::vector<st
 [[nodiscard]] std::string read_maybe_gzip(const std::string& path,
                                           std::uint64_t max_bytes = data_limits::max_file_bytes);
 
+/// Where for_each_chunk hands a file's contents, piece by piece, in order.
+using content_sink = std::function<void(const char* data, std::size_t size)>;
+
+/// read_maybe_gzip without keeping the contents: they go to `sink` in pieces of at
+/// most 64 KiB (a gzip file: only the compressed bytes are held), with the same
+/// checks and errors. Returns the contents' size. A plain file is read whole first.
+std::uint64_t for_each_chunk(const std::string& path, const content_sink& sink,
+                             std::uint64_t max_bytes = data_limits::max_file_bytes);
+
+/// sha256_hex(read_maybe_gzip(path)), without holding the contents.
+[[nodiscard]] std::string sha256_of_contents(const std::string& path);
+
 /// Hex sha256 of a byte string (to verify decompressed dataset contents).
 [[nodiscard]] std::string sha256_hex(const std::string& bytes);
 
