@@ -232,7 +232,9 @@ caf::behavior spawner(spawner_ptr self, host_options opts) {
       for (auto k : r.nodes)
         ids += (ids.empty() ? "" : ",") + std::to_string(k);
       log(self, "run '" + (*ctx)->plan->name + "' (" + (*ctx)->plan->algorithm_name() +
-                  "): spawned nodes " + ids + " for " + peer_of(self) +
+                  "): spawned nodes " + ids + " for " + peer_of(self) + ", holding " +
+                  std::to_string((*ctx)->plan->train->size()) + " of " +
+                  std::to_string((*ctx)->plan->train_rows) + " training rows" +
                   ((*ctx)->resume ? ", resumed from " + (*ctx)->resume_file + " (t=" +
                                       std::to_string((*ctx)->resume->time_seconds()) + " s)"
                                   : std::string{}));

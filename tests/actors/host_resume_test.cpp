@@ -227,6 +227,14 @@ BOOST_AUTO_TEST_CASE(a_host_restores_its_nodes_from_its_part) {
   std::lock_guard<std::mutex> guard{f.mtx};
   BOOST_REQUIRE(!f.log.empty());
   BOOST_TEST(f.log.back().find("resumed from " + x.file) != std::string::npos, f.log.back());
+  // The host holds its 4 nodes' rows only (prepare_host_run), and says so.
+  std::size_t held = 0;
+  for (std::uint32_t k : {0U, 2U, 4U, 6U})
+    held += x.plan->shard.at(k).size();
+  const auto holding = "holding " + std::to_string(held) + " of " +
+                       std::to_string(x.plan->train->size()) + " training rows";
+  BOOST_TEST(held < x.plan->train->size());
+  BOOST_TEST(f.log.back().find(holding) != std::string::npos, f.log.back());
 }
 
 // A part that does not fit is refused before anything is spawned, naming
