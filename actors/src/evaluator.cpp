@@ -39,7 +39,6 @@ using eval::restore_evaluator;
 using eval::retired_only;
 using eval::save_evaluator;
 using eval::settle_lost_node;
-using eval::subset;
 using eval::summarize_rows;
 
 /// One answer of a gathering in; the last one completes it.
@@ -556,7 +555,7 @@ evaluator_actor::behavior_type evaluator_impl(eval_ptr self, context_ptr ctx,
   st.log = caf::actor_cast<metric_log>(ctx->log);
   st.progress = progress;
   st.m = plan.prototype->clone();
-  st.train_subset = subset(*plan.train, plan.train_eval_rows);
+  st.train_subset = select_rows(*plan.train, plan.train_eval_rows);
   st.worker_down.assign(st.nodes.size(), false);
   st.buffer_down.assign(st.nodes.size(), false);
   st.last.resize(st.nodes.size());

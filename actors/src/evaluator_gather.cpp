@@ -6,19 +6,6 @@
 
 namespace atrain::eval {
 
-dataset subset(const dataset& d, const std::vector<std::uint32_t>& rows) {
-  dataset out;
-  out.dim = d.dim;
-  out.classes = d.classes;
-  out.features.resize(rows.size() * d.dim);
-  out.labels.resize(rows.size());
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    std::copy_n(d.row(rows[k]), d.dim, out.features.data() + k * d.dim);
-    out.labels[k] = d.labels[rows[k]];
-  }
-  return out;
-}
-
 model_snapshot add_counters(model_snapshot a, const model_snapshot& b) {
   a.gradients += b.gradients;
   a.messages_sent += b.messages_sent;

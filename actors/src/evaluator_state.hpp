@@ -112,8 +112,6 @@ void record_final_heterogeneity(eval_state& st, const std::vector<float>& x);
 
 // ---- gatherings (evaluator_gather.cpp)
 
-/// Rows `rows` of `d` as a dataset of their own (contiguous for the model).
-[[nodiscard]] dataset subset(const dataset& d, const std::vector<std::uint32_t>& rows);
 /// a's counters plus b's (params stay a's).
 [[nodiscard]] model_snapshot add_counters(model_snapshot a, const model_snapshot& b);
 /// The counters of node i's dead incarnations, without a model.

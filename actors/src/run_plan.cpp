@@ -113,10 +113,6 @@ topology build_topology(const loaded_spec& ls, std::size_t n) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 /// prepare_run and prepare_host_run: `local` null on the driver.
 std::shared_ptr<const run_plan> prepare(const loaded_spec& ls,
                                         const std::vector<std::uint32_t>* local) {

@@ -156,8 +156,9 @@ dataset load_idx_rows(const std::string& images_path, const std::string& labels_
       const std::uint64_t row = (at - img_header) / d.dim;
       const std::uint64_t col = (at - img_header) % d.dim;
       const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(len, d.dim - col));
-      const std::int64_t to =
-        !choose ? (row < n ? static_cast<std::int64_t>(row) : -1) : (row < n ? slot[row] : -1);
+      const std::int64_t to = row >= n       ? -1
+                              : slot.empty() ? static_cast<std::int64_t>(row)
+                                             : slot[row];
       if (to >= 0)
         std::transform(p, p + take,
                        d.features.begin() +
