@@ -3,10 +3,23 @@
 #include <algorithm>
 
 #include <omp.h>
+#include <time.h>
 
 #include "atrain/kernels/vector_ops.hpp"
 
 namespace atrain {
+
+namespace {
+
+/// CPU seconds on `clock` (a measurement for calibration, not a wait).
+[[nodiscard]] double cpu_seconds(clockid_t clock) {
+  timespec t{};
+  if (clock_gettime(clock, &t) != 0)
+    return 0;
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+}  // namespace
 
 compute_unit::compute_unit(const run_context& ctx, std::uint32_t node)
   : compute_unit(ctx, *ctx.plan, node) {}
@@ -18,7 +31,14 @@ compute_unit::compute_unit(const run_context& ctx, const run_plan& plan, std::ui
     gen_(derive_seed(plan.seed, 0x4a495454ULL + node)), dim_(plan.dim()), tau_(plan.tau.at(node)),
     slowdown_(plan.slowdown.at(node)), jitter_(plan.cost.jitter),
     virtual_clock_(plan.virtual_clock()), real_min_(plan.cost.real_min_seconds),
-    start_(plan.cost.start_seconds) {}
+    start_(plan.cost.start_seconds), message_seconds_(plan.cost.message_seconds) {
+  if (!virtual_clock_)
+    process_cpu_at_start_ = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+double compute_unit::process_cpu_seconds() const {
+  return virtual_clock_ ? 0.0 : cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - process_cpu_at_start_;
+}
 
 model_snapshot compute_snapshot(std::uint32_t node, const compute_unit& cu,
                                 const std::vector<float>& x) {
@@ -30,6 +50,9 @@ model_snapshot compute_snapshot(std::uint32_t node, const compute_unit& cu,
   s.refused = cu.refused();
   s.refused_since = cu.refused_since();
   s.busy_seconds = cu.busy_seconds();
+  s.process_cpu_seconds = cu.process_cpu_seconds();
+  s.gradient_cpu_seconds = cu.gradient_cpu_seconds();
+  s.gradient_wall_seconds = cu.gradient_wall_seconds();
   return s;
 }
 
@@ -46,6 +69,7 @@ double compute_unit::gradient(caf::local_actor* self, const float* x, std::vecto
   single_threaded_kernels();
   g.resize(dim_);
   const auto before = self->clock().now();
+  const double cpu_before = virtual_clock_ ? 0.0 : cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
   const double t = ctx_->seconds(self);
   const auto& faults = ctx_->plan->faults;
   last_loss_ = model_->loss_and_gradient(sampler_.next(), x, g.data());
@@ -62,12 +86,16 @@ double compute_unit::gradient(caf::local_actor* self, const float* x, std::vecto
   if (virtual_clock_) {
     // Grouped as before the bases existed, so the trace hashes stay.
     const double scale = slowdown_ * (slow.measured * slow.nominal);
-    const double wait = tau_ * scale * factor + slow.add_seconds;
+    double wait = tau_ * scale * factor + slow.add_seconds;
     busy_seconds_ += wait;
+    if (message_seconds_ > 0)  // cost.message_seconds: the packets sent meanwhile
+      wait += message_seconds_ * static_cast<double>(ctx_->take_unpaid(node_));
     // cost.start_seconds: a gradient begun during the start-up counts from its end.
     return t < start_ ? wait + (start_ - t) : wait;
   }
+  gradient_cpu_ += cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu_before;
   const double measured = std::chrono::duration<double>(self->clock().now() - before).count();
+  gradient_wall_ += measured;
   // cost.real_min_seconds, scaled by the MEASURED straggles; a NOMINAL_TAU
   // straggle is a floor of its own that does not depend on this machine.
   double took = (slowdown_ * slow.measured) * std::max(measured, real_min_);

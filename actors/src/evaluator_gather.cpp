@@ -18,6 +18,9 @@ model_snapshot add_counters(model_snapshot a, const model_snapshot& b) {
     a.refused_since = b.refused_since;
   a.refused += b.refused;
   a.busy_seconds += b.busy_seconds;
+  a.gradient_cpu_seconds += b.gradient_cpu_seconds;
+  a.gradient_wall_seconds += b.gradient_wall_seconds;
+  a.process_cpu_seconds = std::max(a.process_cpu_seconds, b.process_cpu_seconds);  // one process
   a.late += b.late;
   a.wire.insert(a.wire.end(), b.wire.begin(), b.wire.end());  // a dead incarnation's routes
   if (a.fault_hits.size() < b.fault_hits.size())

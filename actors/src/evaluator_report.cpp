@@ -162,6 +162,9 @@ void fill_report(eval_state& st, const gathering& g, const metric_sample& row) {
     n->set_gradients(s.gradients);
     n->set_seconds_per_gradient(s.gradients ? s.busy_seconds / static_cast<double>(s.gradients)
                                             : 0.0);
+    n->set_process_cpu_seconds(s.process_cpu_seconds);
+    n->set_gradient_cpu_seconds(s.gradient_cpu_seconds);
+    n->set_gradient_wall_seconds(s.gradient_wall_seconds);
     // Everything the node's actors sent: the worker, its gradient buffer,
     // and the evaluated hub when it runs on this node (sums = totals).
     const auto k = static_cast<std::size_t>(s.node);

@@ -32,6 +32,26 @@ bool run_context::may_flow_control() const {
   return spans_processes || plan->link.window > 0;
 }
 
+void run_context::charge_packet(std::uint32_t node) const {
+  if (!(plan->cost.message_seconds > 0) || !plan->virtual_clock())
+    return;
+  if (node >= unpaid_packets_.size())
+    unpaid_packets_.resize(node + 1, 0);
+  ++unpaid_packets_[node];
+}
+
+std::uint64_t run_context::take_unpaid(std::uint32_t node) const {
+  return node < unpaid_packets_.size() ? std::exchange(unpaid_packets_[node], 0) : 0;
+}
+
+void run_context::set_unpaid(std::uint32_t node, std::uint64_t packets) const {
+  if (packets == 0 && node >= unpaid_packets_.size())
+    return;
+  if (node >= unpaid_packets_.size())
+    unpaid_packets_.resize(node + 1, 0);
+  unpaid_packets_[node] = packets;
+}
+
 bool links_emulated(const run_plan& plan) {
   return plan.link.active() || plan.faults.touches_links() || links_follow_restarts(plan);
 }
@@ -556,6 +576,8 @@ void outbox::count(caf::local_actor* self, run_context& ctx, std::size_t k, pack
   const auto node = routes.at(k).first;
   p.to = node;
   ++messages;
+  if (leaves)
+    ctx.charge_packet(p.from);
   if (!coder)
     bytes += p.bytes();
   else if (leaves)

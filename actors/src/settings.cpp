@@ -99,6 +99,7 @@ run_settings settings_of(const proto::ExperimentSpec& spec) {
   s.cost.jitter = cost.jitter();
   s.cost.real_min_seconds = cost.real_min_seconds();
   s.cost.start_seconds = cost.start_seconds();
+  s.cost.message_seconds = cost.message_seconds();
   s.link = link_of(spec.link());
   for (const auto& c : spec.faults().crash()) {
     crash_settings x{c.node(), c.at_seconds(), c.whole_node(), std::nullopt};

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -67,7 +68,71 @@ struct twin {
   std::string why;
 };
 
-twin make_twin(const loaded_spec& original, const proto::RunReport& r, double seconds) {
+/// The process of each node in the probe: the spec's placement, else
+/// round-robin over the probe's processes (--local N, the hosts), else one.
+[[nodiscard]] std::vector<std::size_t> process_of(const calibrate_args& a,
+                                                  const proto::ExperimentSpec& s) {
+  const auto& placement = s.deploy().placement();
+  std::size_t processes = 1;
+  if (a.local > 0)
+    processes = a.local;
+  else if (!a.run.hosts.empty())
+    processes = a.run.hosts.size();
+  else if (s.deploy().hosts_size() > 0)
+    processes = static_cast<std::size_t>(s.deploy().hosts_size());
+  std::vector<std::size_t> out(s.nodes());
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] =
+      static_cast<int>(i) < placement.size() ? placement[static_cast<int>(i)] : i % processes;
+  return out;
+}
+
+/// cost.message_seconds from the probe: each process's CPU seconds outside
+/// its workers' gradients, per packet its nodes put on the wire (coding,
+/// serializing, decoding, the algorithm's own work per message), then
+/// stretched as the gradients were (their wall seconds per CPU second: the
+/// cores are shared). 0 when the probe sent nothing or measured no CPU.
+[[nodiscard]] double message_cost(const proto::RunReport& r, const std::vector<std::size_t>& proc,
+                                  std::ostringstream& notes) {
+  std::map<std::size_t, double> cpu, gradient_cpu;
+  std::map<std::size_t, std::uint64_t> packets;
+  double wall = 0, grad_cpu_all = 0;
+  for (const auto& n : r.per_node()) {
+    if (n.node() >= proc.size())
+      continue;
+    const auto p = proc[n.node()];
+    cpu[p] = std::max(cpu[p], n.process_cpu_seconds());  // the same process, seen by each node
+    gradient_cpu[p] += n.gradient_cpu_seconds();
+    std::uint64_t held = 0;  // logical sends that never left (merged, dropped, waiting)
+    for (const auto& w : n.wire())
+      held += w.merged() + w.dropped() + w.waiting();
+    packets[p] += n.messages_sent() > held ? n.messages_sent() - held : 0;
+    wall += n.gradient_wall_seconds();
+    grad_cpu_all += n.gradient_cpu_seconds();
+  }
+  double other = 0;
+  std::uint64_t sent = 0;
+  for (const auto& [p, c] : cpu) {
+    other += std::max(0.0, c - gradient_cpu[p]);
+    sent += packets[p];
+    notes << "# process " << p << ": " << c << " CPU s, " << gradient_cpu[p] << " in gradients, "
+          << packets[p] << " packets sent\n";
+  }
+  if (sent == 0 || !(grad_cpu_all > 0)) {
+    notes << "# cost.message_seconds: 0 (the probe " << (sent ? "measured no CPU" : "sent nothing")
+          << ")\n";
+    return 0;
+  }
+  const double stretch = std::max(1.0, wall / grad_cpu_all);
+  const double cost = other / static_cast<double>(sent) * stretch;
+  notes << "# cost.message_seconds: " << other / static_cast<double>(sent) * 1e6
+        << " CPU us per packet outside gradients, x " << stretch
+        << " (a gradient's wall seconds per CPU second) = " << cost * 1e6 << " us\n";
+  return cost;
+}
+
+twin make_twin(const calibrate_args& a, const loaded_spec& original, const proto::RunReport& r) {
+  const double seconds = a.seconds;
   twin t;
   t.spec = original.spec;
   auto& s = t.spec;
@@ -105,6 +170,7 @@ twin make_twin(const loaded_spec& original, const proto::RunReport& r, double se
     cost->add_tau_per_node(x);
   cost->set_tau_seconds(median(tau));
   cost->set_real_min_seconds(0);  // folded into tau
+  cost->set_message_seconds(message_cost(r, process_of(a, original.spec), t.notes));
   const double start = start_up(r);
   cost->set_start_seconds(start);
   t.notes << "# cost.start_seconds: the nodes began computing at ~" << start
@@ -209,7 +275,7 @@ int calibrate(const calibrate_args& a) {
               << (report ? ": " + report->error() : std::string{}) << "\n";
     return status == 2 ? 2 : 1;
   }
-  auto t = make_twin(original, *report, a.seconds);
+  auto t = make_twin(a, original, *report);
   if (t.why.empty()) {
     std::cout << "calibrate: matching the twin's gradient rates to the probe's\n" << std::flush;
     (void)match_rates(a, *report, probe.out + "/twin_check", t);

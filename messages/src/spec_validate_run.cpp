@@ -30,6 +30,11 @@ void checker::cost(bool nodes_ok) {
   if (c.start_seconds() > limits::max_straggle_add_seconds)  // a delay, like a straggle's
     bad("cost.start_seconds", "must be <= " + num(limits::max_straggle_add_seconds) + " (got " +
                                 num(c.start_seconds()) + ")");
+  non_negative("cost.message_seconds", c.message_seconds());
+  constexpr double max_message_seconds = 1.0;  // CPU per packet: beyond any real one
+  if (c.message_seconds() > max_message_seconds)
+    bad("cost.message_seconds", "must be <= " + num(max_message_seconds) + " s per packet (got " +
+                                  num(c.message_seconds()) + ")");
   if (std::isfinite(c.jitter()) && !(c.jitter() >= 0 && c.jitter() < 1))
     bad("cost.jitter", "must be in [0, 1) (got " + num(c.jitter()) + ")");
   for (int i = 0; i < c.slowdown_size(); ++i) {

@@ -10,6 +10,8 @@ against the probe's own report, read here independently:
 - cost.start_seconds is when the probe's nodes began computing: the first
   evaluation with gradients, extrapolated back at the rate to the next one;
   and in the twin run with a start-up (that + 0.5 s) no step completes before it;
+- cost.message_seconds is the probe's CPU outside gradients per packet sent,
+  stretched by the gradients' wall seconds per CPU second (recomputed here);
 - link.window is 4 (the outbox's), and in the twin's own run every route's
   round trip is 2 x latency, its packets fit the window (at most 4 per round
   trip), its sends add up (packets + merged + dropped + waiting), and a
@@ -81,6 +83,27 @@ start = float(st.group(1)) if st else 0.0  # the text format leaves out a 0
 check(abs(start - expect) <= 1e-6 * max(1.0, expect) and 0 <= start <= a["time_seconds"],
       "cost.start_seconds %.3f = the start extrapolated from the probe's first evaluations "
       "(%.3f; first gradients seen at %.2f s)" % (start, expect, a["time_seconds"]))
+# cost.message_seconds, recomputed from the probe's report: per process (2,
+# round-robin) its CPU outside gradients, per packet that left its outboxes,
+# times the gradients' wall seconds per CPU second.
+cpu, gcpu, sent = {}, {}, {}
+wall = gall = 0.0
+for n in rep["per_node"]:
+    p = n["node"] % 2
+    cpu[p] = max(cpu.get(p, 0.0), n.get("process_cpu_seconds", 0.0))
+    gcpu[p] = gcpu.get(p, 0.0) + n.get("gradient_cpu_seconds", 0.0)
+    held = sum(int(w.get(k, 0)) for w in n.get("wire", []) for k in ("merged", "dropped", "waiting"))
+    sent[p] = sent.get(p, 0) + int(n["messages_sent"]) - held
+    wall += n.get("gradient_wall_seconds", 0.0)
+    gall += n.get("gradient_cpu_seconds", 0.0)
+other = sum(max(0.0, cpu[p] - gcpu[p]) for p in cpu)
+expect_ms = other / sum(sent.values()) * max(1.0, wall / gall) if gall > 0 else 0.0
+ms = re.search(r"^\s*message_seconds: ([0-9.e+-]+)", text, re.M)
+check(ms and expect_ms > 0 and abs(float(ms.group(1)) - expect_ms) <= 1e-6 * expect_ms and
+      all(0 < gcpu[p] <= cpu[p] for p in cpu) and 0 < gall <= wall * 1.05,
+      "cost.message_seconds %s = the probe's CPU outside gradients per packet, stretched (%.3g: "
+      "%.3f CPU s of %d packets, gradients %.3f CPU s in %.3f wall s)" % (
+          ms.group(1) if ms else "missing", expect_ms, other, sum(sent.values()), gall, wall))
 check("clock: VIRTUAL" in text and "deploy {" not in text and "factor: 3" in text,
       "the twin: virtual clock, no deploy block, the straggle kept")
 

@@ -61,7 +61,11 @@ def cpu_signature():
 
 
 def digest(report):
-    """Everything a run decides; not wall time, version or paths."""
+    """Everything a run decides; not wall time, version or paths, nor the
+    REAL clock's CPU measurements (0 on the virtual clock)."""
+    measured = ("process_cpu_seconds", "gradient_cpu_seconds", "gradient_wall_seconds")
+    report = dict(report, per_node=[{k: v for k, v in n.items() if k not in measured}
+                                    for n in report.get("per_node", [])])
     kept = {k: report.get(k) for k in ("final", "metrics", "per_node", "faults", "stragglers",
                                        "quarantined", "checkpoints", "stop_reason",
                                        "gradients_total", "messages_sent", "bytes_sent",

@@ -22,7 +22,9 @@ public:
   /// slowdown x straggle x jitter (plus what is left of cost.start_seconds);
   /// real clock, the compute already took real
   /// time, so only the injected slowdown (factor - 1) x measured time
-  /// remains. A bad-gradients fault corrupts g here.
+  /// remains. The virtual clock adds cost.message_seconds per packet the
+  /// node sent since its last gradient (not counted as busy). A bad-gradients fault corrupts g
+  /// here.
   ///
   /// Quarantine at the source: a gradient with a NaN or Inf is refused —
   /// replaced by zeros (the step is skipped, as mixed-precision trainers do)
@@ -40,6 +42,13 @@ public:
   /// Run-clock seconds spent computing gradients (the heartbeat the
   /// evaluator uses to spot stragglers: seconds per gradient).
   [[nodiscard]] double busy_seconds() const noexcept { return busy_seconds_; }
+  /// REAL clock: CPU seconds of this process since the unit was made, and
+  /// of the computing thread inside gradients (`atrain calibrate` takes the
+  /// rest, per packet sent, as the cost of messaging); 0 on the virtual clock.
+  [[nodiscard]] double process_cpu_seconds() const;
+  [[nodiscard]] double gradient_cpu_seconds() const noexcept { return gradient_cpu_; }
+  /// REAL clock: the gradients' wall seconds as measured (no real_min, no slowdown).
+  [[nodiscard]] double gradient_wall_seconds() const noexcept { return gradient_wall_; }
 
   /// Checkpoints (checkpoint.cpp): counters, sampler and generators.
   void save(proto::ComputeState& out) const;
@@ -67,6 +76,10 @@ private:
   bool virtual_clock_;
   double real_min_;
   double start_;
+  double message_seconds_;
+  double process_cpu_at_start_ = 0;
+  double gradient_cpu_ = 0;
+  double gradient_wall_ = 0;
   std::uint64_t gradients_ = 0;
   double last_loss_ = 0;
 };

@@ -146,6 +146,23 @@ struct run_context {
   [[nodiscard]] caf::duration reply_timeout() const {
     return spans_processes ? caf::duration{std::chrono::seconds{10}} : caf::duration{caf::infinite};
   }
+
+  /// cost.message_seconds (the virtual clock, so one thread): counts a packet
+  /// node `node`'s actors put on the wire, for its next gradient to pay.
+  void charge_packet(std::uint32_t node) const;
+  /// The packets node `node` has not yet paid for, now paid (0 on the REAL
+  /// clock and when packets are free).
+  [[nodiscard]] std::uint64_t take_unpaid(std::uint32_t node) const;
+  /// Reads them (a checkpoint) and sets them (a resumed one).
+  [[nodiscard]] std::uint64_t unpaid(std::uint32_t node) const {
+    return node < unpaid_packets_.size() ? unpaid_packets_[node] : 0;
+  }
+  void set_unpaid(std::uint32_t node, std::uint64_t packets) const;
+
+private:
+  /// Index = node; grown on first use. Mutable: the compute units and
+  /// outboxes share the run context read-only.
+  mutable std::vector<std::uint64_t> unpaid_packets_;
 };
 
 using context_ptr = std::shared_ptr<run_context>;

@@ -199,6 +199,7 @@ template <class Self>
 void outbox::dispatch(Self* self, run_context& ctx, std::size_t k, packet p) {
   if (coder)
     encode(p);
+  ctx.charge_packet(p.from);
   ++waiting[k].traffic.packets;
   waiting[k].traffic.bytes += p.bytes();
   ++ctx.remote_sent;

@@ -50,6 +50,7 @@ struct cost_settings {
   double jitter = 0;                 // relative, each gradient tau * U[1 - j, 1 + j]
   double real_min_seconds = 0;       // REAL clock: a gradient's least duration; 0 = as measured
   double start_seconds = 0;          // VIRTUAL clock: no gradient completes before this + tau
+  double message_seconds = 0;        // VIRTUAL clock: a node's cost per packet it sends
 };
 
 /// The spec's `link`: every directed link's model.

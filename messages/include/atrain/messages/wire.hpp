@@ -168,6 +168,12 @@ struct model_snapshot {
   std::uint64_t refused = 0;              // non-finite gradients refused at the source
   double refused_since = -1;              // run time of the first (< 0: none)
   double busy_seconds = 0;                // run-clock seconds spent computing gradients
+  /// REAL clock: CPU seconds of the worker's process since the worker
+  /// started, of its thread in gradients, and those gradients' measured
+  /// wall seconds (NodeReport, atrain calibrate).
+  double process_cpu_seconds = 0;
+  double gradient_cpu_seconds = 0;
+  double gradient_wall_seconds = 0;
   /// Push-sum weight w_i (SGP/OSGP: params is the numerator x_i and the
   /// evaluated model is sum x_i / sum w_i); 1 for every other algorithm.
   double weight = 1;
@@ -182,7 +188,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, model_snapshot& x) {
   return f(caf::meta::type_name("atrain_model_snapshot"), x.node, x.gradients, x.messages_sent,
            x.bytes_sent, x.staleness_sum, x.staleness_max, x.staleness_count, x.rejected, x.params,
-           x.fault_hits, x.weight, x.refused, x.refused_since, x.busy_seconds, x.late, x.wire);
+           x.fault_hits, x.weight, x.refused, x.refused_since, x.busy_seconds, x.late, x.wire,
+           x.process_cpu_seconds, x.gradient_cpu_seconds, x.gradient_wall_seconds);
 }
 
 /// One tracker-mass account of an R-FAST gradient buffer (for the invariant):
