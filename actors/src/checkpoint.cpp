@@ -77,7 +77,6 @@ void compute_unit::save(proto::ComputeState& out) const {
   out.set_sampler_cursor(sampler_.cursor());
   save_rng(sampler_.generator(), out.mutable_sampler_rng());
   save_rng(gen_, out.mutable_jitter_rng());
-  out.set_unpaid_packets(ctx_->unpaid(node_));
 }
 
 void compute_unit::restore(const proto::ComputeState& in) {
@@ -87,7 +86,6 @@ void compute_unit::restore(const proto::ComputeState& in) {
   refused_since_ = in.refused_since();
   busy_seconds_ = in.busy_seconds();
   fault_hits_.assign(in.fault_hits().begin(), in.fault_hits().end());
-  ctx_->set_unpaid(node_, in.unpaid_packets());
   restore_sampling(in);
 }
 

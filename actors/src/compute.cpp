@@ -31,7 +31,7 @@ compute_unit::compute_unit(const run_context& ctx, const run_plan& plan, std::ui
     gen_(derive_seed(plan.seed, 0x4a495454ULL + node)), dim_(plan.dim()), tau_(plan.tau.at(node)),
     slowdown_(plan.slowdown.at(node)), jitter_(plan.cost.jitter),
     virtual_clock_(plan.virtual_clock()), real_min_(plan.cost.real_min_seconds),
-    start_(plan.cost.start_seconds), message_seconds_(plan.cost.message_seconds) {
+    start_(plan.cost.start_seconds) {
   if (!virtual_clock_)
     process_cpu_at_start_ = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID);
 }
@@ -86,10 +86,8 @@ double compute_unit::gradient(caf::local_actor* self, const float* x, std::vecto
   if (virtual_clock_) {
     // Grouped as before the bases existed, so the trace hashes stay.
     const double scale = slowdown_ * (slow.measured * slow.nominal);
-    double wait = tau_ * scale * factor + slow.add_seconds;
+    const double wait = tau_ * scale * factor + slow.add_seconds;
     busy_seconds_ += wait;
-    if (message_seconds_ > 0)  // cost.message_seconds: the packets sent meanwhile
-      wait += message_seconds_ * static_cast<double>(ctx_->take_unpaid(node_));
     // cost.start_seconds: a gradient begun during the start-up counts from its end.
     return t < start_ ? wait + (start_ - t) : wait;
   }

@@ -118,6 +118,7 @@ void add_wire(proto::RunReport& r, proto::NodeReport& n, const char* sender,
     t->set_dropped(w.dropped);
     t->set_waiting(w.waiting);
     t->set_round_trip_seconds(w.round_trip_seconds);
+    t->set_code_seconds(w.code_seconds);
     r.set_wire_packets(r.wire_packets() + w.packets);
     r.set_wire_bytes(r.wire_bytes() + w.bytes);
     r.set_packets_merged(r.packets_merged() + w.merged);

@@ -32,28 +32,20 @@ bool run_context::may_flow_control() const {
   return spans_processes || plan->link.window > 0;
 }
 
-void run_context::charge_packet(std::uint32_t node) const {
-  if (!(plan->cost.message_seconds > 0) || !plan->virtual_clock())
-    return;
-  if (node >= unpaid_packets_.size())
-    unpaid_packets_.resize(node + 1, 0);
-  ++unpaid_packets_[node];
-}
-
-std::uint64_t run_context::take_unpaid(std::uint32_t node) const {
-  return node < unpaid_packets_.size() ? std::exchange(unpaid_packets_[node], 0) : 0;
-}
-
-void run_context::set_unpaid(std::uint32_t node, std::uint64_t packets) const {
-  if (packets == 0 && node >= unpaid_packets_.size())
-    return;
-  if (node >= unpaid_packets_.size())
-    unpaid_packets_.resize(node + 1, 0);
-  unpaid_packets_[node] = packets;
+double run_context::departure_wait(std::uint32_t node, double now) const {
+  const double cost = plan->cost.message_seconds;
+  if (!(cost > 0) || !plan->virtual_clock())
+    return 0;
+  if (node >= departs_at_.size())
+    departs_at_.resize(node + 1, 0.0);
+  auto& at = departs_at_[node];
+  at = std::max(at, now) + cost;
+  return at - now;
 }
 
 bool links_emulated(const run_plan& plan) {
-  return plan.link.active() || plan.faults.touches_links() || links_follow_restarts(plan);
+  return plan.link.active() || plan.faults.touches_links() || links_follow_restarts(plan) ||
+         (plan.virtual_clock() && plan.cost.message_seconds > 0);  // the links hold packets
 }
 
 double future_seq_rate(const run_plan& plan) {
@@ -303,6 +295,14 @@ void accept_unacknowledged(link_actor_ptr self, run_context& ctx, packet& p) {
   transmit(self, ctx, p, fx.extra_latency);
 }
 
+/// A packet put on this link (now, or after its wait to leave the sender).
+void accept(link_actor_ptr self, run_context& ctx, packet& p) {
+  if (self->state.acknowledged)
+    accept_acknowledged(self, ctx, p);
+  else
+    accept_unacknowledged(self, ctx, p);
+}
+
 // ---- checkpoints
 
 /// < 0 when nothing waits, is unacknowledged or is still on the wire;
@@ -386,16 +386,17 @@ void restore_link(link_state& st, const proto::Checkpoint& ck) {
 }
 
 /// link.window: a sender's request is answered 2 x latency + transmission
-/// later, as the receiver's answer would come back across processes (the
-/// measured round trip is what `atrain calibrate` turns into the latency).
-void answer_later(link_actor_ptr self, const packet& p) {
+/// later (after `hold`, the packet's wait to leave its sender), as the
+/// receiver's answer would come back across processes (the measured round
+/// trip is what `atrain calibrate` turns into the latency).
+void answer_later(link_actor_ptr self, const packet& p, double hold) {
   auto& st = self->state;
   const auto* el = self->current_mailbox_element();
   if (el == nullptr || !el->mid.is_request())
     return;  // relayed, or not from a flow-controlled outbox
   const auto id = st.next_answer++;
   st.answers.emplace(id, self->make_response_promise());
-  const double trip = 2 * st.model.latency_seconds + transmission_seconds(st, p);
+  const double trip = hold + 2 * st.model.latency_seconds + transmission_seconds(st, p);
   send_after(self, caf::actor_cast<link_actor>(self), trip, answer_atom::value, id);
 }
 
@@ -417,17 +418,23 @@ link_actor::behavior_type link_impl(link_actor_ptr self, std::uint32_t from, std
   return {
     [=](deliver_atom, packet& p) {
       auto& st = self->state;
+      // cost.message_seconds: the packet waits for its sender to code those before it.
+      const double now = ctx->seconds(self);
+      const double hold = ctx->departure_wait(st.stats.from, now);
       if (st.model.window > 0)
-        answer_later(self, p);
+        answer_later(self, p, hold);
       if (p.from == st.stats.from) {  // not a packet it relays for another node
         st.highest_seq = st.accepted_any ? std::max(st.highest_seq, p.seq) : p.seq;
         st.accepted_any = true;
       }
-      if (st.acknowledged)
-        accept_acknowledged(self, *ctx, p);
-      else
-        accept_unacknowledged(self, *ctx, p);
+      if (hold > 0) {
+        st.quiet_at = std::max(st.quiet_at, now + hold);  // a checkpoint's drain waits for it
+        send_after(self, caf::actor_cast<link_actor>(self), hold, depart_atom::value, std::move(p));
+        return;
+      }
+      accept(self, *ctx, p);
     },
+    [=](depart_atom, packet& p) { accept(self, *ctx, p); },
     [=](release_atom) {
       auto& st = self->state;
       // Armed only while something waits, so nothing took the wire since.
@@ -576,8 +583,6 @@ void outbox::count(caf::local_actor* self, run_context& ctx, std::size_t k, pack
   const auto node = routes.at(k).first;
   p.to = node;
   ++messages;
-  if (leaves)
-    ctx.charge_packet(p.from);
   if (!coder)
     bytes += p.bytes();
   else if (leaves)
@@ -644,6 +649,7 @@ std::vector<route_traffic> outbox::wire_report() const {
     it->merged += t.merged;
     it->dropped += t.dropped;
     it->waiting += t.waiting;
+    it->code_seconds += t.code_seconds;
     if (t.round_trip_seconds > 0)  // the newest route's (added last)
       it->round_trip_seconds = t.round_trip_seconds;
   };

@@ -87,47 +87,35 @@ struct twin {
   return out;
 }
 
-/// cost.message_seconds from the probe: each process's CPU seconds outside
-/// its workers' gradients, per packet its nodes put on the wire (coding,
-/// serializing, decoding, the algorithm's own work per message), then
-/// stretched as the gradients were (their wall seconds per CPU second: the
-/// cores are shared). 0 when the probe sent nothing or measured no CPU.
+/// cost.message_seconds from the probe: the senders' wall seconds coding a
+/// packet before it left (wire[].code_seconds over wire[].packets, the
+/// routes between processes). The twin holds a node's packets that long
+/// one after another; the rest of a message's cost (serializing, TCP, the
+/// receiver's decoding and answer) is in the measured round trip, hence in
+/// link.latency_seconds, and the CPU it takes from the gradients is in the
+/// matched tau. Each process's CPU is noted for the reader.
 [[nodiscard]] double message_cost(const proto::RunReport& r, const std::vector<std::size_t>& proc,
                                   std::ostringstream& notes) {
   std::map<std::size_t, double> cpu, gradient_cpu;
-  std::map<std::size_t, std::uint64_t> packets;
-  double wall = 0, grad_cpu_all = 0;
+  double coding = 0;
+  std::uint64_t packets = 0;
   for (const auto& n : r.per_node()) {
+    for (const auto& w : n.wire()) {
+      coding += w.code_seconds();
+      packets += w.packets();
+    }
     if (n.node() >= proc.size())
       continue;
     const auto p = proc[n.node()];
     cpu[p] = std::max(cpu[p], n.process_cpu_seconds());  // the same process, seen by each node
     gradient_cpu[p] += n.gradient_cpu_seconds();
-    std::uint64_t held = 0;  // logical sends that never left (merged, dropped, waiting)
-    for (const auto& w : n.wire())
-      held += w.merged() + w.dropped() + w.waiting();
-    packets[p] += n.messages_sent() > held ? n.messages_sent() - held : 0;
-    wall += n.gradient_wall_seconds();
-    grad_cpu_all += n.gradient_cpu_seconds();
   }
-  double other = 0;
-  std::uint64_t sent = 0;
-  for (const auto& [p, c] : cpu) {
-    other += std::max(0.0, c - gradient_cpu[p]);
-    sent += packets[p];
-    notes << "# process " << p << ": " << c << " CPU s, " << gradient_cpu[p] << " in gradients, "
-          << packets[p] << " packets sent\n";
-  }
-  if (sent == 0 || !(grad_cpu_all > 0)) {
-    notes << "# cost.message_seconds: 0 (the probe " << (sent ? "measured no CPU" : "sent nothing")
-          << ")\n";
-    return 0;
-  }
-  const double stretch = std::max(1.0, wall / grad_cpu_all);
-  const double cost = other / static_cast<double>(sent) * stretch;
-  notes << "# cost.message_seconds: " << other / static_cast<double>(sent) * 1e6
-        << " CPU us per packet outside gradients, x " << stretch
-        << " (a gradient's wall seconds per CPU second) = " << cost * 1e6 << " us\n";
+  for (const auto& [p, c] : cpu)
+    notes << "# process " << p << ": " << c << " CPU s, " << gradient_cpu[p]
+          << " in its workers' gradients\n";
+  const double cost = packets ? coding / static_cast<double>(packets) : 0.0;
+  notes << "# cost.message_seconds: " << coding << " s coding " << packets
+        << " packets between processes before they left (" << cost * 1e6 << " us each)\n";
   return cost;
 }
 

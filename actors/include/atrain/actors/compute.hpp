@@ -22,8 +22,7 @@ public:
   /// slowdown x straggle x jitter (plus what is left of cost.start_seconds);
   /// real clock, the compute already took real
   /// time, so only the injected slowdown (factor - 1) x measured time
-  /// remains. The virtual clock adds cost.message_seconds per packet the
-  /// node sent since its last gradient (not counted as busy). A bad-gradients fault corrupts g
+  /// remains. A bad-gradients fault corrupts g
   /// here.
   ///
   /// Quarantine at the source: a gradient with a NaN or Inf is refused —
@@ -76,7 +75,6 @@ private:
   bool virtual_clock_;
   double real_min_;
   double start_;
-  double message_seconds_;
   double process_cpu_at_start_ = 0;
   double gradient_cpu_ = 0;
   double gradient_wall_ = 0;

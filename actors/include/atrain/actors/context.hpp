@@ -147,22 +147,16 @@ struct run_context {
     return spans_processes ? caf::duration{std::chrono::seconds{10}} : caf::duration{caf::infinite};
   }
 
-  /// cost.message_seconds (the virtual clock, so one thread): counts a packet
-  /// node `node`'s actors put on the wire, for its next gradient to pay.
-  void charge_packet(std::uint32_t node) const;
-  /// The packets node `node` has not yet paid for, now paid (0 on the REAL
-  /// clock and when packets are free).
-  [[nodiscard]] std::uint64_t take_unpaid(std::uint32_t node) const;
-  /// Reads them (a checkpoint) and sets them (a resumed one).
-  [[nodiscard]] std::uint64_t unpaid(std::uint32_t node) const {
-    return node < unpaid_packets_.size() ? unpaid_packets_[node] : 0;
-  }
-  void set_unpaid(std::uint32_t node, std::uint64_t packets) const;
+  /// cost.message_seconds (the virtual clock, so one thread): node `node`
+  /// hands a packet to a link at run time `now`; its packets leave one
+  /// after another, each message_seconds after the one before (or after
+  /// `now`). Returns how long this one waits to leave (0 when packets are free).
+  [[nodiscard]] double departure_wait(std::uint32_t node, double now) const;
 
 private:
-  /// Index = node; grown on first use. Mutable: the compute units and
-  /// outboxes share the run context read-only.
-  mutable std::vector<std::uint64_t> unpaid_packets_;
+  /// When each node's last packet leaves (index = node; grown on first use).
+  /// Mutable: the link actors share the run context read-only.
+  mutable std::vector<double> departs_at_;
 };
 
 using context_ptr = std::shared_ptr<run_context>;

@@ -28,6 +28,9 @@ using link_actor = caf::typed_actor<
   caf::reacts_to<resend_atom, std::uint64_t, std::uint64_t>,
   // link.window: answer a sender's request now (answer_later's timer).
   caf::reacts_to<answer_atom, std::uint64_t>,
+  // cost.message_seconds: a packet held while its sender coded the ones
+  // before it now leaves.
+  caf::reacts_to<depart_atom, packet>,
   // Its counters (the evaluator).
   caf::replies_to<stats_atom>::with<link_stats>,
   // The supervisor: re-point at a replacement (dead worker, new handle);

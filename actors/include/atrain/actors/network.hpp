@@ -197,9 +197,14 @@ void outbox::send(Self* self, run_context& ctx, std::size_t k, packet p) {
 
 template <class Self>
 void outbox::dispatch(Self* self, run_context& ctx, std::size_t k, packet p) {
-  if (coder)
+  if (coder) {
+    // REAL clock: the coding's wall time, which the twin's cost.message_seconds
+    // stands for (the round trip below starts after it). 0 on the virtual clock.
+    const auto before = self->clock().now();
     encode(p);
-  ctx.charge_packet(p.from);
+    waiting[k].traffic.code_seconds +=
+      std::chrono::duration<double>(self->clock().now() - before).count();
+  }
   ++waiting[k].traffic.packets;
   waiting[k].traffic.bytes += p.bytes();
   ++ctx.remote_sent;

@@ -36,6 +36,8 @@ using release_atom = caf::atom_constant<caf::atom("release")>;
 using final_atom = caf::atom_constant<caf::atom("final")>;
 using ack_atom = caf::atom_constant<caf::atom("ack")>;
 using answer_atom = caf::atom_constant<caf::atom("answer")>;
+/// cost.message_seconds: a link's packet leaves its sender's queue.
+using depart_atom = caf::atom_constant<caf::atom("depart")>;
 using resend_atom = caf::atom_constant<caf::atom("resend")>;
 using crash_atom = caf::atom_constant<caf::atom("crash")>;
 using restart_atom = caf::atom_constant<caf::atom("restart")>;
@@ -146,12 +148,13 @@ struct route_traffic {
   std::uint64_t dropped = 0;
   std::uint64_t waiting = 0;
   double round_trip_seconds = 0;  // smoothed, over the answers (0: none yet)
+  double code_seconds = 0;        // REAL clock: coding its packets before they left
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, route_traffic& x) {
   return f(caf::meta::type_name("atrain_route_traffic"), x.to, x.sends, x.packets, x.bytes,
-           x.merged, x.dropped, x.waiting, x.round_trip_seconds);
+           x.merged, x.dropped, x.waiting, x.round_trip_seconds, x.code_seconds);
 }
 
 struct model_snapshot {
