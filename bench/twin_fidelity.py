@@ -11,7 +11,11 @@ for staleness).
 
   python3 bench/twin_fidelity.py build/atrain [--seeds 3] [--time-limit 60]
       [--algorithms allreduce,dpsgd,adpsgd,osgp,dasgd,rfast] [--probe-seconds 8]
-      [--set K=V ...] [--out DIR]"""
+      [--set K=V ...] [--out DIR] [--summarize]
+--summarize prints the table again from the reports in --out, without runs.
+The "interpolated" column is the time the accuracy crossed the target,
+linear between the evaluations on either side (the reports' time to target
+is the first evaluation at it, on the spec's 0.5 s grid)."""
 import argparse
 import json
 import os
@@ -45,7 +49,25 @@ def figures(rep, budget):
     stale = statistics.mean(n.get("staleness_mean", 0) for n in nodes) if nodes else 0.0
     t = rep.get("time_to_target")
     start = next((m["time_seconds"] for m in rep.get("metrics", []) if m["gradients"] > 0), 0.0)
-    return (t if t else budget, stale, bool(t), start)
+    c = crossing(rep)
+    return (t if t else budget, stale, bool(t), start, c if c is not None else budget)
+
+
+def crossing(rep):
+    """The time the test accuracy crossed the target, interpolated linearly
+    between the evaluations on either side (the reports' time to target is
+    the first evaluation at it: a 0.5 s grid here); None when never."""
+    target = rep.get("target_accuracy", 0.95)
+    rows = rep.get("metrics", [])
+    for i, m in enumerate(rows):
+        a = m.get("test_accuracy", 0.0)
+        if a >= target:
+            if i == 0:
+                return m["time_seconds"]
+            p = rows[i - 1]
+            pa = p.get("test_accuracy", 0.0)
+            return p["time_seconds"] + (target - pa) / (a - pa) * (m["time_seconds"] - p["time_seconds"])
+    return None
 
 
 def run_real(args, cluster, algorithm, seed):
@@ -85,7 +107,11 @@ def main():
     ap.add_argument("--probe-seconds", type=int, default=8)
     ap.add_argument("--set", action="append", default=[], metavar="K=V")
     ap.add_argument("--out", default="twin_fidelity")
+    ap.add_argument("--summarize", action="store_true",
+                    help="print the table from the reports already in --out (no runs)")
     args = ap.parse_args()
+    if args.summarize:
+        return summarize(args)
     args.atrain = os.path.abspath(args.atrain)
     os.makedirs(args.out, exist_ok=True)
     rows = []
@@ -98,21 +124,44 @@ def main():
             c.stop()
         reps, start = run_twin(args, a)
         # The twin's start-up is its calibrated cost.start_seconds.
-        twin = [figures(r, args.time_limit)[:3] + (start,) for r in reps]
+        twin = [figures(r, args.time_limit) for r in reps]
+        twin = [x[:3] + (start,) + x[4:] for x in twin]
         rows.append((a, real, twin))
         print("%-9s real %s | twin %s" % (a, real, twin), file=sys.stderr, flush=True)
+    table(rows)
+
+
+def table(rows):
     print("| algorithm | real: time to 0.95 (median, reached) | twin | twin / real "
+          "| interpolated: real / twin (ratio) "
           "| real after its start-up | twin after its start-up | ratio | real staleness mean "
           "| twin | twin / real |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for a, real, twin in rows:
         tr, tt = (statistics.median(x[0] for x in v) for v in (real, twin))
+        ir, it = (statistics.median(x[4] for x in v) for v in (real, twin))
         sr, st = (statistics.median(x[1] for x in v) for v in (real, twin))
         ts, tw = (statistics.median(x[0] - x[3] for x in v) for v in (real, twin))
-        print("| %s | %.2f s (%d/%d) | %.2f s (%d/%d) | %.2f | %.2f s | %.2f s | %.2f | %.2f | %.2f "
-              "| %s |" % (a, tr, sum(x[2] for x in real), len(real), tt, sum(x[2] for x in twin),
-                          len(twin), tt / tr, ts, tw, tw / ts, sr, st,
-                          "%.2f" % (st / sr) if sr > 0 else "–"))
+        print("| %s | %.2f s (%d/%d) | %.2f s (%d/%d) | %.2f | %.2f / %.2f s (%.2f) | %.2f s "
+              "| %.2f s | %.2f | %.2f | %.2f | %s |" % (
+                  a, tr, sum(x[2] for x in real), len(real), tt, sum(x[2] for x in twin),
+                  len(twin), tt / tr, ir, it, it / ir, ts, tw, tw / ts, sr, st,
+                  "%.2f" % (st / sr) if sr > 0 else "–"))
+
+
+def summarize(args):
+    """The table again from an earlier invocation's run directories (--out)."""
+    rows = []
+    for a in args.algorithms.split(","):
+        real = [figures(report(os.path.join(args.out, "%s_real_%d" % (a, s))), args.time_limit)
+                for s in range(1, args.seeds + 1)]
+        with open(os.path.join(args.out, "%s_twin.textproto" % a)) as f:
+            m = re.search(r"^\s*start_seconds: ([0-9.e+-]+)", f.read(), re.M)
+        start = float(m.group(1)) if m else 0.0
+        twin = [figures(report(os.path.join(args.out, "%s_twin_%d" % (a, s))), args.time_limit)
+                for s in range(1, args.seeds + 1)]
+        rows.append((a, real, [x[:3] + (start,) + x[4:] for x in twin]))
+    table(rows)
 
 
 if __name__ == "__main__":
