@@ -7,6 +7,7 @@
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -202,15 +203,46 @@ std::optional<proto::RunReport> run_twin(const calibrate_args& a, const proto::E
   return report;
 }
 
-/// Each node's tau scaled so that the twin computes as many gradients in
-/// the probe's budget as the probe did: on the real clock a node's worker
-/// also waits for messaging work and for a core (shared cores), which the
-/// measured compute misses. Two rounds (a synchronous node's rate is not
-/// inversely proportional to its tau). False when a twin run failed.
+/// One node's search for the tau at which its twin takes the probe's
+/// seconds per gradient: a secant step on the last two twin runs (the first
+/// step assumes one twin second per tau second), kept inside the bracket
+/// the runs found so far (its geometric middle otherwise). A node's cycle
+/// is tau plus what it waits for, and a synchronous step may wait for its
+/// exchange whatever tau is: the cycle is flat in tau below that, so the
+/// slope is bounded below (a multiplicative scaling of tau converged too
+/// slowly: D-PSGD's twin was still 1.5x fast after two rounds).
+struct tau_search {
+  double tau = 0, last_tau = 0, last_cycle = 0, lo = 0, hi = 0;  // 0: not yet
+  [[nodiscard]] double next(double cycle, double target) {
+    (cycle < target ? lo : hi) = tau;
+    double slope = 1;
+    if (last_tau > 0 && tau != last_tau)
+      slope = std::clamp((cycle - last_cycle) / (tau - last_tau), 0.05, 1.0);
+    double t = tau + (target - cycle) / slope;
+    if ((lo > 0 && t <= lo) || (hi > 0 && t >= hi))
+      t = lo > 0 && hi > 0 ? std::sqrt(lo * hi) : (lo > 0 ? 2 * lo : hi / 2);
+    last_tau = tau;
+    last_cycle = cycle;
+    return tau = t;
+  }
+};
+
+/// Each node's tau searched (tau_search) so that the twin computes as many
+/// gradients in the probe's budget as the probe did: on the real clock a
+/// node's worker also waits for messaging work and for a core (shared
+/// cores), which the measured compute misses. Four twin runs; the seconds
+/// per gradient are each run's after its start-up. False when a twin run failed.
 [[nodiscard]] bool match_rates(const calibrate_args& a, const proto::RunReport& real,
                                const std::string& out, twin& t) {
   auto* cost = t.spec.mutable_cost();
-  for (int round = 0; round < 2; ++round) {
+  const double start = cost->start_seconds();
+  auto cycle = [start](const proto::RunReport& r, const proto::NodeReport& n) {
+    return (r.duration_seconds() - start) / static_cast<double>(n.gradients());
+  };
+  std::vector<tau_search> search(static_cast<std::size_t>(cost->tau_per_node_size()));
+  for (std::size_t k = 0; k < search.size(); ++k)
+    search[k].tau = cost->tau_per_node(static_cast<int>(k));
+  for (int round = 0; round < 4; ++round) {
     const auto rep = run_twin(a, t.spec, out);
     if (!rep) {
       t.why = "the twin's check run (" + out + ") failed";
@@ -218,17 +250,14 @@ std::optional<proto::RunReport> run_twin(const calibrate_args& a, const proto::E
     }
     for (const auto& n : real.per_node())
       for (const auto& m : rep->per_node())
-        if (m.node() == n.node() &&
-            n.node() < static_cast<std::uint32_t>(cost->tau_per_node_size()) && n.gradients() > 0 &&
+        if (m.node() == n.node() && n.node() < search.size() && n.gradients() > 0 &&
             m.gradients() > 0)
           cost->set_tau_per_node(static_cast<int>(n.node()),
-                                 cost->tau_per_node(static_cast<int>(n.node())) *
-                                   static_cast<double>(m.gradients()) /
-                                   static_cast<double>(n.gradients()));
+                                 search[n.node()].next(cycle(*rep, m), cycle(real, n)));
   }
   std::vector<double> taus(cost->tau_per_node().begin(), cost->tau_per_node().end());
   cost->set_tau_seconds(median(taus));
-  t.notes << "# cost.tau_per_node: scaled so that the twin computes each node's gradients of\n"
+  t.notes << "# cost.tau_per_node: searched so that the twin computes each node's gradients of\n"
           << "# the probe in its budget (the compute above leaves out messaging and waiting for\n"
           << "# a core):";
   for (double x : taus)
