@@ -83,9 +83,9 @@ BOOST_AUTO_TEST_CASE(a_windows_answers_wait_for_the_packets_departure) {
 
 BOOST_AUTO_TEST_CASE(a_checkpoint_drains_the_held_packets) {
   ck::remove_scratch files;
-  ck::expect_resume_equals_uninterrupted(
-    "quickstart.textproto", t::small_task({"cost.message_seconds=0.001"}), 0.2,
-    0.4, 0.6, "message_cost");
+  ck::expect_resume_equals_uninterrupted("quickstart.textproto",
+                                         t::small_task({"cost.message_seconds=0.001"}), 0.2, 0.4,
+                                         0.6, "message_cost");
 }
 
 BOOST_AUTO_TEST_CASE(the_spec_check_bounds_it) {
