@@ -70,6 +70,12 @@ def crossing(rep):
     return None
 
 
+def twin_figures(reps, start, budget):
+    """figures() of the twin's runs, with its calibrated cost.start_seconds
+    as the start-up (its first evaluations all see the initial gradients)."""
+    return [x[:3] + (start,) + x[4:] for x in (figures(r, budget) for r in reps)]
+
+
 def run_real(args, cluster, algorithm, seed):
     out = os.path.join(args.out, "%s_real_%d" % (algorithm, seed))
     cluster.run(spec(algorithm), sets_for(args, seed), out,
@@ -124,8 +130,7 @@ def main():
             c.stop()
         reps, start = run_twin(args, a)
         # The twin's start-up is its calibrated cost.start_seconds.
-        twin = [figures(r, args.time_limit) for r in reps]
-        twin = [x[:3] + (start,) + x[4:] for x in twin]
+        twin = twin_figures(reps, start, args.time_limit)
         rows.append((a, real, twin))
         print("%-9s real %s | twin %s" % (a, real, twin), file=sys.stderr, flush=True)
     table(rows)
@@ -158,9 +163,9 @@ def summarize(args):
         with open(os.path.join(args.out, "%s_twin.textproto" % a)) as f:
             m = re.search(r"^\s*start_seconds: ([0-9.e+-]+)", f.read(), re.M)
         start = float(m.group(1)) if m else 0.0
-        twin = [figures(report(os.path.join(args.out, "%s_twin_%d" % (a, s))), args.time_limit)
+        reps = [report(os.path.join(args.out, "%s_twin_%d" % (a, s)))
                 for s in range(1, args.seeds + 1)]
-        rows.append((a, real, [x[:3] + (start,) + x[4:] for x in twin]))
+        rows.append((a, real, twin_figures(reps, start, args.time_limit)))
     table(rows)
 
 

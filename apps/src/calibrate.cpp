@@ -12,7 +12,6 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <sstream>
 
@@ -69,51 +68,21 @@ struct twin {
   std::string why;
 };
 
-/// The process of each node in the probe: the spec's placement, else
-/// round-robin over the probe's processes (--local N, the hosts), else one.
-[[nodiscard]] std::vector<std::size_t> process_of(const calibrate_args& a,
-                                                  const proto::ExperimentSpec& s) {
-  const auto& placement = s.deploy().placement();
-  std::size_t processes = 1;
-  if (a.local > 0)
-    processes = a.local;
-  else if (!a.run.hosts.empty())
-    processes = a.run.hosts.size();
-  else if (s.deploy().hosts_size() > 0)
-    processes = static_cast<std::size_t>(s.deploy().hosts_size());
-  std::vector<std::size_t> out(s.nodes());
-  for (std::size_t i = 0; i < out.size(); ++i)
-    out[i] =
-      static_cast<int>(i) < placement.size() ? placement[static_cast<int>(i)] : i % processes;
-  return out;
-}
-
 /// cost.message_seconds from the probe: the senders' wall seconds coding a
 /// packet before it left (wire[].code_seconds over wire[].packets, the
 /// routes between processes). The twin holds a node's packets that long
 /// one after another; the rest of a message's cost (serializing, TCP, the
 /// receiver's decoding and answer) is in the measured round trip, hence in
 /// link.latency_seconds, and the CPU it takes from the gradients is in the
-/// matched tau. Each process's CPU is noted for the reader.
-[[nodiscard]] double message_cost(const proto::RunReport& r, const std::vector<std::size_t>& proc,
-                                  std::ostringstream& notes) {
-  std::map<std::size_t, double> cpu, gradient_cpu;
+/// matched tau.
+[[nodiscard]] double message_cost(const proto::RunReport& r, std::ostringstream& notes) {
   double coding = 0;
   std::uint64_t packets = 0;
-  for (const auto& n : r.per_node()) {
+  for (const auto& n : r.per_node())
     for (const auto& w : n.wire()) {
       coding += w.code_seconds();
       packets += w.packets();
     }
-    if (n.node() >= proc.size())
-      continue;
-    const auto p = proc[n.node()];
-    cpu[p] = std::max(cpu[p], n.process_cpu_seconds());  // the same process, seen by each node
-    gradient_cpu[p] += n.gradient_cpu_seconds();
-  }
-  for (const auto& [p, c] : cpu)
-    notes << "# process " << p << ": " << c << " CPU s, " << gradient_cpu[p]
-          << " in its workers' gradients\n";
   const double cost = packets ? coding / static_cast<double>(packets) : 0.0;
   notes << "# cost.message_seconds: " << coding << " s coding " << packets
         << " packets between processes before they left (" << cost * 1e6 << " us each)\n";
@@ -133,7 +102,8 @@ twin make_twin(const calibrate_args& a, const loaded_spec& original, const proto
       continue;
     tau[n.node()] = n.seconds_per_gradient();
     t.notes << "# node " << n.node() << ": " << n.gradients() << " gradients, "
-            << n.seconds_per_gradient() * 1e3 << " ms each\n";
+            << n.seconds_per_gradient() * 1e3 << " ms each (" << n.gradient_cpu_seconds()
+            << " CPU s of its process's " << n.process_cpu_seconds() << ")\n";
   }
   for (std::uint32_t i = 0; i < nodes; ++i)
     if (!(tau[i] > 0)) {
@@ -159,7 +129,7 @@ twin make_twin(const calibrate_args& a, const loaded_spec& original, const proto
     cost->add_tau_per_node(x);
   cost->set_tau_seconds(median(tau));
   cost->set_real_min_seconds(0);  // folded into tau
-  cost->set_message_seconds(message_cost(r, process_of(a, original.spec), t.notes));
+  cost->set_message_seconds(message_cost(r, t.notes));
   const double start = start_up(r);
   cost->set_start_seconds(start);
   t.notes << "# cost.start_seconds: the nodes began computing at ~" << start

@@ -42,8 +42,8 @@ public:
   /// evaluator uses to spot stragglers: seconds per gradient).
   [[nodiscard]] double busy_seconds() const noexcept { return busy_seconds_; }
   /// REAL clock: CPU seconds of this process since the unit was made, and
-  /// of the computing thread inside gradients (`atrain calibrate` takes the
-  /// rest, per packet sent, as the cost of messaging); 0 on the virtual clock.
+  /// of the computing thread inside gradients (the report: where a node's
+  /// CPU went); 0 on the virtual clock.
   [[nodiscard]] double process_cpu_seconds() const;
   [[nodiscard]] double gradient_cpu_seconds() const noexcept { return gradient_cpu_; }
   /// REAL clock: the gradients' wall seconds as measured (no real_min, no slowdown).
