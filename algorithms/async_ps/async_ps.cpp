@@ -48,6 +48,7 @@
 #include "algorithms/async_ps/async_ps.hpp"
 
 #include "atrain/actors/algorithm.hpp"
+#include "atrain/actors/blob_checks.hpp"
 #include "atrain/actors/exceptions.hpp"
 
 #include <algorithm>
@@ -69,7 +70,7 @@ namespace {
   if (p.kind != kind || p.f.size() != dim || !p.d.empty() || p.scalars.size() != 1)
     return false;
   const double v = p.scalars.front();
-  return std::isfinite(v) && v >= 0 && v == std::floor(v) && vec::all_finite(p.f.ptr(), dim);
+  return std::isfinite(v) && v >= 0 && v == std::floor(v) && all_finite(p.f);
 }
 
 /// Counts and traces a rejected packet.

@@ -4,6 +4,7 @@
 #include "algorithms/dasgd/dasgd.hpp"
 
 #include "atrain/actors/algorithm.hpp"
+#include "atrain/actors/blob_checks.hpp"
 #include "atrain/actors/exceptions.hpp"
 
 #include <algorithm>
@@ -117,7 +118,7 @@ void wake(dasgd_ptr self, run_context& ctx, std::uint32_t id) {
   if ((p.kind != dasgd_gradients && p.kind != dasgd_relayed) || p.from >= st.n ||
       (p.from == id && p.kind != dasgd_relayed) || p.f.size() != dim || !p.d.empty() ||
       p.scalars.empty() || p.scalars.size() > 2 || (p.scalars.size() == 2 && p.scalars[1] != 1) ||
-      !vec::all_finite(p.f.ptr(), dim))
+      !all_finite(p.f))
     return false;
   const double c = p.scalars[0];
   return c >= 1 && c <= max_packet_gradients && c == std::floor(c) &&

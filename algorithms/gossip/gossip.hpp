@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "atrain/actors/blob_checks.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
 #include "atrain/actors/link_codec.hpp"
@@ -48,7 +49,7 @@ struct node_base {
 [[nodiscard]] inline bool well_formed(const node_base& st, const packet& p, std::uint32_t kind) {
   const std::size_t dim = st.x.size();
   return p.kind == kind && neighbour_index(st, p.from).has_value() && p.f.size() == dim &&
-         p.d.empty() && p.scalars.empty() && vec::all_finite(p.f.ptr(), dim);
+         p.d.empty() && p.scalars.empty() && all_finite(p.f);
 }
 
 /// Counts and traces a rejected packet.

@@ -8,13 +8,14 @@
 
 #include "algorithms/gossip/gossip.hpp"
 #include "algorithms/loscar/loscar.hpp"
+#include "atrain/actors/blob_checks.hpp"
 
 namespace atrain::loscar_detail {
 
 /// True for a packet of stream `kind` carrying K finite floats and nothing else.
 [[nodiscard]] inline bool sparse_well_formed(const packet& p, std::uint32_t kind, std::size_t k) {
   return p.kind == kind && p.seq > 0 && p.f.size() == k && p.d.empty() && p.scalars.empty() &&
-         vec::all_finite(p.f.ptr(), k);
+         all_finite(p.f);
 }
 
 struct loscar_aggregator_state {

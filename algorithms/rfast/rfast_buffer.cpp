@@ -7,6 +7,7 @@
 
 #include "algorithms/rfast/rfast.hpp"
 #include "algorithms/rfast/rfast_internal.hpp"
+#include "atrain/actors/blob_checks.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/exceptions.hpp"
 #include "atrain/actors/link_codec.hpp"
@@ -157,7 +158,7 @@ void init_buffer(buffer_state& st, std::uint32_t id, const run_context& ctx, boo
   auto it = std::find(st.in_r.begin(), st.in_r.end(), p.from);
   const bool coded = !p.coded.empty();
   if (it == st.in_r.end() ||
-      (coded ? !st.decoder || !p.f.empty() : p.f.size() != dim || !vec::all_finite(p.f.ptr(), dim)))
+      (coded ? !st.decoder || !p.f.empty() : p.f.size() != dim || !all_finite(p.f)))
     return false;
   auto k = static_cast<std::size_t>(it - st.in_r.begin());
   if (!coded) {
@@ -194,7 +195,7 @@ void init_buffer(buffer_state& st, std::uint32_t id, const run_context& ctx, boo
 [[nodiscard]] bool take_mass(buffer_state& st, const packet& p, std::size_t dim) {
   const bool coded = !p.coded.empty();
   if (p.scalars.size() != 1 || !std::isfinite(p.scalars[0]) ||
-      (coded ? !st.decoder || !p.d.empty() : p.d.size() != dim || !vec::all_finite(p.d.ptr(), dim)))
+      (coded ? !st.decoder || !p.d.empty() : p.d.size() != dim || !all_finite(p.d)))
     return false;
   bool known = false;
   for (const auto& nb : st.tracker->in_c())

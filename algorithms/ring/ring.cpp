@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "atrain.pb.h"
+#include "atrain/actors/blob_checks.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 #include "atrain/messages/spec_checker.hpp"
 
@@ -165,7 +166,7 @@ ring_allreduce::verdict ring_allreduce::offer(std::uint64_t round, std::uint32_t
       return verdict::invalid;
     chunk = float_blob{std::move(values)};
   }
-  if (chunk.size() != e - b || !vec::all_finite(chunk.ptr(), chunk.size()))
+  if (chunk.size() != e - b || !all_finite(chunk))
     return verdict::invalid;
   if (round < round_ || (round == round_ && active_ && step < next_) ||
       stash_.count({round, step}) > 0)

@@ -5,6 +5,10 @@
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 
+#include <limits>
+
+#include "atrain/actors/blob_checks.hpp"
+#include "atrain/messages/blob_pool.hpp"
 #include "atrain/messages/wire.hpp"
 
 namespace {
@@ -186,6 +190,46 @@ BOOST_AUTO_TEST_CASE(hostile_blob_length_is_refused) {
   caf::binary_deserializer source{sys, forged};
   BOOST_TEST(static_cast<bool>(source(out)));
   BOOST_TEST(out.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_blobs_finiteness_is_checked_once_for_all_its_copies) {
+  int checks = 0;
+  const auto count = [&checks](const double* x, std::size_t n) {
+    ++checks;
+    return atrain::all_finite(atrain::double_blob{std::vector<double>(x, x + n)});
+  };
+  atrain::double_blob good{std::vector<double>{1, -2, 3e300}};
+  const auto copy = good;
+  BOOST_TEST(good.all_finite(count));
+  BOOST_TEST(copy.all_finite(count));
+  BOOST_TEST(checks == 1);
+  atrain::double_blob bad{std::vector<double>{1, std::numeric_limits<double>::infinity()}};
+  const auto bad_copy = bad;
+  BOOST_TEST(!bad.all_finite(count));
+  BOOST_TEST(!bad_copy.all_finite(count));
+  BOOST_TEST(checks == 2);
+  // A pooled buffer published again is a new blob: its values are asked anew.
+  atrain::blob_pool<double> pool;
+  auto buf = pool.take(2);
+  (*buf)[0] = 1;
+  (*buf)[1] = 2;
+  BOOST_TEST(pool.publish(std::move(buf)).all_finite(count));
+  auto again = pool.take(2);
+  (*again)[0] = std::numeric_limits<double>::quiet_NaN();
+  (*again)[1] = 0;
+  BOOST_TEST(!pool.publish(std::move(again)).all_finite(count));
+  BOOST_TEST(checks == 4);
+  // A blob put together by hand has no record: it is checked every time.
+  atrain::double_blob bare;
+  bare.data = good.data;
+  BOOST_TEST(bare.all_finite(count));
+  BOOST_TEST(bare.all_finite(count));
+  BOOST_TEST(checks == 6);
+  // Deserialized blobs carry a fresh record.
+  const auto received = round_trip(bad);
+  BOOST_TEST(!atrain::all_finite(received));
+  BOOST_TEST(!received.all_finite(count));
+  BOOST_TEST(checks == 6);  // the record answered
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -43,6 +43,7 @@ public:
   [[nodiscard]] blob<T> publish(buffer v) {
     blob<T> b;
     b.data = std::move(v);
+    b.known = std::make_shared<std::atomic<finiteness>>(finiteness::unknown);
     kept_.push_back(b.data);
     if (kept_.size() > depth)
       kept_.erase(kept_.begin());  // the oldest: most likely still held somewhere

@@ -8,6 +8,7 @@
 /// actors of one process, and serialized as one raw memcpy-able block across
 /// machines (CAF 0.17's per-float path runs at ~80 MB/s, the blob at ~1 GB/s;
 /// notes/caf-0.17-oneDNN.md §3-4). Host byte order: homogeneous x86 clusters.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -49,14 +50,36 @@ using relay_atom = caf::atom_constant<caf::atom("relay")>;
 using spawn_atom = caf::atom_constant<caf::atom("spawn")>;
 using epoch_atom = caf::atom_constant<caf::atom("epoch")>;
 
+/// What is known of whether a blob's values are all finite.
+enum class finiteness : std::int8_t { unknown, finite, not_finite };
+
 /// Immutable shared vector that serializes as one raw block.
 template <class T>
 struct blob {
   static_assert(std::is_arithmetic<T>::value, "blob holds plain numbers");
   std::shared_ptr<const std::vector<T>> data;
+  /// Shared by the blob's copies, so that a blob sent to several receivers in
+  /// one process is checked once (see all_finite); none: checked every time.
+  std::shared_ptr<std::atomic<finiteness>> known;
 
   blob() = default;
-  explicit blob(std::vector<T> v) : data(std::make_shared<const std::vector<T>>(std::move(v))) {}
+  explicit blob(std::vector<T> v)
+    : data(std::make_shared<const std::vector<T>>(std::move(v))),
+      known(std::make_shared<std::atomic<finiteness>>(finiteness::unknown)) {}
+
+  /// check(ptr(), size()) the first time any copy asks, the remembered answer
+  /// after that. The values never change, so racing checkers agree.
+  template <class Check>
+  [[nodiscard]] bool all_finite(Check&& check) const {
+    if (!known)
+      return check(ptr(), size());
+    const auto k = known->load(std::memory_order_relaxed);
+    if (k != finiteness::unknown)
+      return k == finiteness::finite;
+    const bool ok = check(ptr(), size());
+    known->store(ok ? finiteness::finite : finiteness::not_finite, std::memory_order_relaxed);
+    return ok;
+  }
 
   [[nodiscard]] std::size_t size() const noexcept { return data ? data->size() : 0; }
   [[nodiscard]] bool empty() const noexcept { return size() == 0; }
