@@ -155,8 +155,8 @@ double bare_rfast(const atrain::run_plan& p, double seconds) {
         w.push_back(topo.r(i, in[k]));
       }
       auto v = nd.v_pool.take(d);
-      atrain::vec::descend_weighted_sum(nd.x.data(), nd.dir.data(), static_cast<float>(gamma),
-                                        v->data(), parts, w, d);
+      (void)atrain::vec::descend_weighted_sum(nd.x.data(), nd.dir.data(), static_cast<float>(gamma),
+                                              v->data(), parts, w, d);
       const auto vb = nd.v_pool.publish(std::move(v));
       for (auto j : topo.g_r.out(i)) {
         const auto& in_j = topo.g_r.in(j);

@@ -173,9 +173,11 @@ void descend_and_pull(worker_ptr self, std::uint32_t id, run_context& ctx, const
   std::vector<float> own;
   const double kept = plan_pull(st, v_hat, ages, r, own);
   auto v = st.v_pool.take(dim);
+  auto known = finiteness::unknown;  // what the receivers would find (blob::all_finite)
   if (kept > 0) {
-    vec::descend_weighted_sum(st.x.data(), d.ptr(), step, v->data(), st.pull_parts, st.pull_weights,
-                              dim);
+    const bool finite = vec::descend_weighted_sum(st.x.data(), d.ptr(), step, v->data(),
+                                                  st.pull_parts, st.pull_weights, dim);
+    known = finite ? finiteness::finite : finiteness::not_finite;
   } else {  // a tree child cut off from its parent keeps its model
     *v = st.x;
     vec::axpy(-step, d.ptr(), v->data(), dim);  // x + (-step d): x - step d's bits
@@ -185,7 +187,7 @@ void descend_and_pull(worker_ptr self, std::uint32_t id, run_context& ctx, const
   p.from = id;
   p.kind = rfast_model;
   p.seq = ++st.seq;
-  p.f = st.v_pool.publish(std::move(v));
+  p.f = st.v_pool.publish(std::move(v), known);
   p.epoch = st.epoch;
   st.out_r.broadcast(self, ctx, p);
 }

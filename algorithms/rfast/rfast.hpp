@@ -119,7 +119,7 @@ private:
   /// correct_push_direction() and, with news_, absorb()'s pass over z.
   double_blob push_pass(const float* g, float* d);
   /// push()'s bookkeeping once `next` holds the new rho.
-  double_blob finish_push(blob_pool<double>::buffer next);
+  double_blob finish_push(blob_pool<double>::buffer next, finiteness known);
   [[nodiscard]] double direction_scale(double phi) const;
   /// absorb()'s in-neighbours with news, into news_ (z untouched); then,
   /// once z has them, their phi and rho~ bookkeeping.

@@ -60,11 +60,11 @@ double_blob rfast_tracker::push() {
     out[k] = old[k] + z_[k];
     z_[k] *= c_self_;
   }
-  return finish_push(std::move(next));
+  return finish_push(std::move(next), finiteness::unknown);
 }
 
-double_blob rfast_tracker::finish_push(blob_pool<double>::buffer next) {
-  rho_ = rho_pool_.publish(std::move(next));
+double_blob rfast_tracker::finish_push(blob_pool<double>::buffer next, finiteness known) {
+  rho_ = rho_pool_.publish(std::move(next), known);
   sigma_ += phi_;
   phi_ *= c_self_;
   ++pushes_;
@@ -99,9 +99,9 @@ double_blob rfast_tracker::wake(const float* g, float* d) {
 double_blob rfast_tracker::push_pass(const float* g, float* d) {
   auto next = rho_pool_.take(dim_);
   const double scale = direction_scale(phi_ * c_self_);  // phi after the push
-  vec::track_wake({g, z_.data(), g_prev_.data(), rho_.ptr(), next->data(), d, c_self_, scale},
-                  news_, dim_);
-  return finish_push(std::move(next));
+  const bool finite = vec::track_wake(
+    {g, z_.data(), g_prev_.data(), rho_.ptr(), next->data(), d, c_self_, scale}, news_, dim_);
+  return finish_push(std::move(next), finite ? finiteness::finite : finiteness::not_finite);
 }
 
 void rfast_tracker::absorb() {

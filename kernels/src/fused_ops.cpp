@@ -11,6 +11,8 @@
 
 #include <array>
 #include <cassert>
+#include <cstdint>
+#include <cstring>
 #include <utility>
 
 namespace atrain::vec {
@@ -32,22 +34,40 @@ ATRAIN_INLINE inline void with_count(std::size_t k, F&& f) {
   with_count(k, f, std::make_index_sequence<max_fused + 1>{});
 }
 
+/// Inf and NaN have every exponent bit set: or-ing that test over a pass
+/// vectorises (as all_finite's does) and costs nothing in a memory-bound loop.
+ATRAIN_INLINE inline std::uint32_t non_finite(float x) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+}
+
+ATRAIN_INLINE inline std::uint64_t non_finite(double x) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  constexpr std::uint64_t exp_mask = 0x7ff0000000000000ull;
+  return static_cast<std::uint64_t>((bits & exp_mask) == exp_mask);
+}
+
 template <std::size_t K>
-ATRAIN_INLINE inline void descend_pass(float* __restrict x, const float* __restrict d, float step,
+ATRAIN_INLINE inline bool descend_pass(float* __restrict x, const float* __restrict d, float step,
                                        float* __restrict v, const float* const* others,
                                        const double* w, std::size_t n) {
   std::array<const float*, K> o;
   for (std::size_t k = 0; k < K; ++k)
     o[k] = others[k];
+  std::uint32_t bad = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const float vi = x[i] - step * d[i];
     v[i] = vi;
+    bad |= non_finite(vi);
     double acc = 0.0;  // (weighted_sum's start: 0 + -0.0 is +0.0)
     acc += w[0] * static_cast<double>(vi);
     for (std::size_t k = 0; k < K; ++k)
       acc += w[k + 1] * static_cast<double>(o[k][i]);
     x[i] = static_cast<float>(acc);
   }
+  return bad == 0;
 }
 
 /// z += c (hat - used) for news[0, K), in turn, onto zk (coordinate i).
@@ -68,7 +88,7 @@ ATRAIN_INLINE inline std::array<tracking_news, K> first_news(const tracking_news
 }
 
 template <std::size_t K>
-ATRAIN_INLINE inline void wake_pass(const tracking_wake& w, const tracking_news* news,
+ATRAIN_INLINE inline bool wake_pass(const tracking_wake& w, const tracking_news* news,
                                     std::size_t n) {
   const auto nb = first_news<K>(news);
   const double c_self = w.c_self, scale = w.scale;
@@ -78,15 +98,19 @@ ATRAIN_INLINE inline void wake_pass(const tracking_wake& w, const tracking_news*
   const double* __restrict rho_old = w.rho_old;
   double* __restrict rho_new = w.rho_new;
   float* __restrict d = w.d;
+  std::uint64_t bad = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double gk = g[i];
     double zk = z[i] + (gk - g_prev[i]);
     g_prev[i] = gk;
-    rho_new[i] = rho_old[i] + zk;
+    const double r = rho_old[i] + zk;
+    rho_new[i] = r;
+    bad |= non_finite(r);
     zk *= c_self;
     d[i] = static_cast<float>(zk * scale);
     z[i] = add_news(zk, nb, i);
   }
+  return bad == 0;
 }
 
 template <std::size_t K>
@@ -108,28 +132,35 @@ ATRAIN_INLINE inline void news_passes(double* z, const std::vector<tracking_news
 
 }  // namespace
 
-ATRAIN_CLONES void descend_weighted_sum(float* x, const float* d, float step, float* v,
+ATRAIN_CLONES bool descend_weighted_sum(float* x, const float* d, float step, float* v,
                                         const std::vector<const float*>& others,
                                         const std::vector<double>& w, std::size_t n) {
   assert(others.size() + 1 == w.size());
+  bool finite = true;
   if (others.size() <= max_fused) {
     with_count(others.size(), [&](auto c) ATRAIN_INLINE {
-      descend_pass<c.value>(x, d, step, v, others.data(), w.data(), n);
+      finite = descend_pass<c.value>(x, d, step, v, others.data(), w.data(), n);
     });
-    return;
+    return finite;
   }
-  for (std::size_t i = 0; i < n; ++i)
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
     v[i] = x[i] - step * d[i];
+    bad |= non_finite(v[i]);
+  }
   std::vector<const float*> parts{v};
   parts.insert(parts.end(), others.begin(), others.end());
   weighted_sum(parts, w, x, n);
+  return bad == 0;
 }
 
-ATRAIN_CLONES void track_wake(const tracking_wake& w, const std::vector<tracking_news>& news,
+ATRAIN_CLONES bool track_wake(const tracking_wake& w, const std::vector<tracking_news>& news,
                               std::size_t n) {
   const std::size_t first = std::min(max_fused, news.size());
-  with_count(first, [&](auto c) ATRAIN_INLINE { wake_pass<c.value>(w, news.data(), n); });
+  bool finite = true;
+  with_count(first, [&](auto c) ATRAIN_INLINE { finite = wake_pass<c.value>(w, news.data(), n); });
   news_passes(w.z, news, first, n);
+  return finite;
 }
 
 ATRAIN_CLONES void absorb_news(double* z, const std::vector<tracking_news>& news, std::size_t n) {

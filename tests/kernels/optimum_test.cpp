@@ -66,8 +66,8 @@ BOOST_AUTO_TEST_CASE(lbfgs_finds_newtons_minimizer_of_the_logistic_objective) {
   auto lr = make_logistic_regression(d.dim, l2);
   const auto got = minimize_full_loss(*lr, d, std::vector<float>(lr->num_params(), 0.0f));
   const auto want = newton(d, l2);
-  BOOST_TEST_MESSAGE("L-BFGS: " << got.iterations << " iterations, |grad F| "
-                                << got.gradient_norm << ", F " << got.loss);
+  BOOST_TEST_MESSAGE("L-BFGS: " << got.iterations << " iterations, |grad F| " << got.gradient_norm
+                                << ", F " << got.loss);
   BOOST_TEST(got.converged);
   BOOST_TEST(got.gradient_norm <= 1e-5);
   double dist = 0;
@@ -107,8 +107,7 @@ BOOST_AUTO_TEST_CASE(refuses_an_empty_dataset_and_a_wrong_start) {
   BOOST_CHECK_THROW((void)minimize_full_loss(*lr, empty, std::vector<float>(4)),
                     std::invalid_argument);
   const dataset d = noisy_classes(10, 3, 1);
-  BOOST_CHECK_THROW((void)minimize_full_loss(*lr, d, std::vector<float>(3)),
-                    std::invalid_argument);
+  BOOST_CHECK_THROW((void)minimize_full_loss(*lr, d, std::vector<float>(3)), std::invalid_argument);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -10,6 +10,7 @@
 
 #include "atrain/kernels/rng.hpp"
 #include "atrain/kernels/vector_ops.hpp"
+#include "random_vectors.hpp"
 
 using namespace atrain;
 namespace tt = boost::test_tools;
@@ -18,21 +19,8 @@ namespace {
 
 const std::size_t sizes[] = {0, 1, 7, 16, 33, 1000, 2500};
 
-std::vector<float> randf(std::size_t n, std::uint64_t seed) {
-  rng g(seed);
-  std::vector<float> v(n);
-  for (auto& x : v)
-    x = static_cast<float>(g.uniform(-2, 2));
-  return v;
-}
-
-std::vector<double> randd(std::size_t n, std::uint64_t seed) {
-  rng g(seed);
-  std::vector<double> v(n);
-  for (auto& x : v)
-    x = g.uniform(-2, 2);
-  return v;
-}
+using test::randd;
+using test::randf;
 
 /// Equal up to rounding (the library may fuse multiply-adds, the loop may not).
 template <class T>

@@ -10,10 +10,11 @@ namespace atrain::vec {
 
 /// v = x - step d (in float), then x = w[0] v + sum_k w[k+1] others[k] as
 /// weighted_sum would (accumulated in double, in that order). v and the
-/// others must not overlap x.
-void descend_weighted_sum(float* x, const float* d, float step, float* v,
-                          const std::vector<const float*>& others, const std::vector<double>& w,
-                          std::size_t n);
+/// others must not overlap x. Returns whether every v is finite (all_finite
+/// in the same pass: the v are sent, and their receivers would ask).
+[[nodiscard]] bool descend_weighted_sum(float* x, const float* d, float step, float* v,
+                                        const std::vector<const float*>& others,
+                                        const std::vector<double>& w, std::size_t n);
 
 /// Gradient tracking (R-FAST's tracker): an in-neighbour's news, z += c (hat - used).
 struct tracking_news {
@@ -36,8 +37,9 @@ struct tracking_wake {
 
 /// Per coordinate, in this order: z += g - g_prev; g_prev = g; rho_new =
 /// rho_old + z; z *= c_self; d = float(z * scale); then z += c (hat - used)
-/// for each news in turn.
-void track_wake(const tracking_wake& w, const std::vector<tracking_news>& news, std::size_t n);
+/// for each news in turn. Returns whether every rho_new is finite.
+[[nodiscard]] bool track_wake(const tracking_wake& w, const std::vector<tracking_news>& news,
+                              std::size_t n);
 /// z += c (hat - used) for each news in turn, per coordinate.
 void absorb_news(double* z, const std::vector<tracking_news>& news, std::size_t n);
 

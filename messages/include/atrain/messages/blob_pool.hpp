@@ -40,10 +40,12 @@ public:
   }
 
   /// Publishes `v` as an immutable blob; its buffer is kept for a later take().
-  [[nodiscard]] blob<T> publish(buffer v) {
+  /// `known`: whether its values are all finite, if the publisher found out
+  /// while writing them (receivers then skip the check).
+  [[nodiscard]] blob<T> publish(buffer v, finiteness known = finiteness::unknown) {
     blob<T> b;
     b.data = std::move(v);
-    b.known = std::make_shared<std::atomic<finiteness>>(finiteness::unknown);
+    b.known = std::make_shared<std::atomic<finiteness>>(known);
     kept_.push_back(b.data);
     if (kept_.size() > depth)
       kept_.erase(kept_.begin());  // the oldest: most likely still held somewhere
