@@ -1,6 +1,7 @@
 #include "atrain/actors/compute.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <omp.h>
 #include <time.h>
@@ -65,11 +66,25 @@ void single_threaded_kernels() {
     omp_set_num_threads(1);
 }
 
+void compute_unit::count_cpu(bool timed, double cpu, double wall) {
+  if (!timed) {
+    untimed_wall_ += wall;
+    return;
+  }
+  gradient_cpu_ += cpu + cpu_per_wall_ * untimed_wall_;
+  untimed_wall_ = 0;
+  cpu_per_wall_ = wall > 0 ? cpu / wall : 1.0;
+  const double every = std::ceil(cpu_sample_seconds / std::max(wall, 1e-9));
+  cpu_every_ = static_cast<std::uint32_t>(std::clamp(every, 1.0, 1024.0));
+  cpu_countdown_ = cpu_every_ - 1;
+}
+
 double compute_unit::gradient(caf::local_actor* self, const float* x, std::vector<float>& g) {
   single_threaded_kernels();
   g.resize(dim_);
   const auto before = self->clock().now();
-  const double cpu_before = virtual_clock_ ? 0.0 : cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
+  const bool time_cpu = !virtual_clock_ && cpu_countdown_-- == 0;
+  const double cpu_before = time_cpu ? cpu_seconds(CLOCK_THREAD_CPUTIME_ID) : 0.0;
   const double t = ctx_->seconds(self);
   const auto& faults = ctx_->plan->faults;
   last_loss_ = model_->loss_and_gradient(sampler_.next(), x, g.data());
@@ -91,8 +106,9 @@ double compute_unit::gradient(caf::local_actor* self, const float* x, std::vecto
     // cost.start_seconds: a gradient begun during the start-up counts from its end.
     return t < start_ ? wait + (start_ - t) : wait;
   }
-  gradient_cpu_ += cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu_before;
+  const double cpu_after = time_cpu ? cpu_seconds(CLOCK_THREAD_CPUTIME_ID) : 0.0;
   const double measured = std::chrono::duration<double>(self->clock().now() - before).count();
+  count_cpu(time_cpu, cpu_after - cpu_before, measured);
   gradient_wall_ += measured;
   // cost.real_min_seconds, scaled by the MEASURED straggles; a NOMINAL_TAU
   // straggle is a floor of its own that does not depend on this machine.

@@ -45,7 +45,9 @@ public:
   /// of the computing thread inside gradients (the report: where a node's
   /// CPU went); 0 on the virtual clock.
   [[nodiscard]] double process_cpu_seconds() const;
-  [[nodiscard]] double gradient_cpu_seconds() const noexcept { return gradient_cpu_; }
+  [[nodiscard]] double gradient_cpu_seconds() const noexcept {
+    return gradient_cpu_ + cpu_per_wall_ * untimed_wall_;
+  }
   /// REAL clock: the gradients' wall seconds as measured (no real_min, no slowdown).
   [[nodiscard]] double gradient_wall_seconds() const noexcept { return gradient_wall_; }
 
@@ -58,6 +60,8 @@ public:
 
 private:
   compute_unit(const run_context& ctx, const run_plan& plan, std::uint32_t node);
+  /// A REAL-clock gradient's CPU seconds (when `timed`) and wall seconds.
+  void count_cpu(bool timed, double cpu, double wall);
 
   const run_context* ctx_;
   std::uint32_t node_;
@@ -78,6 +82,15 @@ private:
   double process_cpu_at_start_ = 0;
   double gradient_cpu_ = 0;
   double gradient_wall_ = 0;
+  // A thread's CPU clock is a system call (~1 us for the pair, 7 % of a
+  // 3.6 us logistic gradient): gradients shorter than cpu_sample_seconds are
+  // timed one in cpu_every_; the others count their wall seconds at the CPU
+  // share of the last timed one.
+  static constexpr double cpu_sample_seconds = 2e-4;
+  std::uint32_t cpu_every_ = 1;
+  std::uint32_t cpu_countdown_ = 0;
+  double cpu_per_wall_ = 1;
+  double untimed_wall_ = 0;
   std::uint64_t gradients_ = 0;
   double last_loss_ = 0;
 };
