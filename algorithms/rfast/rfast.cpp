@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "algorithms/rfast/rfast_epoch.hpp"
 #include "algorithms/rfast/rfast_internal.hpp"
@@ -327,6 +328,13 @@ std::string rfast_check_node(const proto::NodeState& node, std::uint32_t i, cons
       static_cast<std::size_t>(s.g_prev_size()) != dim ||
       static_cast<std::size_t>(s.rho_size()) != dim)
     return "tracker state does not have the model's dimension " + std::to_string(dim);
+  // g_prev is kept in float (it is the last gradient): anything else would be
+  // rounded on restore instead of refused.
+  for (int k = 0; k < s.g_prev_size(); ++k)
+    if (const double v = s.g_prev(k); !(std::abs(v) <= std::numeric_limits<float>::max()) ||
+                                      static_cast<double>(static_cast<float>(v)) != v)
+      return "g_prev[" + std::to_string(k) + "] = " + std::to_string(s.g_prev(k)) +
+             " is not a gradient value (float)";
   if (static_cast<std::size_t>(s.mass_in_size()) != in_c.size() ||
       static_cast<std::size_t>(s.model_in_size()) != in_r.size())
     return "in-neighbour state does not match the topology";

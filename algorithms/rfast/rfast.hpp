@@ -52,8 +52,8 @@ using rfast_worker_actor = node_actor::extend<
   // Its own gradient's wake.
   caf::reacts_to<wake_atom, float_blob>>;
 
-/// The durable state of node i: z, g_prev, rho, rho~ per in-neighbour (float64),
-/// the optional push-sum weight phi with sigma and sigma~.
+/// The durable state of node i: z, rho, rho~ per in-neighbour (float64), g_prev
+/// (the last gradient, a float), the optional push-sum weight phi with sigma and sigma~.
 class rfast_tracker {
 public:
   struct in_neighbour {
@@ -99,7 +99,7 @@ public:
 
   [[nodiscard]] std::uint32_t node() const noexcept { return node_; }
   [[nodiscard]] const std::vector<double>& z() const noexcept { return z_; }
-  [[nodiscard]] const std::vector<double>& g_prev() const noexcept { return g_prev_; }
+  [[nodiscard]] const std::vector<float>& g_prev() const noexcept { return g_prev_; }
   [[nodiscard]] const double_blob& rho_sent() const noexcept { return rho_; }
   [[nodiscard]] double phi() const noexcept { return phi_; }
   [[nodiscard]] double sigma_sent() const noexcept { return sigma_sent_; }
@@ -132,7 +132,7 @@ private:
   bool phi_variant_;
   double phi_min_;
   std::vector<double> z_;
-  std::vector<double> g_prev_;
+  std::vector<float> g_prev_;   // only ever a gradient: float holds it exactly
   double_blob rho_;             // running sum; each push makes a new immutable blob (= latest sent)
   blob_pool<double> rho_pool_;  // earlier sums no receiver holds any more
   double phi_ = 1;

@@ -14,7 +14,7 @@ namespace atrain {
 rfast_tracker::rfast_tracker(std::uint32_t node, std::size_t dim, double c_self,
                              std::vector<in_neighbour> in_c, bool phi_variant, double phi_min)
   : node_(node), dim_(dim), c_self_(c_self), phi_variant_(phi_variant), phi_min_(phi_min),
-    z_(dim, 0.0), g_prev_(dim, 0.0) {
+    z_(dim, 0.0), g_prev_(dim, 0.0f) {
   reset_epoch(0, c_self, std::move(in_c));
 }
 
@@ -22,7 +22,7 @@ void rfast_tracker::reset_epoch(std::uint32_t epoch, double c_self,
                                 std::vector<in_neighbour> in_c) {
   epoch_ = epoch;
   c_self_ = c_self;
-  z_ = g_prev_;
+  z_.assign(g_prev_.begin(), g_prev_.end());
   rho_ = double_blob{std::vector<double>(dim_, 0.0)};
   phi_ = 1;
   sigma_ = 0;
@@ -38,15 +38,14 @@ void rfast_tracker::reset_epoch(std::uint32_t epoch, double c_self,
 }
 
 void rfast_tracker::init(const float* g0) {
-  vec::copy(g0, g_prev_.data(), dim_);
-  z_ = g_prev_;
+  g_prev_.assign(g0, g0 + dim_);
+  z_.assign(g_prev_.begin(), g_prev_.end());
 }
 
 void rfast_tracker::correct(const float* g) {
   for (std::size_t k = 0; k < dim_; ++k) {
-    const double gk = g[k];
-    z_[k] += gk - g_prev_[k];
-    g_prev_[k] = gk;
+    z_[k] += static_cast<double>(g[k]) - static_cast<double>(g_prev_[k]);
+    g_prev_[k] = g[k];
   }
 }
 
@@ -148,7 +147,7 @@ mass_account rfast_tracker::account() const {
   mass_account acc;
   acc.node = node_;
   acc.z = double_blob{z_};
-  acc.g_prev = double_blob{g_prev_};
+  acc.g_prev = double_blob{{g_prev_.begin(), g_prev_.end()}};
   acc.rho_sent = rho_;
   acc.phi = phi_;
   acc.sigma_sent = sigma_sent_;

@@ -94,15 +94,15 @@ ATRAIN_INLINE inline bool wake_pass(const tracking_wake& w, const tracking_news*
   const double c_self = w.c_self, scale = w.scale;
   const float* __restrict g = w.g;
   double* __restrict z = w.z;
-  double* __restrict g_prev = w.g_prev;
+  float* __restrict g_prev = w.g_prev;
   const double* __restrict rho_old = w.rho_old;
   double* __restrict rho_new = w.rho_new;
   float* __restrict d = w.d;
   std::uint64_t bad = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double gk = g[i];
-    double zk = z[i] + (gk - g_prev[i]);
-    g_prev[i] = gk;
+    double zk = z[i] + (gk - static_cast<double>(g_prev[i]));
+    g_prev[i] = g[i];
     const double r = rho_old[i] + zk;
     rho_new[i] = r;
     bad |= non_finite(r);

@@ -34,7 +34,8 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 /// One tracker wake's inputs, and the wake done step by step.
 struct wake_case {
   std::vector<float> g = randf(1);
-  std::vector<double> z = randd(2), g_prev = randd(3), rho_old = randd(4);
+  std::vector<double> z = randd(2), rho_old = randd(4);
+  std::vector<float> g_prev = randf(3);
   std::vector<std::vector<double>> hat, used;
   std::vector<double> c;
   double c_self = 0.3, scale = 1.7;
@@ -47,7 +48,7 @@ struct wake_case {
     }
   }
 
-  void start(std::vector<double>& z_out, std::vector<double>& g_prev_out,
+  void start(std::vector<double>& z_out, std::vector<float>& g_prev_out,
              std::vector<double>& rho_new, std::vector<float>& d) const {
     z_out = z;
     g_prev_out = g_prev;
@@ -56,7 +57,7 @@ struct wake_case {
   }
 
   /// z, g_prev, rho_new, d after the fused pass; returns its answer.
-  bool fused(std::vector<double>& z_out, std::vector<double>& g_prev_out,
+  bool fused(std::vector<double>& z_out, std::vector<float>& g_prev_out,
              std::vector<double>& rho_new, std::vector<float>& d) const {
     start(z_out, g_prev_out, rho_new, d);
     std::vector<vec::tracking_news> news;
@@ -69,13 +70,13 @@ struct wake_case {
 
   /// The documented order, one step after the other; volatile keeps every
   /// product rounded on its own (no fused multiply-add).
-  void stepwise(std::vector<double>& z_out, std::vector<double>& g_prev_out,
+  void stepwise(std::vector<double>& z_out, std::vector<float>& g_prev_out,
                 std::vector<double>& rho_new, std::vector<float>& d) const {
     start(z_out, g_prev_out, rho_new, d);
     for (std::size_t i = 0; i < n; ++i) {
       const double gi = g[i];
-      z_out[i] += gi - g_prev_out[i];
-      g_prev_out[i] = gi;
+      z_out[i] += gi - static_cast<double>(g_prev_out[i]);
+      g_prev_out[i] = g[i];
       rho_new[i] = rho_old[i] + z_out[i];
       z_out[i] *= c_self;
       volatile double scaled = z_out[i] * scale;
@@ -97,7 +98,8 @@ BOOST_AUTO_TEST_CASE(track_wake_is_the_steps_in_order_bit_for_bit) {
   for (auto k : in_counts) {
     BOOST_TEST_CONTEXT("in-neighbours " << k) {
       const wake_case w(k);
-      std::vector<double> z1, gp1, r1, z2, gp2, r2;
+      std::vector<double> z1, r1, z2, r2;
+      std::vector<float> gp1, gp2;
       std::vector<float> d1, d2;
       BOOST_TEST(w.fused(z1, gp1, r1, d1));
       w.stepwise(z2, gp2, r2, d2);
@@ -113,7 +115,8 @@ BOOST_AUTO_TEST_CASE(track_wake_reports_a_running_sum_that_is_not_finite) {
   const double inf = std::numeric_limits<double>::infinity();
   for (auto k : in_counts) {
     BOOST_TEST_CONTEXT("in-neighbours " << k) {
-      std::vector<double> z, gp, r;
+      std::vector<double> z, r;
+      std::vector<float> gp;
       std::vector<float> d;
       wake_case overflow(k);  // finite inputs whose sum leaves double's range
       overflow.rho_old[n - 1] = std::numeric_limits<double>::max();

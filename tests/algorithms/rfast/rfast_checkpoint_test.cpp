@@ -13,6 +13,7 @@
 #include <set>
 
 #include "algorithms/rfast/rfast.hpp"
+#include "atrain/actors/algorithm.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "checkpoint_fixtures.hpp"
 #include "fixtures.hpp"
@@ -50,11 +51,11 @@ BOOST_AUTO_TEST_CASE(coded_rfast_resumed_run_ends_exactly_like_the_uninterrupted
      "link.codec={kind: INT8 error_feedback: true resync_every: 5}"},
     1.0, 2.0, 2.6, "rfast_coded");
   // Top-k: the models as replicas, whose copies are saved at both ends.
-  expect_resume_equals_uninterrupted(
-    "quickstart.textproto",
-    {"dataset.max_train_samples=8000", "link.loss=0.1", "link.reorder=0.1",
-     "link.reorder_delay_seconds=0.003", "link.codec={kind: TOPK topk_fraction: 0.2}"},
-    1.0, 2.0, 2.6, "rfast_topk");
+  expect_resume_equals_uninterrupted("quickstart.textproto",
+                                     {"dataset.max_train_samples=8000", "link.loss=0.1",
+                                      "link.reorder=0.1", "link.reorder_delay_seconds=0.003",
+                                      "link.codec={kind: TOPK topk_fraction: 0.2}"},
+                                     1.0, 2.0, 2.6, "rfast_topk");
 }
 
 BOOST_AUTO_TEST_CASE(the_barrier_conserves_rfast_tracker_mass) {
@@ -108,6 +109,18 @@ BOOST_AUTO_TEST_CASE(the_barrier_conserves_rfast_tracker_mass) {
     scale = std::max(scale, std::abs(rhs[k]));
   }
   BOOST_TEST(err / scale < 1e-12);
+
+  // g_prev is the last gradient, kept in float: a checkpoint whose g_prev a
+  // float cannot hold is refused, not rounded on restore.
+  auto node = ck->nodes(0);
+  const auto check = plan->algorithm().check_node;
+  BOOST_REQUIRE(check != nullptr);
+  BOOST_TEST(check(node, 0, *plan).empty());
+  node.mutable_rfast()->set_g_prev(1, 0.1);
+  const auto why = check(node, 0, *plan);
+  BOOST_TEST(why.find("g_prev[1]") != std::string::npos, why);
+  node.mutable_rfast()->set_g_prev(1, 1e300);
+  BOOST_TEST(!check(node, 0, *plan).empty());
   BOOST_TEST_MESSAGE("mass residual at the checkpoint (from the file): "
                      << err / scale << "; after every event: worst " << worst << " over " << checks
                      << " checks; drain " << report.checkpoints(0).drain_seconds() << " s");

@@ -27,7 +27,7 @@ struct tracking_news {
 struct tracking_wake {
   const float* g;
   double* z;
-  double* g_prev;
+  float* g_prev;
   const double* rho_old;
   double* rho_new;
   float* d;
