@@ -175,6 +175,10 @@ algorithm_descriptor allreduce_algorithm() {
   d.needs_every_node = "every step is a ring all-reduce over every node";
   d.spawn_replacement = spawn_ring_replacement<allreduce_worker>;
   d.join = join_ring_worker;
+  d.joins = "every step is an all-reduce over the ring of the nodes present (in id order), so "
+            "nobody waits on a node not there yet; at a join the ring freezes at a step "
+            "boundary (as for a restart), the joiner takes the model of the rank before it "
+            "and the ring runs over the new members from the next round";
   d.check_node = allreduce_check_node;
   d.links.coding = ring_coding;  // the ring codes its own chunks
   return d;

@@ -90,9 +90,10 @@ struct diloco_state : ring_worker_state {
 using diloco_self = ring_worker_actor::stateful_pointer<diloco_state>;
 
 /// Step 3 over the fragment [b, e) the ring just averaged.
-void outer_step(diloco_state& st, const diloco_config& c, float inv_n) {
+void outer_step(diloco_state& st, const diloco_config& c) {
   const auto [b, e] = st.ring->state().last_fragment();
   const auto& sum = st.ring->sum();
+  const auto inv_n = static_cast<float>(1.0 / st.ring->count());  // the ring's members
   const auto eta = static_cast<float>(c.outer_step);
   const auto mu = static_cast<float>(c.momentum);
   const auto keep = c.overlap ? static_cast<float>(c.mixing) : 0.0F;
@@ -121,7 +122,6 @@ ring_worker_actor::behavior_type diloco_worker(diloco_self self, std::uint32_t i
   const auto& algo = plan.config<diloco_config>();
   const std::uint32_t every = algo.inner_steps / algo.fragments;
   const bool overlap = algo.overlap;
-  const auto inv_n = static_cast<float>(1.0 / static_cast<double>(plan.nodes()));
   auto& init = self->state;
   init.record = ctx->probe != nullptr;
   init.outer = plan.x0;  // a checkpoint's part replaces both (ring_worker)
@@ -159,7 +159,7 @@ ring_worker_actor::behavior_type diloco_worker(diloco_self self, std::uint32_t i
   };
   auto on_sum = [=] {  // 3.
     auto& st = self->state;
-    outer_step(st, algo, inv_n);
+    outer_step(st, algo);
     if (st.waiting && !st.computing && !hold_here()) {
       st.waiting = false;
       (void)begin_sync();  // never done at once: one node never waits
@@ -234,6 +234,10 @@ algorithm_descriptor diloco_algorithm() {
   d.needs_every_node = "every sync is a ring all-reduce over every node";
   d.spawn_replacement = spawn_ring_replacement<diloco_worker>;
   d.join = join_ring_worker;
+  d.joins = "every sync averages over the ring of the nodes present (in id order), so nobody "
+            "waits on a node not there yet; at a join the ring freezes at a sync boundary (as "
+            "for a restart), the joiner takes the outer model and momentum of the rank before "
+            "it and the ring averages over the new members from the next sync";
   d.check_node = diloco_check_node;
   d.links.coding = ring_coding;  // the ring codes its own chunks
   return d;

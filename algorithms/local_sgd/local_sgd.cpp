@@ -62,7 +62,6 @@ local_sgd_worker(ring_worker_actor::stateful_pointer<local_sgd_state> self, std:
   const bool skip = algo.stragglers == straggler_policy::skip;
   self->state.skip = skip;
   const std::uint32_t local_steps = algo.local_steps;
-  const auto inv_n = static_cast<float>(1.0 / static_cast<double>(ctx->plan->nodes()));
   self->state.record = ctx->probe != nullptr;
   auto apply = [=] {  // x -= gamma_k g
     auto& st = self->state;
@@ -83,6 +82,7 @@ local_sgd_worker(ring_worker_actor::stateful_pointer<local_sgd_state> self, std:
   auto average = [=] {  // 3.
     auto& st = self->state;
     const auto& sum = st.ring->sum();
+    const auto inv_n = static_cast<float>(1.0 / st.ring->count());  // the ring's members
     std::transform(sum.begin(), sum.end(), st.x.begin(), [=](float v) { return v * inv_n; });
     ++st.averages;
     if (st.record) {
@@ -144,6 +144,10 @@ algorithm_descriptor local_sgd_algorithm() {
   d.needs_every_node = "every step is a ring all-reduce over every node";
   d.spawn_replacement = spawn_ring_replacement<local_sgd_worker>;
   d.join = join_ring_worker;
+  d.joins = "every average is over the ring of the nodes present (in id order), so nobody "
+            "waits on a node not there yet; at a join the ring freezes at an average boundary "
+            "(as for a restart), the joiner takes the model of the rank before it and the "
+            "ring averages over the new members from the next round";
   d.links.coding = ring_coding;  // the ring codes its own chunks
   return d;
 }

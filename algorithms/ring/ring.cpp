@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 
@@ -147,6 +148,12 @@ std::vector<ring_allreduce::send> ring_allreduce::skip_to(std::uint64_t round) {
   return begin(v.data(), contribution_count_);
 }
 
+void ring_allreduce::reshape(std::uint32_t rank, std::uint32_t n) {
+  rank_ = rank;
+  n_ = n;
+  counts_.resize(n, counts_.empty() ? 0.0 : counts_.front());  // count() stays the last sum's
+}
+
 ring_allreduce::verdict ring_allreduce::offer(std::uint64_t round, std::uint32_t step,
                                               const float_blob& raw, std::vector<send>& out,
                                               std::optional<double> count,
@@ -193,11 +200,39 @@ packet ring_endpoint::to_packet(ring_allreduce::send& s) const {
   return p;
 }
 
+void ring_endpoint::set_members(std::vector<std::uint32_t> members, std::uint64_t from) {
+  const auto at = std::lower_bound(members.begin(), members.end(), rank_);
+  if (at == members.end() || *at != rank_)
+    throw std::logic_error("ring_endpoint::set_members: node " + std::to_string(rank_) +
+                           " is not among the members");
+  const auto pos = static_cast<std::uint32_t>(at - members.begin());
+  const auto m = static_cast<std::uint32_t>(members.size());
+  ring_.reshape(pos, m);
+  successor_ = members[(pos + 1) % m];
+  predecessor_ = members[(pos + m - 1) % m];
+  since_ = from;
+  members_ = std::move(members);
+}
+
+std::vector<std::uint32_t> ring_endpoint::members() const {
+  if (!members_.empty())
+    return members_;
+  std::vector<std::uint32_t> all(n_);
+  for (std::uint32_t i = 0; i < n_; ++i)
+    all[i] = i;
+  return all;
+}
+
+bool ring_endpoint::is_member(std::uint32_t node) const {
+  return members_.empty() ? node < n_ : std::binary_search(members_.begin(), members_.end(), node);
+}
+
 bool ring_endpoint::take(caf::local_actor* self, run_context& ctx, const packet& p,
                          std::vector<ring_allreduce::send>& sends) {
   ctx.events.record(ctx.ns(self), rank_, event_kind::receive, p.from, p.seq);
-  const auto n = static_cast<std::uint32_t>(ctx.plan->nodes());
-  const bool known = p.from == (rank_ + n - 1) % n && p.kind >= 1 && p.d.empty() &&
+  if (p.seq < since_)
+    return false;  // a round of the ring before a join: every such round is over here
+  const bool known = p.from == predecessor_ && p.kind >= 1 && p.d.empty() &&
                      p.scalars.size() == (counted_ ? 1U : 0U);
   const auto count = counted_ && known ? std::optional<double>{p.scalars.front()} : std::nullopt;
   if (!known || ring_.offer(p.seq, p.kind - 1, p.f, sends, count, p.coded) ==
@@ -217,18 +252,48 @@ void ring_check_codec(spec_checker& c) {
 
 // ---------------------------------------------------------------- wiring
 
+std::vector<std::uint32_t> ring_successors(const run_plan& plan, std::uint32_t i) {
+  const auto n = static_cast<std::uint32_t>(plan.nodes());
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t j = (i + 1) % n; n > 1 && j != i; j = (j + 1) % n) {
+    out.push_back(j);
+    if (!plan.join_of(j))
+      break;
+  }
+  return out;
+}
+
+std::vector<std::uint32_t> ring_members_at_start(const run_plan& plan) {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(plan.nodes()); ++i)
+    if (!plan.join_of(i))
+      out.push_back(i);
+  return out;
+}
+
+void connect_ring(ring_endpoint& ring, const run_plan& plan, std::uint32_t id,
+                  const std::vector<caf::actor>& out) {
+  const auto next = ring_successors(plan, id);
+  for (std::size_t k = 0; k < out.size() && k < next.size(); ++k)
+    ring.connect(next[k], out[k]);
+}
+
 void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<node_actors>& nodes,
                link_list& links) {
   const auto n = static_cast<std::uint32_t>(nodes.size());
   const auto workers = workers_of(nodes);
+  std::vector<std::vector<std::uint32_t>> next(n);
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
-  for (std::uint32_t i = 0; n > 1 && i < n; ++i)
-    edges.emplace_back(i, (i + 1) % n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    next[i] = ring_successors(*ctx->plan, i);
+    for (auto j : next[i])
+      edges.emplace_back(i, j);
+  }
   network net{sup, ctx, edges, workers, links};
   for (std::uint32_t i = 0; i < n; ++i) {
     std::vector<caf::actor> out;
-    if (n > 1)
-      out.push_back(net.route(i, (i + 1) % n));
+    for (auto j : next[i])
+      out.push_back(net.route(i, j));
     nodes[i].worker_routes = out;
     sup->send(caf::actor_cast<ring_worker_actor>(workers[i]), start_atom::value, std::move(out));
   }
@@ -238,8 +303,8 @@ void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<
 
 void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
                       restart_started started) {
-  using frozen =
-    std::tuple<std::uint64_t, float_blob, double, float_blob, std::uint64_t, std::uint64_t>;
+  using frozen = std::tuple<std::uint64_t, float_blob, double, float_blob, std::uint64_t,
+                            std::uint64_t, std::vector<std::uint32_t>>;
   struct answers {
     std::size_t pending = 0;
     std::vector<std::optional<frozen>> got;
@@ -265,6 +330,15 @@ void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx, const
     double count = 0;
     std::uint64_t steps = 0, averages = 0;
     std::string source = "x^0 (no rank answered)";
+    // The members from round m+1 on: the live ranks' (all alike), with the
+    // restarted node (a joining one is not among them yet).
+    auto members = ring_members_at_start(*ctx->plan);
+    for (const auto& x : a->got)
+      if (x)
+        members = std::get<6>(*x);
+    const bool joins = !std::binary_search(members.begin(), members.end(), r.node);
+    if (joins)
+      members.insert(std::upper_bound(members.begin(), members.end(), r.node), r.node);
     if (donor) {
       const auto& d = *a->got[*donor];
       sum = std::get<1>(d);
@@ -283,8 +357,10 @@ void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx, const
                   count);
       }
     sup->send(caf::actor_cast<ring_worker_actor>(r.replacement), start_atom::value,
-              r.nodes.at(r.node).worker_routes, x, steps, averages, m + 1);
+              r.nodes.at(r.node).worker_routes, x, steps, averages, m + 1, members);
     std::string how = "round " + std::to_string(m) + " begun again as " + std::to_string(m + 1);
+    if (joins)
+      how += ", the ring now over " + std::to_string(members.size()) + " nodes";
     if (completed > 0)
       how = std::to_string(completed) + " rank(s) finished round " + std::to_string(m - 1) +
             " with node " + std::to_string(*donor) + "'s sum; " + how;
@@ -304,8 +380,9 @@ void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx, const
                 restart_atom::value, r.node)
       .then(
         [a, j, one](std::uint64_t rounds, const float_blob& sum, double count, const float_blob& x,
-                    std::uint64_t steps, std::uint64_t averages) {
-          a->got[j].emplace(rounds, sum, count, x, steps, averages);
+                    std::uint64_t steps, std::uint64_t averages,
+                    std::vector<std::uint32_t>& members) {
+          a->got[j].emplace(rounds, sum, count, x, steps, averages, std::move(members));
           one();
         },
         [one](const caf::error&) { one(); });  // dead too: nothing to freeze

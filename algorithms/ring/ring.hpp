@@ -31,6 +31,7 @@
 /// before adding; the rank that completes chunk c codes it once, keeps the
 /// decoded values itself, and the all-gather forwards those bytes untouched,
 /// so every rank ends with the same decoded sum, bit for bit.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -150,6 +151,9 @@ public:
   /// is stashed of earlier rounds; an active round begins again there with
   /// the same vector and count (its chunks may have gone to the dead rank).
   std::vector<send> skip_to(std::uint64_t round);
+  /// A join (supervision): this rank's place `rank` in a ring of `n` from
+  /// the next begin() on. Only between rounds (called before skip_to).
+  void reshape(std::uint32_t rank, std::uint32_t n);
 
 private:
   void run(std::vector<send>& out);
@@ -184,15 +188,27 @@ private:
 /// A worker's end of the ring: the state machine plus packets, counters and
 /// the trace. Packets carry kind = 1 + step and seq = round; `counted` rings
 /// also carry the chunk's contribution count as the one scalar.
+///
+/// Members (faults.join): the ring runs over the nodes in it, in ascending
+/// id order; node `rank` sends to the next member and hears the previous
+/// one. A worker holds a route to every node that can become its successor
+/// (ring_successors) and sends on the current one only.
 class ring_endpoint {
 public:
   ring_endpoint(std::uint32_t rank, std::uint32_t n, std::size_t dim, bool counted,
                 std::uint32_t fragments = 1)
-    : ring_(rank, n, dim, fragments), rank_(rank), counted_(counted) {}
+    : ring_(rank, n, dim, fragments), rank_(rank), n_(n), counted_(counted),
+      successor_((rank + 1) % n), predecessor_((rank + n - 1) % n) {}
 
   void connect(std::uint32_t successor, caf::actor route) {
     out_.routes.emplace_back(successor, std::move(route));
   }
+  /// The ring's members from round `from` on (ascending node ids, this
+  /// node among them); chunks of earlier rounds are stale from then on.
+  void set_members(std::vector<std::uint32_t> members, std::uint64_t from);
+  /// The ring's members (ascending node ids).
+  [[nodiscard]] std::vector<std::uint32_t> members() const;
+  [[nodiscard]] bool is_member(std::uint32_t node) const;
   /// Starts a round with v; true when it finished at once (only for n = 1:
   /// the predecessor's step n-1 chunk needs our step-0 chunk first).
   /// `Self`: the sending actor, typed or not (its outbox's routes).
@@ -248,13 +264,23 @@ private:
   [[nodiscard]] packet to_packet(ring_allreduce::send& s) const;
   template <class Self>
   void emit(Self* self, run_context& ctx, std::vector<ring_allreduce::send>& sends) {
+    std::size_t k = 0;
+    while (k < out_.routes.size() && out_.routes[k].first != successor_)
+      ++k;
+    if (k == out_.routes.size())
+      return;  // one member: nothing to send
     for (auto& s : sends)
-      out_.broadcast(self, ctx, to_packet(s));
+      out_.send(self, ctx, k, to_packet(s));
   }
 
   ring_allreduce ring_;
-  std::uint32_t rank_;
+  std::uint32_t rank_;  // this node's id
+  std::uint32_t n_;     // nodes in the run
   bool counted_;
+  std::vector<std::uint32_t> members_;  // empty: every node
+  std::uint32_t successor_;
+  std::uint32_t predecessor_;
+  std::uint64_t since_ = 0;  // the first round of the current members
   outbox out_;
   std::uint64_t rejected_ = 0;
 };
@@ -268,8 +294,16 @@ private:
 /// Refuses link.codec.error_feedback for a ring algorithm (spec checks).
 void ring_check_codec(spec_checker& c);
 
-/// Builds the links of the ring i -> i+1 mod n between the nodes' workers and
-/// sends each worker (start_atom, successor route).
+/// The nodes that can follow node i in the ring as nodes join: i+1, i+2, ...
+/// (mod n) up to the first one present from the start (just i+1 without
+/// faults.join). A worker's routes come in this order.
+[[nodiscard]] std::vector<std::uint32_t> ring_successors(const run_plan& plan, std::uint32_t i);
+/// The ring's members when the run starts: every node not absent (faults.join).
+[[nodiscard]] std::vector<std::uint32_t> ring_members_at_start(const run_plan& plan);
+
+/// Builds the links of the ring i -> i+1 mod n between the nodes' workers
+/// (i -> every ring_successors(i) with faults.join) and sends each worker
+/// (start_atom, its routes).
 void wire_ring(caf::event_based_actor* sup, const context_ptr& ctx, std::vector<node_actors>& nodes,
                link_list& links);
 
@@ -332,10 +366,11 @@ void ring_compute_next(Self* self) {
 /// then every rank moves to round m+1, an active round m beginning again
 /// there (its chunks may have gone to the dead rank, and the replacement
 /// joins at m+1). Every rank thus ends round m-1 with the same sum, and no
-/// chunk of round m is ever mixed with one of the redo.
+/// chunk of round m is ever mixed with one of the redo. Restarted node k not
+/// in the ring yet (a join): the ring runs with k from round m+1 on.
 template <class Self, class OnSum>
-void ring_resume(Self* self, run_context& ctx, std::uint64_t m, const float_blob& sum, double count,
-                 const OnSum& on_sum) {
+void ring_resume(Self* self, run_context& ctx, std::uint32_t k, std::uint64_t m,
+                 const float_blob& sum, double count, const OnSum& on_sum) {
   auto& st = self->state;
   self->unbecome();
   self->set_default_handler(caf::print_and_drop);
@@ -343,28 +378,37 @@ void ring_resume(Self* self, run_context& ctx, std::uint64_t m, const float_blob
   const bool adopt = ring.active() && ring.round() + 1 == m && !sum.empty();
   if (adopt)
     ring.adopt(sum.vec(), count);
+  if (!st.ring->is_member(k)) {
+    auto members = st.ring->members();
+    members.insert(std::upper_bound(members.begin(), members.end(), k), k);
+    st.ring->set_members(std::move(members), m + 1);
+  }
   st.ring->skip_to(self, ctx, m + 1);
   if (adopt)
     on_sum();
 }
 
+/// Connects a ring worker's routes (wire_ring: one per ring_successors).
+void connect_ring(ring_endpoint& ring, const run_plan& plan, std::uint32_t id,
+                  const std::vector<caf::actor>& out);
+
 /// Restart: a replacement rank keeps every message until the supervisor
-/// starts it with its route, a donor's model and counters, and the round to
-/// join; then it runs `running` and computes.
+/// starts it with its routes, a donor's model and counters, the round to
+/// join and the ring's members from then on; then it runs `running` and computes.
 template <class Self>
 ring_worker_actor::behavior_type ring_joining(Self* self, std::uint32_t id, const context_ptr& ctx,
                                               ring_worker_actor::behavior_type running) {
-  const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
   self->set_default_handler(caf::skip);
   return waiting_for<ring_worker_actor>([=](start_atom, const std::vector<caf::actor>& out,
                                             const float_blob& x, std::uint64_t steps,
-                                            std::uint64_t averages, std::uint64_t round) mutable {
+                                            std::uint64_t averages, std::uint64_t round,
+                                            const std::vector<std::uint32_t>& members) mutable {
     auto& st = self->state;
-    for (const auto& route : out)
-      st.ring->connect((id + 1) % n, route);
+    connect_ring(*st.ring, *ctx->plan, id, out);
     st.adopt_donor_model(x);
     st.steps = steps;
     st.averages = averages;
+    st.ring->set_members(members, round);
     st.ring->skip_to(self, *ctx, round);
     self->set_default_handler(caf::print_and_drop);
     self->become(std::move(running));
@@ -441,11 +485,9 @@ namespace ring_detail {
 template <class Self, class OnWake, class OnSum, class OnCalled>
 [[nodiscard]] auto run_handlers(Self* self, std::uint32_t id, const context_ptr& ctx, bool restored,
                                 OnWake on_wake, OnSum on_sum, OnCalled on_called) {
-  const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
   return std::make_tuple(
     [=](start_atom, const std::vector<caf::actor>& out) {
-      for (const auto& route : out)
-        self->state.ring->connect((id + 1) % n, route);
+      connect_ring(*self->state.ring, *ctx->plan, id, out);
       if (!restored)
         ring_compute_next(self);
     },
@@ -489,16 +531,16 @@ template <class Self, class OnSum>
       self->become(caf::keep_behavior,
                    waiting_for<ring_worker_actor>(
                      [=](resume_atom, std::uint64_t m, const float_blob& sum, double count) {
-                       ring_resume(self, *ctx, m, sum, count, on_sum);
+                       ring_resume(self, *ctx, k, m, sum, count, on_sum);
                      }));
       return std::make_tuple(ring.round(), float_blob{ring.last_sum()}, ring.last_count(),
-                             st.donor_model(), st.steps, st.averages);
+                             st.donor_model(), st.steps, st.averages, st.ring->members());
     },
     // The end of a freeze and a replacement's join come only while the
     // worker waits for them (every one sent once): nothing here.
     [](resume_atom, std::uint64_t, const float_blob&, double) {},
     [](start_atom, const std::vector<caf::actor>&, const float_blob&, std::uint64_t, std::uint64_t,
-       std::uint64_t) {});
+       std::uint64_t, const std::vector<std::uint32_t>&) {});
 }
 
 /// A ring worker's answers to node_actor: the barrier (its drain and go
@@ -564,6 +606,8 @@ ring_worker(Self* self, std::uint32_t id, const context_ptr& ctx, bool counted, 
   const auto* saved = joining ? nullptr : resumed_node(*ctx, id);  // a replacement joins
   if (saved)
     restore_ring_worker(st, *saved);
+  if (!joining && !plan.joins.empty() && !plan.join_of(id))
+    st.ring->set_members(ring_members_at_start(plan), 0);
   return compose<ring_worker_actor::behavior_type>(
     ring_detail::run_handlers(self, id, ctx, saved != nullptr, on_wake, on_sum, on_called),
     ring_detail::restart_handlers(self, id, ctx, on_sum), ring_detail::node_handlers(self, id));

@@ -174,10 +174,12 @@ BOOST_AUTO_TEST_CASE(joins_are_refused_where_they_cannot_happen) {
   const std::string join = "faults.join=[{node: 3 at_seconds: 0.5}]";
   BOOST_TEST(refusal({join}).empty(), refusal({join}));  // R-FAST takes joins
   // An algorithm without joins names the ones that take them.
-  auto msg = refusal({"algorithm.allreduce={step_size: 0.5}", join});
-  BOOST_TEST(says(msg, "faults.join[0]: allreduce takes no nodes joining a running job yet "
-                       "(these do: rfast, "),
+  auto msg = refusal({"algorithm.dpsgd={step_size: 0.5}", join});
+  BOOST_TEST(says(msg, "faults.join[0]: dpsgd takes no nodes joining a running job yet "
+                       "(these do: rfast, allreduce, "),
              msg);
+  msg = refusal({"algorithm.allreduce={step_size: 0.5}", join});
+  BOOST_TEST(msg.empty(), msg);  // the ring runs over the nodes present
   msg = refusal({"faults.join=[{node: 3 at_seconds: 0.5}, {node: 3 at_seconds: 1}]"});
   BOOST_TEST(says(msg, "faults.join[1].node: node 3 joins twice"), msg);
   msg = refusal({join, "faults.crash=[{node: 3 at_seconds: 0.2}]"});

@@ -37,18 +37,7 @@ BOOST_DATA_TEST_CASE(local_sgd_rank_rejoins_and_every_average_is_the_same_everyw
           });
   expect_target(r);
   expect_restarted(r, 0, "joining the ring at round ");
-  const auto [full, worst] = check_ring(averages, 8, [](const auto& by_node) {
-    const auto& avg = by_node.begin()->second.result;
-    double w = 0;
-    for (std::size_t j = 0; j < avg.size(); ++j) {
-      double s = 0;
-      for (const auto& [i, u] : by_node)
-        s += u.contributed[j];
-      s /= static_cast<double>(by_node.size());
-      w = std::max(w, std::abs(s - avg[j]) / (1.0 + std::abs(s)));
-    }
-    return w;
-  });
+  const auto [full, worst] = check_ring(averages, 8, mean_deviation);
   BOOST_TEST(worst < 1e-5);
   BOOST_TEST(full > 10u);
   BOOST_TEST_MESSAGE("local_sgd " << policy << ": " << averages.size() << " averages, " << full
