@@ -59,6 +59,7 @@
 
 #include "algorithms/gossip/gossip.hpp"
 #include "atrain/actors/checkpoint.hpp"
+#include "atrain/topology/mixing_row.hpp"
 
 namespace atrain {
 
@@ -116,9 +117,40 @@ struct dpsgd_state : gossip::node_base {
   bool record = false;  // keep the ledger (test probe only)
   std::vector<dpsgd_round> ledger;
   barrier_hold hold;  // checkpoints
+  // Joins (faults.join): the nodes in the run in this round (per node), the
+  // neighbours among them (aligned with `neighbours`), the joins to come
+  // (round -> node), and a join being decided (no round begins meanwhile;
+  // `parked`: one would have).
+  std::vector<bool> members;
+  std::vector<bool> present;
+  std::map<std::uint64_t, std::uint32_t> joins_due;
+  bool frozen = false;
+  bool parked = false;
   static inline const char* name = "atrain_dpsgd_worker";
 };
 using dpsgd_ptr = dpsgd_worker_actor::stateful_pointer<dpsgd_state>;
+
+/// The node's mixing weights and present neighbours over `members`.
+void set_mixing(dpsgd_state& st, const run_context& ctx, std::uint32_t id) {
+  const auto row = metropolis_hastings_row(ctx.plan->topo->g_r, id, st.members);
+  st.w_self = row.self;
+  st.w_in = row.in;
+  st.present.assign(st.neighbours.size(), true);
+  for (std::size_t k = 0; k < st.neighbours.size(); ++k)
+    st.present[k] = st.members[st.neighbours[k]];
+}
+
+/// Takes in the nodes whose join round has come.
+void apply_joins(dpsgd_state& st, const run_context& ctx, std::uint32_t id) {
+  bool changed = false;
+  while (!st.joins_due.empty() && st.joins_due.begin()->first <= st.round) {
+    st.members[st.joins_due.begin()->second] = true;
+    st.joins_due.erase(st.joins_due.begin());
+    changed = true;
+  }
+  if (changed)
+    set_mixing(st, ctx, id);
+}
 
 void send_model(dpsgd_ptr self, run_context& ctx, std::uint32_t id);
 
@@ -143,7 +175,9 @@ void send_model(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   p.kind = dpsgd_model;
   p.seq = st.round;
   p.f = float_blob{st.x};
-  st.out.broadcast(self, ctx, std::move(p));
+  for (std::size_t k = 0; k < st.out.routes.size(); ++k)
+    if (st.present[k])  // not to a node that has not joined yet
+      st.out.send(self, ctx, k, p);
   st.sent = true;
 }
 
@@ -155,19 +189,17 @@ bool finish_round(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
     return false;
   auto it = st.inbox.find(st.round);
   const std::size_t n = st.neighbours.size();
-  if (n > 0) {
-    if (it == st.inbox.end())
+  for (std::size_t k = 0; k < n; ++k)
+    if (st.present[k] && (it == st.inbox.end() || it->second[k].empty()))
       return false;
-    for (const auto& m : it->second)
-      if (m.empty())
-        return false;
-  }
   if (!st.sent)  // SKIP, mixing only: the neighbours need x^k to leave round k
     send_model(self, ctx, id);
   const std::size_t dim = st.x.size();
   std::vector<const float*> parts{st.x.data()};
   std::vector<double> weights{st.w_self};
   for (std::size_t k = 0; k < n; ++k) {
+    if (!st.present[k])
+      continue;
     parts.push_back(it->second[k].ptr());
     weights.push_back(st.w_in[k]);
     st.staleness.add(0.0);
@@ -191,6 +223,11 @@ bool finish_round(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
     st.inbox.erase(it);
   ++st.round;
   st.sent = false;
+  apply_joins(st, ctx, id);
+  if (st.frozen) {  // a join is being decided: begin once it is (resume)
+    st.parked = true;
+    return true;
+  }
   // A checkpoint holds the node here, at a round boundary, unless a
   // neighbour's model of the new round is in already (WAIT: it waits for
   // ours). SKIP: always (the neighbours go on mixing without our gradient).
@@ -271,6 +308,19 @@ void try_finish_round(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   }
 }
 
+/// Whether a model of round `seq` > round + 1 from neighbour slot k is a
+/// joiner's first (faults.join): it starts where the run is, perhaps ahead
+/// of this node by more than a round. Kept if it is the only one from k
+/// held ahead (a joiner sends no second model before this node's).
+[[nodiscard]] bool early_joiner(const dpsgd_state& st, std::size_t k, std::uint64_t seq) {
+  if (st.present[k])
+    return false;
+  for (const auto& [round, slots] : st.inbox)
+    if (round > st.round + 1 && round != seq && k < slots.size() && !slots[k].empty())
+      return false;
+  return true;
+}
+
 /// A neighbour's model (WAIT or SKIP: kept per round and sender, once).
 void on_deliver(dpsgd_ptr self, run_context& ctx, std::uint32_t id, const packet& coded) {
   auto& st = self->state;
@@ -279,13 +329,16 @@ void on_deliver(dpsgd_ptr self, run_context& ctx, std::uint32_t id, const packet
   if (!opened)
     return gossip::reject(self, ctx, st, id, coded);
   const packet& p = *opened;
-  if (!gossip::well_formed(st, p, dpsgd_model) || p.seq > st.round + 1)
+  if (!gossip::well_formed(st, p, dpsgd_model))
+    return gossip::reject(self, ctx, st, id, p);
+  const auto from = *gossip::neighbour_index(st, p.from);
+  if (p.seq > st.round + 1 && !early_joiner(st, from, p.seq))
     return gossip::reject(self, ctx, st, id, p);
   if (p.seq < st.round)
     return;  // a late duplicate of a round already mixed
   auto& slots = st.inbox[p.seq];
   slots.resize(st.neighbours.size());
-  auto& slot = slots[*gossip::neighbour_index(st, p.from)];
+  auto& slot = slots[from];
   if (!slot.empty())
     return;  // duplicate
   slot = p.f;
@@ -301,13 +354,14 @@ void on_deliver(dpsgd_ptr self, run_context& ctx, std::uint32_t id, const packet
 
 /// Loads node `id`'s start (or, resumed, its saved state: returned, else null).
 const proto::NodeState* setup_dpsgd(dpsgd_ptr self, std::uint32_t id, const run_context& ctx,
-                                    const weight_matrix& w, bool joining) {
+                                    bool joining) {
   const auto& algo = ctx.plan->config<dpsgd_config>();
   auto& st = self->state;
   gossip::init(st, ctx, id);
-  st.w_self = w(id, id);
-  for (auto j : st.neighbours)
-    st.w_in.push_back(w(id, j));
+  st.members.assign(ctx.plan->nodes(), true);
+  for (const auto& j : ctx.plan->joins)
+    st.members[j.node] = false;  // absent until its join
+  set_mixing(st, ctx, id);
   st.gamma = algo.step_size;
   st.decay = algo.decay;
   st.skip = algo.stragglers == straggler_policy::skip;
@@ -333,6 +387,23 @@ dpsgd_worker_actor::behavior_type dpsgd_running(dpsgd_ptr self, std::uint32_t id
       const auto& st = self->state;
       ctx->events.record(ctx->ns(self), id, event_kind::restart, k, st.round);
       return std::make_tuple(st.round, st.sent, float_blob{st.x});
+    },
+    // Node k joins the run (join_dpsgd_worker): no round begins until the
+    // supervisor names the round k is in from (every node then switches
+    // its weights at that same round), which is past every node's round.
+    [=](join_atom, std::uint32_t k) {
+      auto& st = self->state;
+      ctx->events.record(ctx->ns(self), id, event_kind::restart, k, st.round);
+      st.frozen = true;
+      return std::make_tuple(st.round, float_blob{st.x});
+    },
+    [=](resume_atom, std::uint64_t from, std::uint32_t k) {
+      auto& st = self->state;
+      st.joins_due.emplace(from, k);
+      st.frozen = false;
+      apply_joins(st, *ctx, id);
+      if (std::exchange(st.parked, false))
+        begin_round(self, *ctx, id);
     },
     [=](wake_atom, std::uint64_t round) {
       auto& st = self->state;
@@ -360,7 +431,7 @@ dpsgd_worker_actor::behavior_type dpsgd_running(dpsgd_ptr self, std::uint32_t id
     [=](stats_atom) { return gossip::stats(self->state); },
     // A replacement's join after it started (never sent twice): nothing.
     [](start_atom, std::uint64_t, const float_blob&, const std::vector<float_blob>&,
-       const std::vector<caf::actor>&) {},
+       const std::vector<caf::actor>&, const std::vector<std::uint32_t>&) {},
     ckpt_pause_handler(self), ckpt_state_handler([=] { return save_dpsgd(self->state); }));
 }
 
@@ -369,32 +440,32 @@ dpsgd_worker_actor::behavior_type dpsgd_running(dpsgd_ptr self, std::uint32_t id
 /// in, with a neighbour's model and the neighbours' models of that round
 /// that went to the dead worker.
 dpsgd_worker_actor::behavior_type dpsgd_worker(dpsgd_ptr self, std::uint32_t id, context_ptr ctx,
-                                               std::shared_ptr<const weight_matrix> mixing,
                                                bool joining) {
   name_exceptions(self);
-  const auto* saved = setup_dpsgd(self, id, *ctx, *mixing, joining);
+  const auto* saved = setup_dpsgd(self, id, *ctx, joining);
   auto running = dpsgd_running(self, id, ctx, saved != nullptr);
   if (!joining)
     return running;
   self->set_default_handler(caf::skip);
-  return waiting_for<dpsgd_worker_actor>([=](start_atom, std::uint64_t round, const float_blob& x,
-                                             const std::vector<float_blob>& models,
-                                             const std::vector<caf::actor>& routes) mutable {
-    auto& st = self->state;
-    st.round = round;
-    st.x = x.vec();
-    if (std::any_of(models.begin(), models.end(), [](const auto& m) { return !m.empty(); }))
-      st.inbox[round] = models;
-    gossip::take_routes(st, routes);
-    self->set_default_handler(caf::print_and_drop);
-    self->become(std::move(running));
-    begin_round(self, *ctx, id);
-  });
-}
-[[nodiscard]] std::shared_ptr<const weight_matrix> shared_weights(const context_ptr& ctx) {
-  return process_shared<weight_matrix>(*ctx, "dpsgd.weights", [&] {
-    return std::make_shared<weight_matrix>(dpsgd_weights(*ctx->plan->topo));
-  });
+  return waiting_for<dpsgd_worker_actor>(
+    [=](start_atom, std::uint64_t round, const float_blob& x, const std::vector<float_blob>& models,
+        const std::vector<caf::actor>& routes, const std::vector<std::uint32_t>& members) mutable {
+      auto& st = self->state;
+      st.round = round;
+      st.x = x.vec();
+      if (!members.empty()) {  // a join: the nodes in the run from `round` on
+        st.members.assign(st.members.size(), false);
+        for (auto j : members)
+          st.members.at(j) = true;
+        set_mixing(st, *ctx, id);
+      }
+      if (std::any_of(models.begin(), models.end(), [](const auto& m) { return !m.empty(); }))
+        st.inbox[round] = models;
+      gossip::take_routes(st, routes);
+      self->set_default_handler(caf::print_and_drop);
+      self->become(std::move(running));
+      begin_round(self, *ctx, id);
+    });
 }
 
 }  // namespace
@@ -406,16 +477,18 @@ std::vector<dpsgd_round> dpsgd_take_rounds(const caf::actor_addr& worker) {
 node_actors spawn_dpsgd_node(caf::event_based_actor* parent, const context_ptr& ctx,
                              std::uint32_t i) {
   return gossip::one_actor_node(
-    caf::actor_cast<caf::actor>(parent->spawn(dpsgd_worker, i, ctx, shared_weights(ctx), false)));
+    caf::actor_cast<caf::actor>(parent->spawn(dpsgd_worker, i, ctx, false)));
 }
 
 caf::actor spawn_dpsgd_replacement(caf::event_based_actor* sup, const context_ptr& ctx,
                                    std::uint32_t k) {
-  return caf::actor_cast<caf::actor>(sup->spawn(dpsgd_worker, k, ctx, shared_weights(ctx), true));
+  return caf::actor_cast<caf::actor>(sup->spawn(dpsgd_worker, k, ctx, true));
 }
 
 void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
                        restart_started started) {
+  if (ctx->plan->join_of(r.node) && r.incarnation == 1)
+    return join_dpsgd_node(sup, ctx, r, std::move(started));
   // The round the neighbours wait in: one past the last model the dead
   // worker handed to its links (they deliver it, whatever happens to the
   // sender), or 0. Every link the dead worker sent on has seen the same
@@ -447,7 +520,7 @@ void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, cons
         source = "node " + std::to_string(neighbours[j]) + "'s model";
       }
       sup->send(caf::actor_cast<dpsgd_worker_actor>(r.replacement), start_atom::value, round, x,
-                models, r.nodes.at(r.node).worker_routes);
+                models, r.nodes.at(r.node).worker_routes, std::vector<std::uint32_t>{});
       started(source + ", joining round " + std::to_string(round));
     });
   };
@@ -493,6 +566,10 @@ algorithm_descriptor dpsgd_algorithm() {
   d.needs_every_node = "every round waits for every neighbour's model";
   d.spawn_replacement = ignoring_incarnation<spawn_dpsgd_replacement>;
   d.join = join_dpsgd_worker;
+  d.joins = "every node mixes over the nodes in the run (Metropolis-Hastings among them), so "
+            "nobody waits on a node not there yet; at a join every node stops beginning rounds, "
+            "and from the round after the highest any is in, all mix with the joiner in, which "
+            "starts there with a live neighbour's model (straggler_policy WAIT)";
   d.check_checkpoint = dpsgd_check_checkpoint;
   d.links.replay_on_restart = true;
   d.links.coding = values_coding;

@@ -28,10 +28,15 @@ using dpsgd_worker_actor = node_actor::extend<
   caf::replies_to<stats_atom>::with<std::uint64_t, std::uint64_t, std::uint64_t>,
   // the supervisor restarting neighbour k: (round, x^round sent, x);
   caf::replies_to<restart_atom, std::uint32_t>::with<std::uint64_t, bool, float_blob>,
+  // node k joining the run (join_dpsgd_worker): begin no round until the
+  // resume -> (round, x); then (resume, R, k): k is in from round R on;
+  caf::replies_to<join_atom, std::uint32_t>::with<std::uint64_t, float_blob>,
+  caf::reacts_to<resume_atom, std::uint64_t, std::uint32_t>,
   // and a replacement's join: (start, round, x, the neighbours' models of
-  // that round sent to the dead worker, routes).
+  // that round sent to the dead worker, routes, the nodes in the run from
+  // that round on: empty = every node).
   caf::reacts_to<start_atom, std::uint64_t, float_blob, std::vector<float_blob>,
-                 std::vector<caf::actor>>>;
+                 std::vector<caf::actor>, std::vector<std::uint32_t>>>;
 
 /// The matrix every D-PSGD node mixes with: Metropolis-Hastings over g_r,
 /// W_ij = 1/(1 + max(deg_i, deg_j)) on edges, W_ii = 1 - sum_j W_ij;
@@ -76,8 +81,18 @@ struct dpsgd_round {
 /// (to the dead worker); the rest arrive over the re-pointed links. W stays
 /// doubly stochastic: every round from there moves the node average by the
 /// gradient steps alone.
+///
+/// A node absent from the start joining (faults.join): every live node
+/// stops beginning rounds and reports its round; with R one past the
+/// highest, every node mixes with the joiner in (Metropolis-Hastings over
+/// the nodes in the run) from round R on, and the joiner starts round R
+/// with its first live neighbour's model. W stays doubly stochastic over
+/// the members in every round.
 void join_dpsgd_worker(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
                        restart_started started);
+/// The join half of join_dpsgd_worker (dpsgd_join.cpp).
+void join_dpsgd_node(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
+                     restart_started started);
 
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.

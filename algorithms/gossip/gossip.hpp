@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "atrain/actors/ask_nodes.hpp"
 #include "atrain/actors/blob_checks.hpp"
 #include "atrain/actors/checkpoint.hpp"
 #include "atrain/actors/compute.hpp"
@@ -195,39 +196,17 @@ inline void wire_nodes(caf::event_based_actor* sup, const context_ptr& ctx,
 /// std::tuple. `Handle`: the workers' typed interface (the request and its
 /// answer are checked against it), or caf::actor.
 template <class Answer, class Handle = caf::actor>
-struct ask_neighbours;
-
-template <class... Ts, class Handle>
-struct ask_neighbours<std::tuple<Ts...>, Handle> {
-  using answers = std::vector<std::optional<std::tuple<Ts...>>>;
+struct ask_neighbours {
+  using answers = typename ask_nodes<Answer, Handle>::answers;
 
   template <class Done, class... Xs>
   static void run(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
                   Done done, Xs... xs) {
-    const auto& neighbours = ctx->plan->topo->g_r.out(r.node);
-    struct pending_answers {
-      std::size_t pending = 0;
-      answers got;
-    };
-    auto a = std::make_shared<pending_answers>();
-    a->pending = neighbours.size();
-    a->got.resize(neighbours.size());
-    if (neighbours.empty())
-      return done(a->got);
-    auto one = [a, done]() mutable {
-      if (--a->pending == 0)
-        done(a->got);
-    };
-    for (std::size_t j = 0; j < neighbours.size(); ++j)
-      sup
-        ->request(caf::actor_cast<Handle>(r.nodes.at(neighbours[j]).worker), ctx->reply_timeout(),
-                  restart_atom::value, r.node, xs...)
-        .then(
-          [a, j, one](const Ts&... ys) mutable {
-            a->got[j].emplace(ys...);
-            one();
-          },
-          [one](const caf::error&) mutable { one(); });
+    std::vector<caf::actor> to;
+    for (auto j : ctx->plan->topo->g_r.out(r.node))
+      to.push_back(r.nodes.at(j).worker);
+    ask_nodes<Answer, Handle>::run(sup, ctx, to, std::move(done), restart_atom::value, r.node,
+                                   xs...);
   }
 };
 

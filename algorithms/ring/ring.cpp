@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "atrain.pb.h"
+#include "atrain/actors/ask_nodes.hpp"
 #include "atrain/actors/blob_checks.hpp"
 #include "atrain/kernels/vector_ops.hpp"
 #include "atrain/messages/spec_checker.hpp"
@@ -305,25 +306,19 @@ void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx, const
                       restart_started started) {
   using frozen = std::tuple<std::uint64_t, float_blob, double, float_blob, std::uint64_t,
                             std::uint64_t, std::vector<std::uint32_t>>;
-  struct answers {
-    std::size_t pending = 0;
-    std::vector<std::optional<frozen>> got;
-  };
+  using ask = ask_nodes<frozen, ring_worker_actor>;
   const auto n = static_cast<std::uint32_t>(r.nodes.size());
-  auto a = std::make_shared<answers>();
-  a->got.resize(n);
-  a->pending = n - 1;
-  auto decide = [=] {
+  auto decide = [=](const ask::answers& got) {
     // m: the most rounds a live rank finished; the donor: the first rank
     // (from the dead one's predecessor backwards) that finished m.
     std::uint64_t m = 0;
-    for (const auto& x : a->got)
+    for (const auto& x : got)
       if (x)
         m = std::max(m, std::get<0>(*x));
     std::optional<std::uint32_t> donor;
     for (std::uint32_t back = 1; back < n && !donor; ++back) {
       const auto j = (r.node + n - back) % n;
-      if (a->got[j] && std::get<0>(*a->got[j]) == m)
+      if (got[j] && std::get<0>(*got[j]) == m)
         donor = j;
     }
     float_blob sum, x{ctx->plan->x0};
@@ -333,14 +328,14 @@ void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx, const
     // The members from round m+1 on: the live ranks' (all alike), with the
     // restarted node (a joining one is not among them yet).
     auto members = ring_members_at_start(*ctx->plan);
-    for (const auto& x : a->got)
-      if (x)
-        members = std::get<6>(*x);
+    for (const auto& a : got)
+      if (a)
+        members = std::get<6>(*a);
     const bool joins = !std::binary_search(members.begin(), members.end(), r.node);
     if (joins)
       members.insert(std::upper_bound(members.begin(), members.end(), r.node), r.node);
     if (donor) {
-      const auto& d = *a->got[*donor];
+      const auto& d = *got[*donor];
       sum = std::get<1>(d);
       count = std::get<2>(d);
       x = std::get<3>(d);
@@ -350,8 +345,8 @@ void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx, const
     }
     std::size_t completed = 0;
     for (std::uint32_t j = 0; j < n; ++j)
-      if (a->got[j]) {
-        if (m > 0 && std::get<0>(*a->got[j]) + 1 == m)
+      if (got[j]) {
+        if (m > 0 && std::get<0>(*got[j]) + 1 == m)
           ++completed;
         sup->send(caf::actor_cast<ring_worker_actor>(r.nodes[j].worker), resume_atom::value, m, sum,
                   count);
@@ -366,27 +361,8 @@ void join_ring_worker(caf::event_based_actor* sup, const context_ptr& ctx, const
             " with node " + std::to_string(*donor) + "'s sum; " + how;
     started(source + ", joining the ring at round " + std::to_string(m + 1) + " (" + how + ")");
   };
-  if (a->pending == 0)
-    return decide();
-  for (std::uint32_t j = 0; j < n; ++j) {
-    if (j == r.node)
-      continue;
-    auto one = [a, decide] {
-      if (--a->pending == 0)
-        decide();
-    };
-    sup
-      ->request(caf::actor_cast<ring_worker_actor>(r.nodes[j].worker), ctx->reply_timeout(),
-                restart_atom::value, r.node)
-      .then(
-        [a, j, one](std::uint64_t rounds, const float_blob& sum, double count, const float_blob& x,
-                    std::uint64_t steps, std::uint64_t averages,
-                    std::vector<std::uint32_t>& members) {
-          a->got[j].emplace(rounds, sum, count, x, steps, averages, std::move(members));
-          one();
-        },
-        [one](const caf::error&) { one(); });  // dead too: nothing to freeze
-  }
+  // A dead rank (absent too) does not answer: nothing to freeze there.
+  ask::run(sup, ctx, other_workers(r), decide, restart_atom::value, r.node);
 }
 
 }  // namespace atrain

@@ -21,13 +21,17 @@ std::shared_ptr<const run_plan> quickstart(const std::vector<std::string>& overr
   return config("quickstart.textproto", overrides);
 }
 
-std::string quickstart_refusal(const std::vector<std::string>& overrides) {
+std::string config_refusal(const std::string& name, const std::vector<std::string>& overrides) {
   try {
-    (void)quickstart(overrides);
+    (void)config(name, overrides);
   } catch (const spec_error& e) {
     return e.what();
   }
   return "";
+}
+
+std::string quickstart_refusal(const std::vector<std::string>& overrides) {
+  return config_refusal("quickstart.textproto", overrides);
 }
 
 double logistic_optimum(const run_plan& plan, double l2) {

@@ -27,6 +27,9 @@ namespace atrain::test {
 /// Same from any spec under config/.
 [[nodiscard]] std::shared_ptr<const run_plan> config(const std::string& name,
                                                      const std::vector<std::string>& overrides);
+/// Why config(name, overrides) is refused ("" when it is accepted).
+[[nodiscard]] std::string config_refusal(const std::string& name,
+                                         const std::vector<std::string>& overrides);
 
 /// Minimum of mean softplus(-s (w.x + b)) + l2/2 |[w,b]|^2 over the plan's
 /// training set, by Newton's method in double (independent of the kernels).

@@ -4,9 +4,12 @@
 #include <cmath>
 #include <complex>
 #include <functional>
+#include <utility>
+#include <vector>
 
 #include <Eigen/Eigenvalues>
 
+#include "atrain/topology/mixing_row.hpp"
 #include "atrain/topology/weights.hpp"
 
 using namespace atrain;
@@ -33,6 +36,46 @@ BOOST_AUTO_TEST_CASE(default_pull_and_push_weights) {
   BOOST_TEST(respects_graph(c, g));
   BOOST_TEST(!respects_graph(r, g.reversed()));
   BOOST_TEST(!respects_graph(r, digraph(4)));  // wrong size
+}
+
+// D-PSGD's rows over the nodes in the run (faults.join): with everyone in,
+// metropolis_hastings's rows bit for bit; with some absent, the matrix of
+// the rows is metropolis_hastings of the subgraph among the members
+// (built here independently), zero towards the absent.
+BOOST_AUTO_TEST_CASE(metropolis_hastings_rows_over_the_members) {
+  const digraph g = make_exponential(12);
+  const weight_matrix full = metropolis_hastings(g);
+  std::vector<bool> members(12, true);
+  for (std::uint32_t i = 0; i < 12; ++i) {
+    const auto row = metropolis_hastings_row(g, i, members);
+    BOOST_TEST(row.self == full(i, i));
+    for (std::size_t k = 0; k < g.out(i).size(); ++k)
+      BOOST_TEST(row.in[k] == full(i, g.out(i)[k]));
+  }
+  for (std::uint32_t absent : {3U, 8U, 11U})
+    members[absent] = false;
+  std::vector<std::uint32_t> in;  // member -> node
+  for (std::uint32_t i = 0; i < 12; ++i)
+    if (members[i])
+      in.push_back(i);
+  std::vector<edge> edges;
+  for (std::uint32_t a = 0; a < in.size(); ++a)
+    for (auto j : g.out(in[a]))
+      if (members[j])
+        edges.push_back(
+          {a, static_cast<std::uint32_t>(std::find(in.begin(), in.end(), j) - in.begin())});
+  const weight_matrix sub = metropolis_hastings(make_from_edges(in.size(), edges));
+  BOOST_TEST(is_doubly_stochastic(sub));
+  for (std::uint32_t a = 0; a < in.size(); ++a) {
+    const auto row = metropolis_hastings_row(g, in[a], members);
+    BOOST_TEST(std::abs(row.self - sub(a, a)) < 1e-15);
+    for (std::size_t k = 0; k < g.out(in[a]).size(); ++k) {
+      const auto j = g.out(in[a])[k];
+      const double want =
+        members[j] ? sub(a, std::find(in.begin(), in.end(), j) - in.begin()) : 0.0;
+      BOOST_TEST(std::abs(row.in[k] - want) < 1e-15);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(stochastic_checks_fail_on_perturbed_matrices) {

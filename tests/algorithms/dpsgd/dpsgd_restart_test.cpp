@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "algorithms/dpsgd/dpsgd.hpp"
+#include "dpsgd_fixtures.hpp"
 #include "fixtures.hpp"
 #include "restart_fixtures.hpp"
 
@@ -52,17 +53,7 @@ void check_dpsgd_restarts(const std::string& crashes, const std::set<std::uint32
     if (by_node.size() != n)
       continue;
     ++full;
-    const std::size_t dim = by_node.begin()->second.before.size();
-    for (std::size_t j = 0; j < dim; ++j) {
-      double before = 0, after = 0, step = 0;
-      for (const auto& [i, d] : by_node) {
-        before += d.before[j];
-        after += d.after[j];
-        if (!d.gradient.empty())
-          step += d.gamma * d.gradient[j];
-      }
-      worst = std::max(worst, std::abs(after - (before - step)) / (1.0 + std::abs(after)));
-    }
+    worst = std::max(worst, atrain::test::dpsgd::round_residual(by_node));
   }
   // Rounds follow each other, each starting from the previous result, on
   // every node but at a replacement's join: it starts the round after the

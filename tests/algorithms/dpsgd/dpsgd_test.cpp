@@ -76,10 +76,10 @@ namespace {
 /// Gradients per node after 2 virtual s of lockstep rounds (no jitter, ring
 /// of 8) with link latency `latency` and `order`.
 std::vector<std::uint64_t> gradients_in_2s(double latency, const std::string& order) {
-  auto plan = t::quickstart(spec(
-    {"topology.builder=RING", "stop.time_seconds=2", "stop.stop_at_target=false",
-     "eval.period_seconds=1", "cost.tau_seconds=0.01", "cost.jitter=0",
-     "link.latency_seconds=" + std::to_string(latency), "algorithm.dpsgd.order=" + order}));
+  auto plan = t::quickstart(
+    spec({"topology.builder=RING", "stop.time_seconds=2", "stop.stop_at_target=false",
+          "eval.period_seconds=1", "cost.tau_seconds=0.01", "cost.jitter=0",
+          "link.latency_seconds=" + std::to_string(latency), "algorithm.dpsgd.order=" + order}));
   auto report = atrain::run_experiment(plan);
   BOOST_REQUIRE(report);
   BOOST_REQUIRE_MESSAGE(report->error().empty(), report->error());
@@ -91,7 +91,8 @@ std::vector<std::uint64_t> gradients_in_2s(double latency, const std::string& or
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(a_round_costs_the_larger_of_compute_and_latency_with_overlap_their_sum_without) {
+BOOST_AUTO_TEST_CASE(
+  a_round_costs_the_larger_of_compute_and_latency_with_overlap_their_sum_without) {
   // Round k starts at k R and its gradient is done tau later, so 2 s hold
   // floor((2 - tau) / R) + 1 gradients; R = max(tau, latency) with OVERLAP
   // (Lian et al.), tau + latency with SEND_AFTER_GRADIENT.
