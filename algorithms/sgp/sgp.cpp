@@ -131,7 +131,7 @@ void add(sgp_state& st, const packet& p) {
 /// checkpoint barrier asked to hold (then the node holds there).
 void try_start(sgp_ptr self) {
   auto& st = self->state;
-  if (st.computing)
+  if (st.computing || st.frozen)  // frozen: a join is being decided (resume)
     return;
   if (st.hold.requested) {
     st.hold.held = true;
@@ -150,7 +150,8 @@ void on_wake(sgp_ptr self, run_context& ctx, std::uint32_t id) {
   vec::axpy(-gamma, st.g.data(), ps.x.data(), dim);
   if (ps.record)
     ps.descents.push_back({k, gamma, st.g});
-  if (st.n > 1) {  // 3
+  const auto to = st.n > 1 ? pushsum_peer(id, k, st.n) : id;
+  if (to != id && st.members[to]) {  // 3 (a peer not in the run: all stays here)
     vec::scale(0.5, ps.x.data(), dim);
     ps.w *= 0.5;
     packet p;
@@ -159,7 +160,6 @@ void on_wake(sgp_ptr self, run_context& ctx, std::uint32_t id) {
     p.seq = k + 1;
     p.d = double_blob{ps.x};
     p.scalars = {ps.w};
-    const auto to = pushsum_peer(id, k, st.n);
     if (ps.record)
       ps.sent.push_back({to, k, p.d, ps.w});
     const auto slot = static_cast<std::size_t>(k % pushsum_period(st.n));
@@ -168,6 +168,7 @@ void on_wake(sgp_ptr self, run_context& ctx, std::uint32_t id) {
     gossip::send_to(self, ctx, st, to, std::move(p));
   }
   ++ps.steps;
+  step_done(st, id);
   st.computing = false;
   auto it = st.held.find(k);  // SGP: this step's message arrived early
   if (it != st.held.end()) {
@@ -291,6 +292,9 @@ const proto::NodeState* setup_sgp(sgp_ptr self, std::uint32_t id, const run_cont
     st.neighbours.push_back(pushsum_peer(id, a, st.n));
   st.sent_count.assign(st.neighbours.size(), 0);
   st.sent_w.assign(st.neighbours.size(), 0.0);
+  st.members.assign(st.n, true);
+  for (const auto& j : plan.joins)
+    st.members[j.node] = false;                                   // absent until its join
   const auto* saved = joining ? nullptr : resumed_node(ctx, id);  // a replacement joins
   if (saved)
     restore_sgp(st, id, *saved);
@@ -315,6 +319,21 @@ sgp_worker_actor::behavior_type sgp_running(sgp_ptr self, std::uint32_t id, cont
     },
     [=](restart_atom, std::uint32_t k) { return fence_for(self, *ctx, id, k); },
     [=](donate_atom, std::uint32_t k) { return donate(self, *ctx, id, k); },
+    // Node k joins the run (join_sgp_node): no step begins until the
+    // supervisor names the step k is in from, past every node's steps.
+    [=](join_atom, std::uint32_t k) {
+      auto& st = self->state;
+      ctx->events.record(ctx->ns(self), id, event_kind::restart, k, st.ps.steps);
+      st.frozen = true;
+      return st.ps.steps;
+    },
+    [=](resume_atom, std::uint64_t from, std::uint32_t k) {
+      auto& st = self->state;
+      st.joins_due.emplace(from, k);
+      st.frozen = false;
+      step_done(st, id);  // takes k in if its step has come
+      try_start(self);
+    },
     [=](model_atom) {
       const auto& st = self->state;
       auto s = make_snapshot(id, *st.cu, st.out, st.staleness,
@@ -325,7 +344,7 @@ sgp_worker_actor::behavior_type sgp_running(sgp_ptr self, std::uint32_t id, cont
     [=](stats_atom) { return gossip::stats(self->state); },
     // A replacement's join after it started (never sent twice): nothing.
     [](start_atom, std::uint64_t, const double_blob&, double, const std::vector<std::uint64_t>&,
-       const std::vector<caf::actor>&, std::uint32_t) {},
+       const std::vector<caf::actor>&, std::uint32_t, const std::vector<std::uint32_t>&) {},
     ckpt_go_handler(self, [=] { try_start(self); }), ckpt_drain_handler(self),
     ckpt_state_handler([=] { return save_sgp(self->state); }));
 }
@@ -349,17 +368,19 @@ sgp_worker_actor::behavior_type sgp_worker(sgp_ptr self, std::uint32_t id, conte
   if (!joining)
     return running;
   self->set_default_handler(caf::skip);
-  return waiting_for<sgp_worker_actor>([=](start_atom, std::uint64_t step, const double_blob& x,
-                                           double w, const std::vector<std::uint64_t>& fence,
-                                           const std::vector<caf::actor>& routes,
-                                           std::uint32_t donor) mutable {
-    join(self, step, x, w, fence, donor);
-    gossip::take_routes(self->state, routes);
-    show();
-    self->set_default_handler(caf::print_and_drop);
-    self->become(std::move(running));
-    try_start(self);
-  });
+  return waiting_for<sgp_worker_actor>(
+    [=](start_atom, std::uint64_t step, const double_blob& x, double w,
+        const std::vector<std::uint64_t>& fence, const std::vector<caf::actor>& routes,
+        std::uint32_t donor, const std::vector<std::uint32_t>& members) mutable {
+      join(self, step, x, w, fence, donor);
+      if (!members.empty())
+        set_members(self->state, members);
+      gossip::take_routes(self->state, routes);
+      show();
+      self->set_default_handler(caf::print_and_drop);
+      self->become(std::move(running));
+      try_start(self);
+    });
 }
 
 }  // namespace
@@ -410,6 +431,10 @@ algorithm_descriptor pushsum_descriptor() {
   d.wire = wire_sgp;
   d.spawn_replacement = ignoring_incarnation<spawn_sgp_replacement>;
   d.join = join_sgp_worker;
+  d.joins = "the schedule stays over every node id; a message whose peer is not in the run stays "
+            "with its sender and nobody waits for one from a source not in the run; at a join "
+            "every node stops beginning steps, the joiner takes half of a live node's (x, w) and "
+            "is in everywhere from the step after the highest any node is in";
   d.check_node = pushsum_check_node;
   d.evaluation.average_label = "push-sum average (sum x / sum w)";
   return d;

@@ -35,9 +35,14 @@ using sgp_worker_actor = node_actor::extend<
   // (x/2, w/2, steps);
   caf::replies_to<restart_atom, std::uint32_t>::with<std::uint64_t, std::uint64_t, double>,
   caf::replies_to<sgp_donate_atom, std::uint32_t>::with<double_blob, double, std::uint64_t>,
-  // and a replacement's join: (start, step, x, w, fences per in-slot, routes, donor).
+  // node k joining the run (join_sgp_node): begin no step until the
+  // resume -> (steps); then (resume, S, k): k is in from step S on;
+  caf::replies_to<join_atom, std::uint32_t>::with<std::uint64_t>,
+  caf::reacts_to<resume_atom, std::uint64_t, std::uint32_t>,
+  // and a replacement's join: (start, step, x, w, fences per in-slot, routes,
+  // donor, the nodes in the run from that step on: empty = as before).
   caf::reacts_to<start_atom, std::uint64_t, double_blob, double, std::vector<std::uint64_t>,
-                 std::vector<caf::actor>, std::uint32_t>>;
+                 std::vector<caf::actor>, std::uint32_t, std::vector<std::uint32_t>>>;
 
 /// m = ceil(log2 n): the period of the rotation (0 for n = 1, no messages).
 [[nodiscard]] std::uint32_t pushsum_period(std::uint32_t n);
@@ -116,6 +121,19 @@ struct pushsum_node {
 /// in flight to them is conserved.
 void join_sgp_worker(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
                      restart_started started);
+
+/// A node absent from the start joining (faults.join), join_sgp_worker's
+/// other half: the schedule stays over every node id, a message whose peer
+/// is not in the run stays with its sender (its column of P is e_i: still
+/// column stochastic) and nobody waits for a message from a source not in
+/// the run. At the join every live node stops beginning steps and reports
+/// its steps; with S one past the highest, the joiner is in from step S on
+/// everywhere, with half of a live node's (x, w) (mass conserved).
+void join_sgp_node(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
+                   restart_started started);
+
+/// Refuses faults.join combined with crashes (spec checks of both blocks).
+void pushsum_check_joins(spec_checker& c);
 
 /// Builds the links between the spawned `nodes` (appended to `links`), gives
 /// every node its routes and starts it.

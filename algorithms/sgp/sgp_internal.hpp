@@ -2,7 +2,10 @@
 /// SGP's private header: the worker's state and the restart functions
 /// (sgp_restart.cpp) that sgp.cpp's worker calls.
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -30,6 +33,11 @@ struct sgp_state : gossip::node_base {
   /// neighbour last (re)joined (what a restart reports lost with it).
   std::vector<std::uint64_t> sent_count;
   std::vector<double> sent_w;
+  // Joins (faults.join): per node, in the run at the current step; the
+  // joins to come (step -> node); a join being decided (no step begins).
+  std::vector<bool> members;
+  std::map<std::uint64_t, std::uint32_t> joins_due;
+  bool frozen = false;
   static inline const char* name = "atrain_sgp_worker";
 };
 using sgp_ptr = sgp_worker_actor::stateful_pointer<sgp_state>;
@@ -50,5 +58,26 @@ std::tuple<double_blob, double, std::uint64_t> donate(sgp_ptr self, run_context&
                                                       std::uint32_t id, std::uint32_t k);
 void join(sgp_ptr self, std::uint64_t step, const double_blob& x, double w,
           const std::vector<std::uint64_t>& fence, std::uint32_t donor);
+
+// ---- the supervisor's side of restarts and joins (sgp_restart.cpp)
+
+/// Donors for node k: its in-neighbours, its out-neighbours, then anyone.
+[[nodiscard]] std::shared_ptr<std::vector<std::uint32_t>> donor_candidates(std::uint32_t k,
+                                                                           std::uint32_t n);
+/// done(x, w, donor, where the state came from).
+using donor_found = std::function<void(double_blob, double, std::uint32_t, std::string)>;
+/// Asks `candidates` from `next` on, in order, for half of their (x, w);
+/// the first that answers is the donor (none: x^0 with weight 1).
+void find_donor(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
+                std::shared_ptr<std::vector<std::uint32_t>> candidates, std::size_t next,
+                donor_found done);
+
+// ---- joins, the worker's side (sgp_join.cpp)
+
+/// After step steps-1: its message counts as received when its source was
+/// not in the run then (nobody waits for it); then the joins due now.
+void step_done(sgp_state& st, std::uint32_t id);
+/// The nodes in the run from now on (a joiner's start).
+void set_members(sgp_state& st, const std::vector<std::uint32_t>& members);
 
 }  // namespace atrain::sgp_detail

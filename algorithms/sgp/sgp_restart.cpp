@@ -68,26 +68,27 @@ void join(sgp_ptr self, std::uint64_t step, const double_blob& x, double w,
     }
 }
 
-}  // namespace sgp_detail
-
-namespace {
-
-/// What join_sgp_worker gathers before it starts the replacement.
-struct sgp_join {
-  std::size_t pending = 0;
-  bool any_sent = false;
-  std::uint64_t last_sent = 0;       // the dead worker's highest seq on its links
-  std::vector<std::uint64_t> fence;  // per in-slot
-  std::uint64_t lost_messages = 0;   // sent to node k since it last joined
-  double lost_w = 0;
-  std::vector<std::uint32_t> dead_sources;  // in-neighbours that did not answer
-};
+std::shared_ptr<std::vector<std::uint32_t>> donor_candidates(std::uint32_t k, std::uint32_t n) {
+  const auto m = pushsum_period(n);
+  auto candidates = std::make_shared<std::vector<std::uint32_t>>();
+  auto add = [&](std::uint32_t j) {
+    if (j != k && std::find(candidates->begin(), candidates->end(), j) == candidates->end())
+      candidates->push_back(j);
+  };
+  for (std::uint32_t a = 0; a < m; ++a)
+    add(pushsum_source(k, a, n));
+  for (std::uint32_t a = 0; a < m; ++a)
+    add(pushsum_peer(k, a, n));
+  for (std::uint32_t j = 0; j < n; ++j)
+    add(j);
+  return candidates;
+}
 
 /// Asks `candidates` in order for half of their (x, w); the first that
 /// answers is the donor. done(x, w, donor, source text).
 void find_donor(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
                 std::shared_ptr<std::vector<std::uint32_t>> candidates, std::size_t next,
-                std::function<void(double_blob, double, std::uint32_t, std::string)> done) {
+                donor_found done) {
   if (next == candidates->size())
     return done(double_blob{std::vector<double>(ctx->plan->x0.begin(), ctx->plan->x0.end())}, 1.0,
                 r.node, "x^0 with a fresh weight 1 (no live node to take half from)");
@@ -106,43 +107,51 @@ void find_donor(caf::event_based_actor* sup, const context_ptr& ctx, const worke
       [=](const caf::error&) { find_donor(sup, ctx, r, candidates, next + 1, done); });
 }
 
+}  // namespace sgp_detail
+
+namespace {
+
+/// What join_sgp_worker gathers before it starts the replacement.
+struct sgp_join {
+  std::size_t pending = 0;
+  bool any_sent = false;
+  std::uint64_t last_sent = 0;       // the dead worker's highest seq on its links
+  std::vector<std::uint64_t> fence;  // per in-slot
+  std::uint64_t lost_messages = 0;   // sent to node k since it last joined
+  double lost_w = 0;
+  std::vector<std::uint32_t> dead_sources;  // in-neighbours that did not answer
+};
+
 }  // namespace
 
 void join_sgp_worker(caf::event_based_actor* sup, const context_ptr& ctx, const worker_restart& r,
                      restart_started started) {
+  if (ctx->plan->join_of(r.node) && r.incarnation == 1)
+    return join_sgp_node(sup, ctx, r, std::move(started));
   const auto k = r.node;
   const auto n = static_cast<std::uint32_t>(ctx->plan->nodes());
   const auto m = pushsum_period(n);
   auto js = std::make_shared<sgp_join>();
   js->fence.assign(m, 0);
   auto finish = [=] {
-    // Donors: the in-neighbours, the out-neighbours, then anyone alive.
-    auto candidates = std::make_shared<std::vector<std::uint32_t>>();
-    auto add = [&](std::uint32_t j) {
-      if (j != k && std::find(candidates->begin(), candidates->end(), j) == candidates->end())
-        candidates->push_back(j);
-    };
-    for (std::uint32_t a = 0; a < m; ++a)
-      add(pushsum_source(k, a, n));
-    for (std::uint32_t a = 0; a < m; ++a)
-      add(pushsum_peer(k, a, n));
-    for (std::uint32_t j = 0; j < n; ++j)
-      add(j);
+    const auto candidates = sgp_detail::donor_candidates(k, n);
     const std::uint64_t step = js->any_sent ? js->last_sent : 0;
-    find_donor(sup, ctx, r, candidates, 0,
-               [=](double_blob x, double w, std::uint32_t donor, std::string source) {
-                 sup->send(caf::actor_cast<sgp_worker_actor>(r.replacement), start_atom::value,
-                           step, std::move(x), w, js->fence, r.nodes.at(k).worker_routes, donor);
-                 std::ostringstream text;
-                 text.precision(17);
-                 text << source << ", joining at step " << step << "; lost with the dead worker: "
-                      << "its own (x, w), and " << js->lost_messages
-                      << " messages (w = " << js->lost_w << ") its in-neighbours had sent it "
-                      << "since it started (added by it, or dropped when they arrive)";
-                 for (auto j : js->dead_sources)
-                   text << "; in-neighbour " << j << " is down: what it sent is not counted";
-                 started(text.str());
-               });
+    sgp_detail::find_donor(
+      sup, ctx, r, candidates, 0,
+      [=](double_blob x, double w, std::uint32_t donor, std::string source) {
+        sup->send(caf::actor_cast<sgp_worker_actor>(r.replacement), start_atom::value, step,
+                  std::move(x), w, js->fence, r.nodes.at(k).worker_routes, donor,
+                  std::vector<std::uint32_t>{});
+        std::ostringstream text;
+        text.precision(17);
+        text << source << ", joining at step " << step << "; lost with the dead worker: "
+             << "its own (x, w), and " << js->lost_messages << " messages (w = " << js->lost_w
+             << ") its in-neighbours had sent it "
+             << "since it started (added by it, or dropped when they arrive)";
+        for (auto j : js->dead_sources)
+          text << "; in-neighbour " << j << " is down: what it sent is not counted";
+        started(text.str());
+      });
   };
   auto one = [js, finish] {
     if (--js->pending == 0)

@@ -6,12 +6,21 @@
 
 namespace atrain {
 
+void pushsum_check_joins(spec_checker& c) {
+  const auto& f = c.spec().faults();
+  if (f.join_size() > 0 && f.crash_size() > 0)
+    c.bad("faults.crash", "sgp and osgp cannot combine crashes with joins yet (a restarted node "
+                          "would not know who has joined)");
+}
+
 void sgp_check_block(spec_checker& c, const proto::AlgorithmSpec& a) {
   c.schedule("sgp", a.sgp());
+  pushsum_check_joins(c);
 }
 
 void osgp_check_block(spec_checker& c, const proto::AlgorithmSpec& a) {
   c.schedule("osgp", a.osgp());
+  pushsum_check_joins(c);
 }
 
 std::shared_ptr<const algorithm_config> sgp_parse_block(const proto::AlgorithmSpec& a) {

@@ -174,8 +174,8 @@ BOOST_AUTO_TEST_CASE(joins_are_refused_where_they_cannot_happen) {
   const std::string join = "faults.join=[{node: 3 at_seconds: 0.5}]";
   BOOST_TEST(refusal({join}).empty(), refusal({join}));  // R-FAST takes joins
   // An algorithm without joins names the ones that take them.
-  auto msg = refusal({"algorithm.sgp={step_size: 0.5}", join});
-  BOOST_TEST(says(msg, "faults.join[0]: sgp takes no nodes joining a running job yet "
+  auto msg = refusal({"algorithm.centralized={step_size: 0.5}", join});
+  BOOST_TEST(says(msg, "faults.join[0]: centralized takes no nodes joining a running job yet "
                        "(these do: rfast, allreduce, "),
              msg);
   msg = refusal({"algorithm.allreduce={step_size: 0.5}", join});
