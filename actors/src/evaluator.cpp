@@ -528,9 +528,19 @@ caf::typed_response_promise<report_bytes> final_report(eval_ptr self) {
       row = evaluate(self, g, &x);
       record_final_heterogeneity(self->state, x);
       const auto& rows = self->state.report.metrics();
-      const bool same_time =
-        !rows.empty() && rows[rows.size() - 1].time_seconds() == row.time_seconds;
-      record_row(self, row, true, same_time);
+      const auto& stop = self->state.ctx->plan->stop;
+      auto reached = [&](double accuracy) {
+        return stop.target_accuracy > 0 && accuracy >= stop.target_accuracy;
+      };
+      // The evaluation at the stop replaces the periodic one of the same
+      // time (one row per time) unless that one reached the target and
+      // this one, taken after later events of the same instant, does not:
+      // the report would then say "stopped at the target, never reached".
+      const bool replace = !rows.empty() &&
+                           rows[rows.size() - 1].time_seconds() == row.time_seconds &&
+                           !(reached(judged_accuracy(stop, rows[rows.size() - 1])) &&
+                             !reached(judged_accuracy(stop, row)));
+      record_row(self, row, true, replace);
     }
     fill_report(self->state, g, row);
     report_bytes out;
