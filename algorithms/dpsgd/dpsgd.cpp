@@ -117,14 +117,11 @@ struct dpsgd_state : gossip::node_base {
   bool record = false;  // keep the ledger (test probe only)
   std::vector<dpsgd_round> ledger;
   barrier_hold hold;  // checkpoints
-  // Joins (faults.join): the nodes in the run in this round (per node), the
-  // neighbours among them (aligned with `neighbours`), the joins to come
-  // (round -> node), and a join being decided (no round begins meanwhile;
-  // `parked`: one would have).
-  std::vector<bool> members;
+  // Joins (faults.join): who is in the run, the neighbours among them
+  // (aligned with `neighbours`), and `parked`: a round would have begun
+  // while a join was being decided.
+  gossip::run_members members;
   std::vector<bool> present;
-  std::map<std::uint64_t, std::uint32_t> joins_due;
-  bool frozen = false;
   bool parked = false;
   static inline const char* name = "atrain_dpsgd_worker";
 };
@@ -132,7 +129,7 @@ using dpsgd_ptr = dpsgd_worker_actor::stateful_pointer<dpsgd_state>;
 
 /// The node's mixing weights and present neighbours over `members`.
 void set_mixing(dpsgd_state& st, const run_context& ctx, std::uint32_t id) {
-  const auto row = metropolis_hastings_row(ctx.plan->topo->g_r, id, st.members);
+  const auto row = metropolis_hastings_row(ctx.plan->topo->g_r, id, st.members.in);
   st.w_self = row.self;
   st.w_in = row.in;
   st.present.assign(st.neighbours.size(), true);
@@ -142,13 +139,7 @@ void set_mixing(dpsgd_state& st, const run_context& ctx, std::uint32_t id) {
 
 /// Takes in the nodes whose join round has come.
 void apply_joins(dpsgd_state& st, const run_context& ctx, std::uint32_t id) {
-  bool changed = false;
-  while (!st.joins_due.empty() && st.joins_due.begin()->first <= st.round) {
-    st.members[st.joins_due.begin()->second] = true;
-    st.joins_due.erase(st.joins_due.begin());
-    changed = true;
-  }
-  if (changed)
+  if (st.members.take_due(st.round))
     set_mixing(st, ctx, id);
 }
 
@@ -224,7 +215,7 @@ bool finish_round(dpsgd_ptr self, run_context& ctx, std::uint32_t id) {
   ++st.round;
   st.sent = false;
   apply_joins(st, ctx, id);
-  if (st.frozen) {  // a join is being decided: begin once it is (resume)
+  if (st.members.frozen) {  // a join is being decided: begin once it is (resume)
     st.parked = true;
     return true;
   }
@@ -358,9 +349,7 @@ const proto::NodeState* setup_dpsgd(dpsgd_ptr self, std::uint32_t id, const run_
   const auto& algo = ctx.plan->config<dpsgd_config>();
   auto& st = self->state;
   gossip::init(st, ctx, id);
-  st.members.assign(ctx.plan->nodes(), true);
-  for (const auto& j : ctx.plan->joins)
-    st.members[j.node] = false;  // absent until its join
+  st.members.start(*ctx.plan);
   set_mixing(st, ctx, id);
   st.gamma = algo.step_size;
   st.decay = algo.decay;
@@ -394,13 +383,13 @@ dpsgd_worker_actor::behavior_type dpsgd_running(dpsgd_ptr self, std::uint32_t id
     [=](join_atom, std::uint32_t k) {
       auto& st = self->state;
       ctx->events.record(ctx->ns(self), id, event_kind::restart, k, st.round);
-      st.frozen = true;
+      st.members.frozen = true;
       return std::make_tuple(st.round, float_blob{st.x});
     },
     [=](resume_atom, std::uint64_t from, std::uint32_t k) {
       auto& st = self->state;
-      st.joins_due.emplace(from, k);
-      st.frozen = false;
+      st.members.due.emplace(from, k);
+      st.members.frozen = false;
       apply_joins(st, *ctx, id);
       if (std::exchange(st.parked, false))
         begin_round(self, *ctx, id);
@@ -454,9 +443,7 @@ dpsgd_worker_actor::behavior_type dpsgd_worker(dpsgd_ptr self, std::uint32_t id,
       st.round = round;
       st.x = x.vec();
       if (!members.empty()) {  // a join: the nodes in the run from `round` on
-        st.members.assign(st.members.size(), false);
-        for (auto j : members)
-          st.members.at(j) = true;
+        st.members.set(members);
         set_mixing(st, *ctx, id);
       }
       if (std::any_of(models.begin(), models.end(), [](const auto& m) { return !m.empty(); }))

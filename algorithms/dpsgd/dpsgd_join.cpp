@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "algorithms/dpsgd/dpsgd.hpp"
+#include "algorithms/gossip/gossip.hpp"
 #include "atrain/actors/ask_nodes.hpp"
 #include "atrain/actors/run_plan.hpp"
 
@@ -42,17 +43,7 @@ void join_dpsgd_node(caf::event_based_actor* sup, const context_ptr& ctx, const 
   using ask = ask_nodes<join_answer, dpsgd_worker_actor>;
   const auto n = static_cast<std::uint32_t>(r.nodes.size());
   auto decide = [=](const ask::answers& got) {
-    // R: one past every live node's round, so none has begun it; the
-    // members from R on: the live nodes and the joiner.
-    std::uint64_t last = 0;
-    std::vector<std::uint32_t> members;
-    for (std::uint32_t j = 0; j < n; ++j)
-      if (got[j] || j == r.node) {
-        members.push_back(j);
-        if (got[j])
-          last = std::max(last, std::get<0>(*got[j]));
-      }
-    const std::uint64_t round = last + 1;
+    const auto [round, members] = gossip::join_point(got, r.node);
     auto [x, source] = donor_model(*ctx->plan, r.node, got);
     for (std::uint32_t j = 0; j < n; ++j)
       if (got[j])

@@ -4,6 +4,7 @@
 /// neighbours, packet checks, the decaying step size and the model snapshot.
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -209,6 +210,57 @@ struct ask_neighbours {
                                    xs...);
   }
 };
+
+/// Who is in the run (faults.join), as a D-PSGD or SGP node sees it: per
+/// node, from its current round on; the joins to come (round -> node); and
+/// whether a join is being decided (no round begins meanwhile).
+struct run_members {
+  std::vector<bool> in;
+  std::map<std::uint64_t, std::uint32_t> due;
+  bool frozen = false;
+
+  /// Every node but those absent from the start.
+  void start(const run_plan& plan) {
+    in.assign(plan.nodes(), true);
+    for (const auto& j : plan.joins)
+      in[j.node] = false;  // absent until its join
+  }
+  /// Exactly `members` (a joiner's start).
+  void set(const std::vector<std::uint32_t>& members) {
+    in.assign(in.size(), false);
+    for (auto j : members)
+      in.at(j) = true;
+  }
+  /// Takes in the nodes whose join round is `now` or before; true if any.
+  bool take_due(std::uint64_t now) {
+    bool changed = false;
+    while (!due.empty() && due.begin()->first <= now) {
+      in[due.begin()->second] = true;
+      due.erase(due.begin());
+      changed = true;
+    }
+    return changed;
+  }
+  [[nodiscard]] bool operator[](std::uint32_t j) const { return in[j]; }
+};
+
+/// A join decided from the live nodes' answers to the freeze (each answer's
+/// first element: the round it is in; a missing one: not in the run): the
+/// round every node takes joiner k in at, one past the highest so that none
+/// has begun it, and the members from then on (those that answered, and k).
+template <class Answers>
+[[nodiscard]] std::pair<std::uint64_t, std::vector<std::uint32_t>> join_point(const Answers& got,
+                                                                              std::uint32_t k) {
+  std::uint64_t last = 0;
+  std::vector<std::uint32_t> members;
+  for (std::uint32_t j = 0; j < got.size(); ++j)
+    if (got[j] || j == k) {
+      members.push_back(j);
+      if (got[j])
+        last = std::max<std::uint64_t>(last, std::get<0>(*got[j]));
+    }
+  return {last + 1, std::move(members)};
+}
 
 /// D-PSGD and AD-PSGD gossip over G_R taken as an undirected graph.
 inline void check_undirected(const loaded_spec& ls, const topology& topo, const std::string& name) {

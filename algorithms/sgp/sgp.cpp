@@ -131,7 +131,7 @@ void add(sgp_state& st, const packet& p) {
 /// checkpoint barrier asked to hold (then the node holds there).
 void try_start(sgp_ptr self) {
   auto& st = self->state;
-  if (st.computing || st.frozen)  // frozen: a join is being decided (resume)
+  if (st.computing || st.members.frozen)  // frozen: a join is being decided (resume)
     return;
   if (st.hold.requested) {
     st.hold.held = true;
@@ -292,9 +292,7 @@ const proto::NodeState* setup_sgp(sgp_ptr self, std::uint32_t id, const run_cont
     st.neighbours.push_back(pushsum_peer(id, a, st.n));
   st.sent_count.assign(st.neighbours.size(), 0);
   st.sent_w.assign(st.neighbours.size(), 0.0);
-  st.members.assign(st.n, true);
-  for (const auto& j : plan.joins)
-    st.members[j.node] = false;                                   // absent until its join
+  st.members.start(plan);
   const auto* saved = joining ? nullptr : resumed_node(ctx, id);  // a replacement joins
   if (saved)
     restore_sgp(st, id, *saved);
@@ -324,13 +322,13 @@ sgp_worker_actor::behavior_type sgp_running(sgp_ptr self, std::uint32_t id, cont
     [=](join_atom, std::uint32_t k) {
       auto& st = self->state;
       ctx->events.record(ctx->ns(self), id, event_kind::restart, k, st.ps.steps);
-      st.frozen = true;
+      st.members.frozen = true;
       return st.ps.steps;
     },
     [=](resume_atom, std::uint64_t from, std::uint32_t k) {
       auto& st = self->state;
-      st.joins_due.emplace(from, k);
-      st.frozen = false;
+      st.members.due.emplace(from, k);
+      st.members.frozen = false;
       step_done(st, id);  // takes k in if its step has come
       try_start(self);
     },
@@ -374,7 +372,7 @@ sgp_worker_actor::behavior_type sgp_worker(sgp_ptr self, std::uint32_t id, conte
         std::uint32_t donor, const std::vector<std::uint32_t>& members) mutable {
       join(self, step, x, w, fence, donor);
       if (!members.empty())
-        set_members(self->state, members);
+        self->state.members.set(members);
       gossip::take_routes(self->state, routes);
       show();
       self->set_default_handler(caf::print_and_drop);

@@ -33,11 +33,7 @@ struct sgp_state : gossip::node_base {
   /// neighbour last (re)joined (what a restart reports lost with it).
   std::vector<std::uint64_t> sent_count;
   std::vector<double> sent_w;
-  // Joins (faults.join): per node, in the run at the current step; the
-  // joins to come (step -> node); a join being decided (no step begins).
-  std::vector<bool> members;
-  std::map<std::uint64_t, std::uint32_t> joins_due;
-  bool frozen = false;
+  gossip::run_members members;  // joins (faults.join): who is in the run
   static inline const char* name = "atrain_sgp_worker";
 };
 using sgp_ptr = sgp_worker_actor::stateful_pointer<sgp_state>;
@@ -77,7 +73,5 @@ void find_donor(caf::event_based_actor* sup, const context_ptr& ctx, const worke
 /// After step steps-1: its message counts as received when its source was
 /// not in the run then (nobody waits for it); then the joins due now.
 void step_done(sgp_state& st, std::uint32_t id);
-/// The nodes in the run from now on (a joiner's start).
-void set_members(sgp_state& st, const std::vector<std::uint32_t>& members);
 
 }  // namespace atrain::sgp_detail

@@ -25,16 +25,7 @@ void step_done(sgp_state& st, std::uint32_t id) {
     (void)st.seen.first_time(0, pushsum_mass, steps);
     st.highest_seen = std::max(st.highest_seen, steps);
   }
-  while (!st.joins_due.empty() && st.joins_due.begin()->first <= steps) {
-    st.members[st.joins_due.begin()->second] = true;
-    st.joins_due.erase(st.joins_due.begin());
-  }
-}
-
-void set_members(sgp_state& st, const std::vector<std::uint32_t>& members) {
-  st.members.assign(st.n, false);
-  for (auto j : members)
-    st.members.at(j) = true;
+  (void)st.members.take_due(steps);
 }
 
 }  // namespace sgp_detail
@@ -45,17 +36,9 @@ void join_sgp_node(caf::event_based_actor* sup, const context_ptr& ctx, const wo
   const auto k = r.node;
   const auto n = static_cast<std::uint32_t>(r.nodes.size());
   auto decide = [=](const ask::answers& got) {
-    // S: one past every live node's steps, so none has begun it; the
-    // members from S on: the live nodes and the joiner.
-    std::uint64_t last = 0;
-    std::vector<std::uint32_t> members;
-    for (std::uint32_t j = 0; j < n; ++j)
-      if (got[j] || j == k) {
-        members.push_back(j);
-        if (got[j])
-          last = std::max(last, std::get<0>(*got[j]));
-      }
-    const std::uint64_t step = last + 1;
+    auto point = gossip::join_point(got, k);  // (step, members), kept by the lambda below
+    const auto step = point.first;
+    const auto members = std::move(point.second);
     sgp_detail::find_donor(
       sup, ctx, r, sgp_detail::donor_candidates(k, n), 0,
       [=](double_blob x, double w, std::uint32_t donor, std::string source) {
